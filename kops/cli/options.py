@@ -1,0 +1,92 @@
+"""Options shared by the commands that talk to a cluster, and how they become a ZooKeeper session.
+
+Secrets never go on the command line (where `ps` shows them): ZooKeeper credentials come from the
+environment, `KOPS_ZK_DIGEST=user:password` or `KOPS_ZK_SASL=user:password` (+ `KOPS_ZK_SASL_MECHANISM`).
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kops.errors import UsageError
+from kops.kafka.client import ZkAuth, ZkSettings, ZkTls
+from kops.kafka.connect import parse_connect
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+Zookeeper = Annotated[
+    Optional[str],
+    typer.Option(
+        "--zookeeper",
+        "-z",
+        help="ZooKeeper connect string of the cluster, HOST:PORT[,HOST:PORT][/chroot] (Kafka's zookeeper.connect).",
+        show_default=False,
+    ),
+]
+ConnectTimeout = Annotated[
+    float,
+    typer.Option("--connect-timeout", help="Seconds to wait for ZooKeeper before giving up (exit 1).", min=0.1),
+]
+SessionTimeout = Annotated[
+    float, typer.Option("--session-timeout", help="ZooKeeper session timeout in seconds.", min=1.0)
+]
+TlsCa = Annotated[Optional[Path], typer.Option("--zk-tls-ca", help="CA bundle: connect to ZooKeeper over TLS.")]
+TlsCert = Annotated[Optional[Path], typer.Option("--zk-tls-cert", help="Client certificate for ZooKeeper TLS.")]
+TlsKey = Annotated[Optional[Path], typer.Option("--zk-tls-key", help="Client key for ZooKeeper TLS.")]
+Format = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="text for people, json for machines.", case_sensitive=False)
+]
+
+
+def _credentials(variable: str) -> tuple[str, str] | None:
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    user, sep, password = value.partition(":")
+    if not sep or not user:
+        raise UsageError(f"{variable} must be user:password", where=variable)
+    return user, password
+
+
+def zk_settings(
+    zookeeper: str | None,
+    connect_timeout: float = 10.0,
+    session_timeout: float = 30.0,
+    tls_ca: Path | None = None,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+) -> ZkSettings:
+    if not zookeeper:
+        raise UsageError("no cluster given", hint="pass -z HOST:PORT[/chroot]")
+    parse_connect(zookeeper)  # validate early: one clear line for a malformed string
+    auth = None
+    digest = _credentials("KOPS_ZK_DIGEST")
+    sasl = _credentials("KOPS_ZK_SASL")
+    if digest and sasl:
+        raise UsageError("set only one of KOPS_ZK_DIGEST and KOPS_ZK_SASL")
+    if digest:
+        auth = ZkAuth("digest", *digest)
+    elif sasl:
+        auth = ZkAuth("sasl", *sasl, mechanism=os.environ.get("KOPS_ZK_SASL_MECHANISM", "DIGEST-MD5"))
+    tls = None
+    if tls_ca or tls_cert or tls_key:
+        for option, path in (("--zk-tls-ca", tls_ca), ("--zk-tls-cert", tls_cert), ("--zk-tls-key", tls_key)):
+            if path is not None and not path.is_file():
+                raise UsageError(f"{option}: no such file {path}")
+        tls = ZkTls(
+            ca_file=str(tls_ca) if tls_ca else None,
+            cert_file=str(tls_cert) if tls_cert else None,
+            key_file=str(tls_key) if tls_key else None,
+        )
+    return ZkSettings(
+        connect=zookeeper, connect_timeout=connect_timeout, session_timeout=session_timeout, auth=auth, tls=tls
+    )

@@ -1,0 +1,187 @@
+"""`kops state`: read a whole cluster and show it, or save it as a kops-snapshot/1 file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kops.cli import console
+from kops.cli.options import (
+    ConnectTimeout,
+    Format,
+    OutputFormat,
+    SessionTimeout,
+    TlsCa,
+    TlsCert,
+    TlsKey,
+    Zookeeper,
+    zk_settings,
+)
+from kops.kafka.client import ZkClient
+from kops.kafka.reader import read_snapshot
+from kops.model import snapshot_format
+from kops.model.snapshot import Snapshot
+
+THROTTLE_KEYS = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def take_snapshot(settings_zookeeper: str | None, connect_timeout: float, session_timeout: float,
+                  tls_ca: Path | None = None, tls_cert: Path | None = None, tls_key: Path | None = None) -> Snapshot:
+    settings = zk_settings(settings_zookeeper, connect_timeout, session_timeout, tls_ca, tls_cert, tls_key)
+    with console.err.status("connecting to ZooKeeper", spinner="dots") as status:
+        with ZkClient(settings) as client:
+            return read_snapshot(client, progress=lambda msg: status.update(msg))
+
+
+def state(
+    zookeeper: Zookeeper = None,
+    output_format: Format = OutputFormat.text,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Save the snapshot (kops-snapshot/1 JSON) to this file.")
+    ] = None,
+    connect_timeout: ConnectTimeout = 10.0,
+    session_timeout: SessionTimeout = 30.0,
+    tls_ca: TlsCa = None,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
+) -> None:
+    """Read a cluster's whole layout: brokers, racks, topics, leaders, ISR, configs, throttles, reassignments.
+
+    The snapshot can be saved with --out and used for offline planning (kops plan --snapshot FILE), e.g. in
+    CI runners that cannot reach the cluster.
+
+    Examples:
+
+      kops state -z zk1:2181/kafka
+
+      kops state -z zk1:2181/kafka --out snapshots/prod.json
+
+      kops state -z zk1:2181/kafka --format json | jq '.summary'
+    """
+    snapshot = take_snapshot(zookeeper, connect_timeout, session_timeout, tls_ca, tls_cert, tls_key)
+    if out is not None:
+        write_atomically(out, snapshot_format.dumps(snapshot))
+        console.info(f"wrote snapshot of {snapshot.partition_count} partitions to {out}")
+    if output_format is OutputFormat.json:
+        console.print_json(snapshot_format.to_document(snapshot))
+    elif out is None:
+        render(snapshot)
+    report_problems(snapshot)
+
+
+def report_problems(snapshot: Snapshot) -> None:
+    if snapshot.migration:
+        console.warning("a ZooKeeper-to-KRaft migration is in progress: kops will not write to this cluster")
+    for problem in snapshot.problems:
+        console.warning(f"{problem.path}: {problem.message}")
+    if snapshot.problems:
+        console.warning(
+            f"snapshot incomplete: {len(snapshot.problems)} znode(s) could not be read as Kafka reads them"
+        )
+
+
+def render(snapshot: Snapshot) -> None:
+    out = console.out
+    live = snapshot.live_broker_ids
+    ctl = snapshot.controller
+    controller = f"broker {ctl.id} (epoch {ctl.epoch})" if ctl.id is not None else "[red]none[/]"
+    out.print(
+        f"[bold]Cluster[/] {snapshot.cluster_id or '?'}  ·  {snapshot.connect or ''}  ·  controller {controller}  ·  "
+        f"{len(snapshot.brokers)} brokers, {len(snapshot.topics)} topics, {snapshot.partition_count} partitions"
+    )
+
+    brokers = console.table("Brokers", ">ID", "Rack", "Endpoints", "Features", ">Leaders", ">Replicas", ">Reg.")
+    leaders: dict[int, int] = {}
+    replicas: dict[int, int] = {}
+    for topic in snapshot.topics.values():
+        for part in topic.partitions.values():
+            leaders[part.leader] = leaders.get(part.leader, 0) + 1
+            for r in part.replicas:
+                replicas[r] = replicas.get(r, 0) + 1
+    for b in snapshot.brokers:
+        features = ", ".join(f"{n} {f.min_version}-{f.max_version}" for n, f in sorted(b.features.items())) or "-"
+        brokers.add_row(
+            str(b.id), b.rack or "-", " ".join(b.endpoints), features,
+            str(leaders.get(b.id, 0)), str(replicas.get(b.id, 0)), f"v{b.version}",
+        )
+    out.print(brokers)
+
+    under = {(tp.topic, tp.partition) for tp in snapshot.under_replicated()}
+    offline = {(tp.topic, tp.partition) for tp in snapshot.offline()}
+    topics = console.table(
+        "Topics", "Topic", ">Partitions", ">RF", ">Under-replicated", ">Offline", ">Reassigning", "Config"
+    )
+    for name, topic in sorted(snapshot.topics.items()):
+        n_under = sum(1 for p in topic.partitions if (name, p) in under)
+        n_off = sum(1 for p in topic.partitions if (name, p) in offline)
+        moving = sum(1 for p in topic.partitions.values() if p.reassigning)
+        overrides = ", ".join(f"{k}={v}" for k, v in sorted(topic.config.items()) if k not in THROTTLE_KEYS)
+        label = name + (" [dim](deleting)[/]" if name in snapshot.pending_deletions else "")
+        topics.add_row(
+            label,
+            str(len(topic.partitions)),
+            str(topic.replication_factor),
+            f"[yellow]{n_under}[/]" if n_under else "0",
+            f"[bold red]{n_off}[/]" if n_off else "0",
+            f"[cyan]{moving}[/]" if moving else "0",
+            overrides or "-",
+        )
+    out.print(topics)
+
+    in_flight = snapshot.in_flight()
+    if in_flight:
+        moves = console.table("Reassignments in flight", "Partition", "Replicas", "Adding", "Removing", "Target", "Source")
+        for f in in_flight:
+            source = "znode + topic" if f.requested and f.replicas else ("znode" if f.requested else "topic (API)")
+            moves.add_row(
+                f"{f.topic}-{f.partition}", _ids(f.replicas), _ids(f.adding), _ids(f.removing),
+                _ids(f.target or ()), source,
+            )
+        out.print(moves)
+
+    throttles = console.table("Throttles", "Entity", "Key", "Value")
+    for name, topic in sorted(snapshot.topics.items()):
+        for key in THROTTLE_KEYS:
+            if key in topic.config:
+                throttles.add_row(f"topic {name}", key, topic.config[key] or '""')
+    for entity, config in sorted(snapshot.broker_configs.items(), key=lambda kv: (not kv[0].isdigit(), kv[0].zfill(10))):
+        for key in THROTTLE_KEYS:
+            if key in config:
+                throttles.add_row(f"broker {entity}", key, config[key])
+    if throttles.row_count:
+        out.print(throttles)
+
+    if snapshot.pending_deletions:
+        out.print(f"[dim]Pending deletions:[/] {', '.join(snapshot.pending_deletions)}")
+    if snapshot.preferred_election:
+        out.print(f"[dim]Preferred election pending:[/] {', '.join(str(tp) for tp in snapshot.preferred_election)}")
+    dead = sorted({r for t in snapshot.topics.values() for p in t.partitions.values() for r in p.replicas} - live)
+    if dead:
+        out.print(f"[yellow]Replicas on brokers that are not registered:[/] {', '.join(map(str, dead))}")
+
+
+def _ids(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values)) if values else "-"

@@ -1,0 +1,280 @@
+"""A real ZooKeeper server for the lab and the tests, run from the jars PySpark ships.
+
+PySpark (a dependency anyway, for the sizes job) bundles ZooKeeper's server jars, so no download is needed:
+`java -cp "<pyspark>/jars/*" org.apache.zookeeper.server.ZooKeeperServerMain zoo.cfg`. The server listens on
+loopback only, on a free port, with its own data folder and the AdminServer off (it would take port 8080).
+
+Two lifetimes:
+- managed (tests, library use): the server dies with the Python process that started it — stopped at
+  interpreter exit, and killed by the kernel (PR_SET_PDEATHSIG) if that process is killed outright;
+- detached (`kops lab`): it outlives the command and is found again through `<dir>/zookeeper.pid`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from kops.errors import EnvironmentProblem
+
+MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+PID_FILE = "zookeeper.pid"
+PORT_FILE = "zookeeper.port"
+LOG_FILE = "zookeeper.log"
+
+
+def pyspark_jars() -> Path:
+    """The folder of jars inside the installed pyspark package (found without importing pyspark)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise EnvironmentProblem(
+            "pyspark is not installed, and kops runs ZooKeeper from its jars",
+            hint="install kops with its dependencies: pip install -e .",
+        )
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    if not any(jars.glob("zookeeper-*.jar")):
+        raise EnvironmentProblem(f"no zookeeper-*.jar in {jars}", hint="reinstall pyspark (pip install --force-reinstall pyspark)")
+    return jars
+
+
+def java_executable() -> str:
+    """JAVA_HOME's java, else the one on PATH; a clear error when there is none."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise EnvironmentProblem(
+            "Java is not installed; ZooKeeper (and Spark) need a Java 11+ runtime",
+            hint="install one (Debian/Ubuntu: apt-get install -y openjdk-17-jre-headless) or set JAVA_HOME",
+        )
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str | None:
+    """Send a four-letter command; None when nothing answers."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(word.encode("ascii"))
+            chunks = []
+            while True:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask the kernel to SIGKILL us when the parent dies (Linux)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ZooKeeperServer:
+    """One standalone ZooKeeper server process."""
+
+    def __init__(self, directory: Path | str, *, port: int | None = None, heap_mb: int = 512, detached: bool = False):
+        self.directory = Path(directory)
+        self.port = port
+        self.heap_mb = heap_mb
+        self.detached = detached
+        self.process: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _write_config(self) -> Path:
+        data = self.directory / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        cfg = self.directory / "zoo.cfg"
+        cfg.write_text(
+            "\n".join(
+                [
+                    "tickTime=500",
+                    f"dataDir={data}",
+                    f"clientPort={self.port}",
+                    "clientPortAddress=127.0.0.1",
+                    "maxClientCnxns=0",
+                    "minSessionTimeout=1000",
+                    "maxSessionTimeout=60000",
+                    "admin.enableServer=false",
+                    "4lw.commands.whitelist=ruok,srvr,mntr,stat",
+                    "autopurge.purgeInterval=1",
+                    "",
+                ]
+            )
+        )
+        log_cfg = self.directory / "log4j2.properties"
+        log_cfg.write_text(
+            "\n".join(
+                [
+                    "status = error",
+                    "appender.file.type = File",
+                    "appender.file.name = file",
+                    f"appender.file.fileName = {self.directory / LOG_FILE}",
+                    "appender.file.layout.type = PatternLayout",
+                    "appender.file.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n",
+                    "rootLogger.level = info",
+                    "rootLogger.appenderRef.file.ref = file",
+                    "",
+                ]
+            )
+        )
+        return cfg
+
+    def start(self, timeout: float = 60.0) -> "ZooKeeperServer":
+        java = java_executable()
+        jars = pyspark_jars()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        attempts = 1 if self.port else 3
+        for attempt in range(attempts):
+            if not self.port or attempt:
+                self.port = free_port()
+            cfg = self._write_config()
+            command = [
+                java,
+                f"-Xmx{self.heap_mb}m",
+                "-XX:+UseSerialGC",
+                "-Dzookeeper.admin.enableServer=false",
+                f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
+                "-Dzookeeper.jmx.log4j.disable=true",
+                "-cp",
+                f"{jars}/*",
+                MAIN_CLASS,
+                str(cfg),
+            ]
+            out = open(self.directory / "zookeeper.out", "ab")
+            try:
+                self.process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=self.detached,
+                    preexec_fn=None if self.detached else _die_with_parent,
+                )
+            finally:
+                out.close()
+            self.pid = self.process.pid
+            if not self.detached:
+                atexit.register(self.stop)
+            if self._wait_ready(timeout):
+                (self.directory / PID_FILE).write_text(str(self.pid))
+                (self.directory / PORT_FILE).write_text(str(self.port))
+                return self
+            self.stop()
+        raise EnvironmentProblem(
+            f"ZooKeeper did not start within {timeout:g}s",
+            where=str(self.directory / LOG_FILE),
+            hint=f"see the log; last lines: {self.log_tail()}",
+        )
+
+    def _wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                return False
+            if four_letter_word("127.0.0.1", int(self.port or 0), "ruok", 0.5) == "imok":
+                return True
+            time.sleep(0.1)
+        return False
+
+    def log_tail(self, lines: int = 3) -> str:
+        text = ""
+        for name in (LOG_FILE, "zookeeper.out"):
+            path = self.directory / name
+            if path.exists():
+                text += path.read_text(errors="replace")
+        tail = [line for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(tail) or "(empty)"
+
+    def running(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        return self.pid is not None and _pid_alive(self.pid)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after `timeout`; idempotent."""
+        pid = self.pid
+        if pid is None:
+            return
+        try:
+            if self.process is not None:
+                if self.process.poll() is None:
+                    self.process.terminate()
+                    try:
+                        self.process.wait(timeout)
+                    except subprocess.TimeoutExpired:
+                        self.process.kill()
+                        self.process.wait(5)
+            elif _pid_alive(pid):
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + timeout
+                while _pid_alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if _pid_alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        finally:
+            self.pid = None
+            for name in (PID_FILE, PORT_FILE):
+                (self.directory / name).unlink(missing_ok=True)
+            if not self.detached:
+                atexit.unregister(self.stop)
+
+    @classmethod
+    def attach(cls, directory: Path | str) -> "ZooKeeperServer | None":
+        """The detached server recorded in `directory`, if it is still running."""
+        directory = Path(directory)
+        try:
+            pid = int((directory / PID_FILE).read_text())
+            port = int((directory / PORT_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        server = cls(directory, port=port, detached=True)
+        server.pid = pid
+        if not _pid_alive(pid) or not _is_zookeeper(pid):
+            return None
+        return server
+
+
+def _is_zookeeper(pid: int) -> bool:
+    """Guard against a recycled pid: the process must be our Java main class."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: trust the pid file
+    return MAIN_CLASS.encode() in cmdline

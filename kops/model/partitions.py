@@ -1,0 +1,71 @@
+"""Partitions: the replica assignment and the leader/ISR state Kafka keeps for each one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Leader and ISR of one partition (`/brokers/topics/<t>/partitions/<p>/state`).
+
+    `leader_recovery_state` is 1 (RECOVERING) only after an unclean election on 3.2+; the two epoch maps are
+    the KIP-253 extension (seed 003) and are empty on a real Kafka.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    leader_recovery_state: int = 0
+    version: int = 1
+    leader_epoch_after_creation: dict[int, int] = field(default_factory=dict)
+    leader_epoch_before_deletion: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """What the snapshot knows of one partition: assignment plus state (None when the state znode is missing)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    state: PartitionState | None = None
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """Replicas before the in-flight reassignment: replicas minus adding, in order (KIP-455 semantics)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def leader(self) -> int:
+        return self.state.leader if self.state else NO_LEADER
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.state.isr if self.state else ()
+
+    def is_offline(self, live_brokers: frozenset[int] | set[int]) -> bool:
+        return self.leader == NO_LEADER or self.leader not in live_brokers
+
+    def is_under_replicated(self) -> bool:
+        return len(self.isr) < len(self.target_replicas)

@@ -1,0 +1,133 @@
+"""A snapshot: everything kops knows about one cluster at one moment, as pure data.
+
+Read live by `kops.kafka.reader`, or loaded from a `kops-snapshot/1` file (`kops.model.snapshot_format`) for
+offline planning. The planner only ever sees this type, never ZooKeeper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from kops.model.brokers import Broker
+from kops.model.partitions import Partition, TopicPartition
+from kops.model.topics import Topic
+
+
+@dataclass(frozen=True)
+class ControllerInfo:
+    id: int | None
+    epoch: int | None
+    kraft_controller_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something that could not be read as Kafka would read it. The snapshot is then incomplete."""
+
+    path: str
+    message: str
+
+
+@dataclass(frozen=True, order=True)
+class RequestedMove:
+    """An entry of `/admin/reassign_partitions`: a partition someone asked to move and its target."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A partition being reassigned, by any tool: from its topic znode and/or the reassignment znode."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    target: tuple[int, ...] | None
+    requested: bool  # named in /admin/reassign_partitions
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    cluster_id: str | None
+    controller: ControllerInfo
+    brokers: tuple[Broker, ...]
+    topics: dict[str, Topic]
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    requested_moves: tuple[RequestedMove, ...] = ()
+    pending_deletions: tuple[str, ...] = ()
+    preferred_election: tuple[TopicPartition, ...] = ()
+    migration: bool = False
+    problems: tuple[Problem, ...] = ()
+    connect: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
+
+    @cached_property
+    def live_broker_ids(self) -> frozenset[int]:
+        return frozenset(b.id for b in self.brokers)
+
+    def broker(self, broker_id: int) -> Broker | None:
+        return next((b for b in self.brokers if b.id == broker_id), None)
+
+    def partition(self, tp: TopicPartition) -> Partition | None:
+        topic = self.topics.get(tp.topic)
+        return None if topic is None else topic.partitions.get(tp.partition)
+
+    def cluster_features(self) -> dict[str, int]:
+        """Features every live broker advertises, with the highest version all support (lab-only capabilities)."""
+        if not self.brokers:
+            return {}
+        common = set(self.brokers[0].features)
+        for b in self.brokers[1:]:
+            common &= set(b.features)
+        return {name: min(b.features[name].max_version for b in self.brokers) for name in sorted(common)}
+
+    def in_flight(self) -> list[InFlight]:
+        """Reassignments in flight: topic znodes with adding/removing, plus entries of the reassignment znode."""
+        requested = {(m.topic, m.partition): m for m in self.requested_moves}
+        result: dict[tuple[str, int], InFlight] = {}
+        for name, topic in self.topics.items():
+            for number, part in topic.partitions.items():
+                if part.reassigning or (name, number) in requested:
+                    move = requested.get((name, number))
+                    result[(name, number)] = InFlight(
+                        name,
+                        number,
+                        part.replicas,
+                        part.adding,
+                        part.removing,
+                        move.replicas if move else part.target_replicas,
+                        move is not None,
+                    )
+        for key, move in requested.items():
+            if key not in result:  # names a partition that does not exist: Kafka drops such entries
+                result[key] = InFlight(move.topic, move.partition, (), (), (), move.replicas, True)
+        return [result[k] for k in sorted(result)]
+
+    def under_replicated(self) -> list[TopicPartition]:
+        return [
+            TopicPartition(name, number)
+            for name, topic in sorted(self.topics.items())
+            for number, part in sorted(topic.partitions.items())
+            if part.is_under_replicated()
+        ]
+
+    def offline(self) -> list[TopicPartition]:
+        live = self.live_broker_ids
+        return [
+            TopicPartition(name, number)
+            for name, topic in sorted(self.topics.items())
+            for number, part in sorted(topic.partitions.items())
+            if part.is_offline(live)
+        ]
+
+    @property
+    def partition_count(self) -> int:
+        return sum(len(t.partitions) for t in self.topics.values())
