@@ -8,6 +8,7 @@ brokers) goes through `ZkClient`; kazoo is imported nowhere else. kazoo's except
 from __future__ import annotations
 
 import logging
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -222,7 +223,9 @@ class ZkClient:
 
     def start(self) -> "ZkClient":
         try:
-            self._kazoo.start(timeout=self.settings.connect_timeout)
+            with warnings.catch_warnings():  # a missing chroot is reported by the reader, clearly
+                warnings.simplefilter("ignore")
+                self._kazoo.start(timeout=self.settings.connect_timeout)
         except KazooTimeoutError:
             self._close_quietly()
             raise ConnectionFailed(

@@ -1,0 +1,49 @@
+"""Shared fixtures: one real ZooKeeper server per test session, a fresh chroot per test.
+
+Set KOPS_ZOOKEEPER=host:port to use an existing ensemble instead of starting one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from kops.kafka.client import ZkClient, ZkSettings
+from kops.lab.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """host:port of a running ZooKeeper server."""
+    existing = os.environ.get("KOPS_ZOOKEEPER")
+    if existing:
+        yield existing
+        return
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    try:
+        yield server.connect
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def zk_connect(zookeeper_server: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A connect string with a chroot of this test's own, removed afterwards."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[:80]
+    chroot = f"/kops-test/{name}-{uuid.uuid4().hex[:8]}"
+    with ZkClient(ZkSettings(zookeeper_server)) as root:
+        root.ensure_path(chroot)
+    yield f"{zookeeper_server}{chroot}"
+    with ZkClient(ZkSettings(zookeeper_server)) as root:
+        root.delete(chroot, recursive=True)
+
+
+@pytest.fixture
+def zk(zk_connect: str) -> Iterator[ZkClient]:
+    """A started client on this test's chroot."""
+    with ZkClient(ZkSettings(zk_connect)) as client:
+        yield client

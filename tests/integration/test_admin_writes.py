@@ -1,0 +1,82 @@
+"""What Kafka's tools write, written by kops: checked znode by znode on a real ZooKeeper."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kops.kafka import admin, paths
+from kops.kafka.client import ZkClient
+from kops.kafka.codecs.admin_requests import ReassignmentTarget
+from kops.kafka.reader import read_snapshot
+from kops.kafka.writer import write_snapshot
+from kops.lab.sample import sample_snapshot
+from kops.model.partitions import TopicPartition
+
+
+def _notifications(zk: ZkClient) -> list[dict]:
+    names = zk.children(paths.CONFIG_CHANGES) or []
+    return [json.loads(zk.get(f"{paths.CONFIG_CHANGES}/{n}").data) for n in names]
+
+
+def test_create_topic_writes_config_then_assignment_without_notification(zk: ZkClient) -> None:
+    for path in paths.PERSISTENT_PATHS:
+        zk.ensure_path(path)
+    admin.create_topic(zk, "events", {0: (1, 2), 1: (2, 1)}, {"retention.ms": "1000"})
+    assert json.loads(zk.get("/config/topics/events").data) == {"version": 1, "config": {"retention.ms": "1000"}}
+    assert json.loads(zk.get("/brokers/topics/events").data) == {
+        "version": 3, "partitions": {"0": [1, 2], "1": [2, 1]}, "adding_replicas": {}, "removing_replicas": {}
+    }
+    assert _notifications(zk) == []
+    with pytest.raises(admin.AdminRefused, match="already exists"):
+        admin.create_topic(zk, "events", {0: (1,)})
+    for bad in ("", "..", "a" * 250, "bad name"):
+        with pytest.raises(admin.AdminRefused):
+            admin.create_topic(zk, bad, {0: (1,)})
+    with pytest.raises(admin.AdminRefused, match="same replication factor"):
+        admin.create_topic(zk, "uneven", {0: (1, 2), 1: (1,)})
+
+
+def test_alter_config_is_read_modify_write_with_v2_notification(zk: ZkClient) -> None:
+    write_snapshot(zk, sample_snapshot())
+    before = admin.alter_config(zk, "topics", "clicks", {"follower.replication.throttled.replicas": "0:2", "x": None})
+    assert before == {"leader.replication.throttled.replicas": "*"}
+    assert json.loads(zk.get("/config/topics/clicks").data)["config"] == {
+        "leader.replication.throttled.replicas": "*",
+        "follower.replication.throttled.replicas": "0:2",
+    }
+    admin.alter_config(zk, "brokers", "1", {"leader.replication.throttled.rate": None})
+    assert _notifications(zk) == [
+        {"version": 2, "entity_path": "topics/clicks"},
+        {"version": 2, "entity_path": "brokers/1"},
+    ]
+    names = zk.children(paths.CONFIG_CHANGES)
+    assert names == ["config_change_0000000000", "config_change_0000000001"]
+
+
+def test_add_partitions_preserves_topic_id_and_in_flight_state(zk: ZkClient) -> None:
+    write_snapshot(zk, sample_snapshot())
+    admin.add_partitions(zk, "payments", {3: (1, 2, 3)})
+    snap = read_snapshot(zk)
+    payments = snap.topics["payments"]
+    assert payments.topic_id == "3vVbRSnQT0Ky1cQm3C4nWQ"
+    assert payments.partitions[3].replicas == (1, 2, 3) and payments.partitions[1].adding == (4, 5, 6)
+    with pytest.raises(admin.AdminRefused, match="numbered from 4"):
+        admin.add_partitions(zk, "payments", {9: (1, 2, 3)})
+
+
+def test_reassignment_and_election_refuse_while_in_progress(zk: ZkClient) -> None:
+    write_snapshot(zk, sample_snapshot())  # has both znodes already
+    with pytest.raises(admin.AdminRefused, match="already in progress"):
+        admin.start_reassignment(zk, [ReassignmentTarget("orders", 0, (2, 3, 4))])
+    with pytest.raises(admin.AdminRefused, match="already in progress"):
+        admin.request_preferred_election(zk, [TopicPartition("orders", 0)])
+    zk.delete(paths.REASSIGN_PARTITIONS)
+    admin.start_reassignment(zk, [ReassignmentTarget("orders", 0, (2, 3, 4))])
+    assert zk.get(paths.REASSIGN_PARTITIONS).data == (
+        b'{"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[2,3,4]}]}'
+    )
+    admin.delete_topic(zk, "orders")
+    admin.delete_topic(zk, "orders")  # idempotent, as a queued deletion
+    assert "orders" in read_snapshot(zk).pending_deletions
