@@ -167,10 +167,14 @@ def render(snapshot: Snapshot) -> None:
         for key in THROTTLE_KEYS:
             if key in topic.config:
                 throttles.add_row(f"topic {name}", key, topic.config[key] or '""')
+    grouped: dict[tuple[str, str], list[str]] = {}  # same key and rate on many brokers: one row
     for entity, config in sorted(snapshot.broker_configs.items(), key=lambda kv: (not kv[0].isdigit(), kv[0].zfill(10))):
         for key in THROTTLE_KEYS:
             if key in config:
-                throttles.add_row(f"broker {entity}", key, config[key])
+                grouped.setdefault((key, config[key]), []).append(entity)
+    for (key, value), entities in grouped.items():
+        label = "broker" if len(entities) == 1 else "brokers"
+        throttles.add_row(f"{label} {','.join(entities)}", key, value)
     if throttles.row_count:
         out.print(throttles)
 
