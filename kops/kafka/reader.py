@@ -10,6 +10,7 @@ and the snapshot says it is incomplete.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from kops.errors import NotAKafkaCluster, ZnodeFormatError
@@ -32,7 +33,7 @@ Progress = Callable[[str], None]
 
 
 def _int_children(names: list[str] | None) -> list[int]:
-    return sorted(int(n) for n in (names or []) if n.lstrip("-").isdigit())
+    return sorted(int(n) for n in (names or []) if re.fullmatch(r"-?[0-9]{1,10}", n))
 
 
 class _Collector:

@@ -413,3 +413,9 @@ def test_config_values_are_strings() -> None:
 @given(st.dictionaries(st.text(min_size=1, max_size=20), st.text(max_size=30), max_size=10))
 def test_config_round_trip(config: dict[str, str]) -> None:
     assert decode_config(encode_config(config), "/c") == config
+
+
+@pytest.mark.parametrize("data", [b"--5", b"\xd9\xa1", b"5.0", b"", b"99999999999"])
+def test_controller_epoch_rejects_what_is_not_a_plain_integer(data: bytes) -> None:
+    with pytest.raises(ZnodeFormatError):
+        decode_controller_epoch(data, "/controller_epoch")

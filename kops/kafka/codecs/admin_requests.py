@@ -10,6 +10,7 @@ The lab's KIP-236 queue znode (`/admin/reassign_partitions_queue`) uses the same
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -40,8 +41,8 @@ def _bound_int(value: Any, at: str) -> int:
     """An Int as Jackson data-binding reads one: integers, integral floats and numeric strings."""
     if type(value) is float and value.is_integer():
         value = int(value)
-    elif type(value) is str and value.strip().lstrip("-").isdigit():
-        value = int(value.strip())
+    elif type(value) is str and re.fullmatch(r"\s*-?[0-9]{1,10}\s*", value):
+        value = int(value)
     return as_int(value, at, INT32)
 
 

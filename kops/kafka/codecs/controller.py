@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kops.errors import ZnodeFormatError
@@ -39,7 +40,7 @@ def encode_controller(reg: ControllerRegistration) -> bytes:
 def decode_controller_epoch(data: bytes | None, path: str) -> int:
     """A plain decimal integer, not JSON."""
     text = (data or b"").decode("ascii", errors="replace").strip()
-    if not text.lstrip("-").isdigit():
+    if not re.fullmatch(r"-?[0-9]{1,10}", text):
         raise ZnodeFormatError(path, f"controller epoch must be a decimal integer, got {text[:40]!r}")
     return int(text)
 
