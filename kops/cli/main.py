@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from kops import __version__
-from kops.cli import console, demo, lab, state
+from kops.cli import console, demo, lab, state, validate
 from kops.errors import ExitCode, KopsError
 
 HELP = """kops: declarative partition-layout operations for Apache Kafka.
@@ -43,6 +43,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
 )
 app.command("state")(state.state)
+app.command("validate")(validate.validate)
 lab.app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
 

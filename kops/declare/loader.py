@@ -1,0 +1,391 @@
+"""From files to DesiredState: inventory + playbook + extra vars -> one DesiredState per targeted cluster.
+
+For each play, its `hosts` pattern (narrowed by `--limit`) selects clusters; for each cluster the play's
+variables are assembled with Ansible's precedence (inventory < play vars < vars_files < extra vars),
+resolved, and the play's topics, broker changes, rebalance and execution settings are rendered and checked.
+Several plays may target one cluster: their declarations are merged, and a topic declared twice for one
+cluster is an error naming both places.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kops.declare import fields
+from kops.declare.inventory import Inventory, implicit_inventory, load_inventory
+from kops.declare.patterns import PatternError, select_hosts
+from kops.declare.problems import Problems
+from kops.declare.templating import Renderer, TemplateProblem, resolve_variables
+from kops.declare.topics import TopicReader, topic_list
+from kops.declare.yamlsource import YamlError, YamlList, YamlMap, load_yaml, location_of, parse_yaml
+from kops.errors import UsageError
+from kops.kafka.connect import parse_connect
+from kops.model.desired import GOALS, BrokerChanges, DesiredState, Execution, Rebalance, SourceLocation, TopicDeclaration
+
+PLAY_KEYS = (
+    "name", "hosts", "vars", "vars_files", "topic_defaults", "topics", "brokers", "rebalance", "execution",
+    "allow_delete",
+)
+BROKER_KEYS = ("decommission", "add")
+REBALANCE_KEYS = ("goal", "tolerance")
+EXECUTION_KEYS = ("throttle", "batch", "order")
+BATCH_KEYS = ("max_partitions", "max_bytes", "max_moves_per_broker")
+ORDERS = ("size", "topic", "as-declared")
+
+
+@dataclass
+class Declarations:
+    desired: dict[str, DesiredState]
+    problems: Problems
+    inventory: Inventory
+    digest: str
+    topic_count: int = 0
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems.errors
+
+
+def parse_extra_vars(items: list[str], problems: Problems) -> dict[str, Any]:
+    """`-e key=value [key=value ...]`, `-e @vars.yml`, or `-e '{"key": "value"}'` (YAML/JSON), as Ansible."""
+    result: dict[str, Any] = {}
+    for index, item in enumerate(items):
+        where = SourceLocation(f"-e #{index + 1}", 1, 1)
+        text = item.strip()
+        if text.startswith("@"):
+            try:
+                data = load_yaml(Path(text[1:]))
+            except YamlError as exc:
+                problems.error(exc.location, exc.what, exc.hint)
+                continue
+        elif text.startswith("{"):
+            try:
+                data = parse_yaml(text, where.file)
+            except YamlError as exc:
+                problems.error(exc.location, exc.what, exc.hint)
+                continue
+        else:
+            data = {}
+            for pair in text.split():
+                key, sep, value = pair.partition("=")
+                if not sep or not key:
+                    problems.error(where, f"extra variable {pair!r} is not key=value", "write -e key=value or -e @file.yml")
+                    continue
+                data[key] = value
+        if not isinstance(data, dict):
+            problems.error(where, "extra variables must be a mapping")
+            continue
+        result.update(data)
+    return result
+
+
+def _digest(paths: list[str], extra: dict[str, Any]) -> str:
+    h = hashlib.sha256()
+    for path in sorted(set(paths)):
+        h.update(path.encode())
+        try:
+            h.update(Path(path).read_bytes())
+        except OSError:
+            h.update(b"<unreadable>")
+    h.update(json.dumps(extra, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+class _Cluster:
+    """Declarations gathered for one cluster across plays."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.topics: dict[str, TopicDeclaration] = {}
+        self.decommission: set[int] = set()
+        self.add: set[int] = set()
+        self.brokers_location: SourceLocation | None = None
+        self.rebalance: Rebalance | None = None
+        self.execution: Execution | None = None
+        self.allow_delete = False
+        self.plays: list[str] = []
+        self.variables: dict[str, Any] = {}
+
+
+def load_declarations(
+    playbook: Path,
+    inventory_path: Path | None = None,
+    limit: str | None = None,
+    extra_vars: list[str] | None = None,
+    zookeeper: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> Declarations:
+    problems = Problems()
+    extra = parse_extra_vars(extra_vars or [], problems)
+    if inventory_path is not None:
+        inventory = load_inventory(inventory_path, problems)
+    else:
+        inventory = implicit_inventory("default", {"zookeeper": zookeeper} if zookeeper else {})
+    sources = [str(playbook)] + list(inventory.sources)
+    clusters: dict[str, _Cluster] = {}
+    topic_count = 0
+
+    limited: set[str] | None = None
+    if limit:
+        try:
+            chosen, unmatched = select_hosts(limit, inventory)
+        except PatternError as exc:
+            raise UsageError(f"--limit: {exc}") from None
+        limited = set(chosen)
+        if not chosen:
+            problems.error(None, f"--limit {limit!r} matches no host of the inventory",
+                           f"hosts: {', '.join(sorted(inventory.hosts)) or 'none'}")
+
+    try:
+        plays = load_yaml(playbook)
+    except YamlError as exc:
+        problems.error(exc.location, exc.what, exc.hint)
+        plays = None
+    top = SourceLocation(str(playbook), 1, 1)
+    if plays is not None and not isinstance(plays, list):
+        problems.error(location_of(plays, top), "a playbook must be a list of plays",
+                       "start each play with '- name: ...' and 'hosts: ...'")
+        plays = None
+    renderer = Renderer(playbook.parent, environ)
+    for index, play in enumerate(plays or []):
+        loc = plays.where(index) if isinstance(plays, YamlList) else top
+        topic_count += _read_play(play, loc, index, inventory, limited, extra, renderer, clusters, problems, sources)
+
+    desired = {}
+    for name, c in sorted(clusters.items()):
+        connect = c.variables.get("zookeeper")
+        if connect is not None:
+            connect = str(connect)
+            try:
+                parse_connect(connect)
+            except UsageError as exc:
+                problems.error(_host_location(inventory, name, top), f"host {name}: zookeeper: {exc.what}", exc.hint)
+        desired[name] = DesiredState(
+            cluster=name,
+            connect=connect,
+            topics=dict(sorted(c.topics.items())),
+            brokers=BrokerChanges(tuple(sorted(c.decommission)), tuple(sorted(c.add)), c.brokers_location),
+            rebalance=c.rebalance,
+            execution=c.execution or Execution(),
+            allow_delete=c.allow_delete,
+            plays=tuple(c.plays),
+            sources=tuple(sorted(set(sources))),
+            host_vars=c.variables,
+        )
+        _warn_name_collisions(desired[name], problems)
+    return Declarations(desired, problems, inventory, _digest(sources, extra), topic_count, sorted(set(sources)))
+
+
+def _host_location(inventory: Inventory, host: str, default: SourceLocation) -> SourceLocation:
+    h = inventory.hosts.get(host)
+    return h.location if h and h.location else default
+
+
+def _warn_name_collisions(state: DesiredState, problems: Problems) -> None:
+    """Kafka warns that metric names of topics differing only by '.' vs '_' collide."""
+    seen: dict[str, str] = {}
+    for name, topic in state.topics.items():
+        key = name.replace(".", "_")
+        if key in seen and seen[key] != name:
+            problems.warning(topic.location, f"topic {name!r} collides with {seen[key]!r} in metric names",
+                             "Kafka's metrics replace '.' with '_'; pick names that differ otherwise")
+        seen.setdefault(key, name)
+
+
+def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory, limited: set[str] | None,
+               extra: dict[str, Any], renderer: Renderer, clusters: dict[str, _Cluster], problems: Problems,
+               sources: list[str]) -> int:
+    if not isinstance(play, dict):
+        problems.error(loc, "a play must be a mapping with hosts and topics")
+        return 0
+    key_where = (lambda k: play.key_locations.get(k, loc)) if isinstance(play, YamlMap) else (lambda _k: loc)
+    where = play.where if isinstance(play, YamlMap) else (lambda _k: loc)
+    fields.check_keys(play, PLAY_KEYS, "a play", key_where, problems)
+    label = str(play.get("name") or f"play {index + 1}")
+    pattern = play.get("hosts")
+    if isinstance(pattern, list):
+        pattern = ":".join(str(p) for p in pattern)
+    if not isinstance(pattern, str) or not pattern.strip():
+        problems.error(where("hosts") if "hosts" in play else loc, f"{label}: hosts is required",
+                       "name clusters or groups of the inventory, e.g. hosts: all")
+        return 0
+    try:
+        hosts, unmatched = select_hosts(pattern, inventory)
+    except PatternError as exc:
+        problems.error(where("hosts"), f"{label}: {exc}")
+        return 0
+    for term in unmatched:
+        problems.warning(where("hosts"), f"{label}: host pattern {term!r} matches no host or group")
+    if limited is not None:
+        hosts = [h for h in hosts if h in limited]
+
+    allow_delete = False
+    if "allow_delete" in play:
+        allow_delete = bool(fields.as_bool(play["allow_delete"], "allow_delete", where("allow_delete"), problems))
+    play_vars: dict[str, Any] = {}
+    var_locations: dict[str, SourceLocation] = {}
+    if play.get("vars") is not None:
+        if isinstance(play["vars"], dict):
+            play_vars.update(play["vars"])
+            for k in play["vars"]:
+                var_locations[k] = play["vars"].where(k) if isinstance(play["vars"], YamlMap) else where("vars")
+        else:
+            problems.error(where("vars"), f"{label}: vars must be a mapping")
+    files = play.get("vars_files") or []
+    if isinstance(files, str):
+        files = [files]
+    if not isinstance(files, list):
+        problems.error(where("vars_files"), f"{label}: vars_files must be a list of files")
+        files = []
+    base = Path(loc.file).parent
+    for name in files:
+        path = Path(str(name)) if Path(str(name)).is_absolute() else base / str(name)
+        sources.append(str(path))
+        try:
+            data = load_yaml(path)
+        except YamlError as exc:
+            problems.error(where("vars_files") if exc.what == "no such file" else exc.location,
+                           f"vars_files: {path}: {exc.what}" if exc.what == "no such file" else exc.what, exc.hint)
+            continue
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            problems.error(location_of(data, where("vars_files")), "a vars file must hold a mapping of variables")
+            continue
+        play_vars.update(data)
+        for k in data:
+            var_locations[k] = data.where(k) if isinstance(data, YamlMap) else where("vars_files")
+
+    defaults = play.get("topic_defaults")
+    if defaults is not None and not isinstance(defaults, dict):
+        problems.error(where("topic_defaults"), f"{label}: topic_defaults must be a mapping")
+        defaults = None
+    if isinstance(defaults, dict):
+        fields.check_keys(defaults, [k for k in ("partitions", "replication_factor", "config", "config_unchecked",
+                                                 "placement", "state")], "topic_defaults",
+                          (lambda k: defaults.key_locations.get(k, loc)) if isinstance(defaults, YamlMap) else (lambda _k: loc),
+                          problems)
+    entries = topic_list(play.get("topics"), where("topics"), problems)
+
+    count = 0
+    for host in hosts:
+        raw = dict(inventory.host_variables(host))
+        raw.update(play_vars)
+        raw.update(extra)
+
+        def fail(name: str, exc: TemplateProblem, host: str = host) -> None:
+            problems.error(var_locations.get(name, loc), f"variable {name!r} (cluster {host}): {exc.message}", exc.hint)
+
+        variables = resolve_variables(renderer, raw, fail)
+        cluster = clusters.setdefault(host, _Cluster(host))
+        cluster.variables = variables
+        cluster.plays.append(label)
+        cluster.allow_delete |= allow_delete
+        reader = TopicReader(renderer, variables, problems, allow_delete)
+        for entry, entry_loc in entries:
+            for topic in reader.read(entry, entry_loc, defaults):
+                count += 1
+                previous = cluster.topics.get(topic.name)
+                if previous is not None:
+                    problems.error(topic.location, f"topic {topic.name!r} is declared twice for cluster {host}",
+                                   f"first declared at {previous.location}")
+                    continue
+                cluster.topics[topic.name] = topic
+        _read_brokers(play, where, variables, renderer, cluster, problems, label)
+        _read_rebalance(play, where, variables, renderer, cluster, problems, label)
+        _read_execution(play, where, variables, renderer, cluster, problems, label)
+    return count
+
+
+def _rendered_section(play: dict, key: str, where: Any, variables: dict, renderer: Renderer,
+                      problems: Problems, allowed: tuple[str, ...], label: str) -> dict | None:
+    if play.get(key) is None:
+        return None
+    try:
+        section = renderer.render_deep(play[key], variables)
+    except TemplateProblem as exc:
+        problems.error(where(key), exc.message, exc.hint)
+        return None
+    if not isinstance(section, dict):
+        problems.error(where(key), f"{label}: {key} must be a mapping ({', '.join(allowed)})")
+        return None
+    raw = play[key]
+    fields.check_keys(section, allowed, key,
+                      (lambda k: raw.key_locations.get(k, where(key))) if isinstance(raw, YamlMap) else (lambda _k: where(key)),
+                      problems)
+    return section
+
+
+def _read_brokers(play: dict, where: Any, variables: dict, renderer: Renderer, cluster: _Cluster,
+                  problems: Problems, label: str) -> None:
+    section = _rendered_section(play, "brokers", where, variables, renderer, problems, BROKER_KEYS, label)
+    if section is None:
+        return
+    loc = where("brokers")
+    decommission = fields.as_int_list(section.get("decommission") or [], "brokers.decommission", loc, problems) or ()
+    add = fields.as_int_list(section.get("add") or [], "brokers.add", loc, problems) or ()
+    both = set(decommission) & set(add)
+    if both:
+        problems.error(loc, f"brokers {sorted(both)} are both decommissioned and added")
+    cluster.decommission |= set(decommission)
+    cluster.add |= set(add)
+    cluster.brokers_location = cluster.brokers_location or loc
+
+
+def _read_rebalance(play: dict, where: Any, variables: dict, renderer: Renderer, cluster: _Cluster,
+                    problems: Problems, label: str) -> None:
+    section = _rendered_section(play, "rebalance", where, variables, renderer, problems, REBALANCE_KEYS, label)
+    if section is None:
+        return
+    loc = where("rebalance")
+    goal = fields.as_choice(section.get("goal", "replicas"), GOALS, "rebalance.goal", loc, problems) or "replicas"
+    tolerance = 0.1
+    if section.get("tolerance") is not None:
+        tolerance = fields.as_fraction(section["tolerance"], "rebalance.tolerance", loc, problems) or 0.1
+    rebalance = Rebalance(goal, tolerance, loc)
+    if cluster.rebalance is not None and (cluster.rebalance.goal, cluster.rebalance.tolerance) != (goal, tolerance):
+        problems.error(loc, f"{label}: a different rebalance is already declared for cluster {cluster.name}",
+                       f"at {cluster.rebalance.location}")
+        return
+    cluster.rebalance = rebalance
+
+
+def _read_execution(play: dict, where: Any, variables: dict, renderer: Renderer, cluster: _Cluster,
+                    problems: Problems, label: str) -> None:
+    section = _rendered_section(play, "execution", where, variables, renderer, problems, EXECUTION_KEYS, label)
+    if section is None:
+        return
+    loc = where("execution")
+    throttle = None
+    if section.get("throttle") is not None:
+        throttle = fields.as_rate(section["throttle"], "execution.throttle", loc, problems)
+    batch = section.get("batch") or {}
+    if not isinstance(batch, dict):
+        problems.error(loc, "execution.batch must be a mapping (max_partitions, max_bytes, max_moves_per_broker)")
+        batch = {}
+    fields.check_keys(batch, BATCH_KEYS, "execution.batch", lambda _k: loc, problems)
+    execution = Execution(
+        throttle=throttle,
+        max_partitions=fields.as_int(batch["max_partitions"], "max_partitions", loc, problems, minimum=1)
+        if batch.get("max_partitions") is not None else None,
+        max_bytes=fields.as_size(batch["max_bytes"], "max_bytes", loc, problems) if batch.get("max_bytes") is not None else None,
+        max_moves_per_broker=fields.as_int(batch["max_moves_per_broker"], "max_moves_per_broker", loc, problems, minimum=1)
+        if batch.get("max_moves_per_broker") is not None else None,
+        order=fields.as_choice(section.get("order", "size"), ORDERS, "execution.order", loc, problems) or "size",
+        location=loc,
+    )
+    previous = cluster.execution
+    if previous is not None and _settings(previous) != _settings(execution):
+        problems.error(loc, f"{label}: different execution settings are already declared for cluster {cluster.name}",
+                       f"at {previous.location}")
+        return
+    cluster.execution = execution
+
+
+def _settings(e: Execution) -> tuple:
+    return (e.throttle, e.max_partitions, e.max_bytes, e.max_moves_per_broker, e.order)

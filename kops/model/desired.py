@@ -1,0 +1,111 @@
+"""What operators declare for one cluster, as pure data that remembers where each declaration came from.
+
+Produced by `kops.declare` from inventories and playbooks; consumed by the planner. Every declaration keeps
+its `SourceLocation`, so an error found much later (an unknown broker, an impossible replication factor) can
+still point at the playbook line that asked for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, order=True)
+class SourceLocation:
+    file: str
+    line: int  # 1-based
+    column: int = 1  # 1-based
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class Secret(str):
+    """A string that came from a secret source (`lookup('env', ...)`): never printed, logged or planned."""
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    @property
+    def redacted(self) -> str:
+        return "***"
+
+
+def shown(value: object) -> str:
+    """How a value may appear in messages and plans: secrets redacted."""
+    return "***" if isinstance(value, Secret) else str(value)
+
+
+STRATEGIES = ("rack-aware", "balanced", "static")
+
+
+@dataclass(frozen=True)
+class Placement:
+    strategy: str | None = None  # None: the planner's default (rack-aware when brokers have racks)
+    assignments: dict[int, tuple[int, ...]] | None = None  # static strategy: partition -> replicas
+    brokers: tuple[int, ...] | None = None  # only these brokers
+    exclude_brokers: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopicDeclaration:
+    name: str
+    location: SourceLocation
+    state: str = "present"  # present | absent
+    partitions: int | None = None
+    replication_factor: int | None = None
+    config: dict[str, str] = field(default_factory=dict)
+    config_unchecked: dict[str, str] = field(default_factory=dict)
+    placement: Placement = field(default_factory=Placement)
+    field_locations: dict[str, SourceLocation] = field(default_factory=dict)
+
+    def where(self, field_name: str) -> SourceLocation:
+        """Location of one field (e.g. `replication_factor`, `config.retention.ms`), else of the topic."""
+        return self.field_locations.get(field_name, self.location)
+
+    @property
+    def all_config(self) -> dict[str, str]:
+        return {**self.config, **self.config_unchecked}
+
+
+@dataclass(frozen=True)
+class BrokerChanges:
+    decommission: tuple[int, ...] = ()
+    add: tuple[int, ...] = ()
+    location: SourceLocation | None = None
+
+
+GOALS = ("replicas", "leaders", "bytes")
+
+
+@dataclass(frozen=True)
+class Rebalance:
+    goal: str = "replicas"
+    tolerance: float = 0.1  # allowed relative deviation from the mean
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    throttle: int | None = None  # bytes per second per broker, None = unthrottled
+    max_partitions: int | None = None
+    max_bytes: int | None = None
+    max_moves_per_broker: int | None = None
+    order: str = "size"  # size | topic | as-declared
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class DesiredState:
+    """Everything declared for one cluster (an inventory host) by the plays that target it."""
+
+    cluster: str
+    connect: str | None
+    topics: dict[str, TopicDeclaration]
+    brokers: BrokerChanges = field(default_factory=BrokerChanges)
+    rebalance: Rebalance | None = None
+    execution: Execution = field(default_factory=Execution)
+    allow_delete: bool = False
+    plays: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # files read, for the plan's digest
+    host_vars: dict[str, object] = field(default_factory=dict)

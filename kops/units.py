@@ -1,0 +1,57 @@
+"""Sizes and rates as people write them: "1GiB", "500MB", "50MiB/s", "10 MB/s", or plain byte counts.
+
+Binary suffixes (KiB, MiB, GiB, TiB) are powers of 1024, SI suffixes (KB, MB, GB, TB) powers of 1000, as the
+units' standards say; a bare number is bytes.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3, "t": 1000**4, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(value: object) -> int:
+    """Bytes from an int or a string such as "1GiB"; ValueError with the accepted forms otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a size")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value} is negative")
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    match = _SIZE.match(str(value))
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ValueError(f"{value!r} is not a size (write e.g. 1048576, 500MB or 1GiB)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def parse_rate(value: object) -> int:
+    """Bytes per second from "50MiB/s", "10 MB/s", "1048576" (a bare size is per second)."""
+    text = str(value).strip() if not isinstance(value, (int, float)) or isinstance(value, bool) else value
+    if isinstance(text, str):
+        lowered = text.lower()
+        for suffix in ("/s", "ps", "/sec"):
+            if lowered.endswith(suffix):
+                text = text[: -len(suffix)]
+                break
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a rate (write e.g. 50MiB/s, 10MB/s or 1048576)") from None
+
+
+def format_size(count: float) -> str:
+    """Human-readable binary size: 1.5 GiB."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
