@@ -30,6 +30,9 @@ from kops.model.desired import Secret
 from kops.units import parse_rate, parse_size
 
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.DOTALL)
+# Text with only plain `{{ name }}` substitutions: rendered without compiling a template (same output).
+_PLAIN_NAME = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_MIN_SECRET_SUBSTRING = 4
 
 
 class TemplateProblem(Exception):
@@ -119,6 +122,7 @@ class Renderer:
                 "dirname": lambda v: os.path.dirname(str(v)),
             }
         )
+        self.secrets: set[str] = set()
         env.globals["lookup"] = self._lookup
         env.globals["query"] = lambda *a, **kw: [self._lookup(*a, **kw)]
         self.env = env
@@ -131,6 +135,8 @@ class Renderer:
                 raise TemplateProblem("lookup('env', NAME) takes one variable name")
             self._used_secret = True
             value = self.environ.get(terms[0])
+            if value is not None:
+                self.secrets.add(value)
             if value is None:
                 if default is not None:
                     return default
@@ -148,15 +154,48 @@ class Renderer:
             try:
                 return path.read_text().rstrip("\n")
             except OSError as exc:
+                if default is not None:
+                    return default
                 raise TemplateProblem(f"lookup('file', {terms[0]!r}): {exc.strerror or exc}") from None
         raise TemplateProblem(f"unknown lookup {kind!r}", hint="kops supports lookup('env', ...) and lookup('file', ...)")
 
-    def render(self, value: Any, variables: dict[str, Any]) -> Any:
-        """Render a string template (native type for a lone expression); other values pass through."""
+    def render(self, value: Any, variables: dict[str, Any], memo: dict | None = None) -> Any:
+        """Render a string template (native type for a lone expression); other values pass through.
+
+        `memo` caches results for one unchanging `variables` mapping (a cluster's), so a template shared by
+        thousands of topics renders once per cluster.
+        """
         if not is_template(value):
             return value
+        if memo is not None and value in memo:
+            return memo[value]
+        result = self._render(value, variables)
+        if isinstance(result, str) and not isinstance(result, Secret) and self._contains_secret(result):
+            result = Secret(result)
+        if memo is not None:
+            memo[value] = result
+        return result
+
+    def _contains_secret(self, text: str) -> bool:
+        """Taint by value: a result that embeds a secret's text is a secret too, however it got there."""
+        for secret in self.secrets:
+            if secret and (text == secret or (len(secret) >= _MIN_SECRET_SUBSTRING and secret in text)):
+                return True
+        return False
+
+    def _render(self, value: str, variables: dict[str, Any]) -> Any:
         self._used_secret = False
         try:
+            if "{%" not in value and "{#" not in value:
+                names = _PLAIN_NAME.findall(value)
+                remainder = _PLAIN_NAME.sub("", value)
+                if names and "{{" not in remainder and "}}" not in remainder:
+                    missing = [n for n in names if n not in variables]
+                    if missing:
+                        raise UndefinedError(f"'{missing[0]}' is undefined")
+                    if len(names) == 1 and _SINGLE_EXPRESSION.match(value):
+                        return variables[names[0]]
+                    return _PLAIN_NAME.sub(lambda m: str(variables[m.group(1)]), value)
             match = _SINGLE_EXPRESSION.match(value)
             if match and "{{" not in match.group("expr") and "}}" not in match.group("expr"):
                 compiled = self._expressions.get(value)
@@ -188,13 +227,13 @@ class Renderer:
             result = Secret(result)
         return result
 
-    def render_deep(self, value: Any, variables: dict[str, Any]) -> Any:
-        """Render every string inside lists and mappings (for vars that refer to other vars)."""
+    def render_deep(self, value: Any, variables: dict[str, Any], memo: dict | None = None) -> Any:
+        """Render every string inside lists and mappings (keys of mappings too)."""
         if isinstance(value, dict):
-            return {k: self.render_deep(v, variables) for k, v in value.items()}
+            return {self.render(k, variables, memo): self.render_deep(v, variables, memo) for k, v in value.items()}
         if isinstance(value, list):
-            return [self.render_deep(v, variables) for v in value]
-        return self.render(value, variables)
+            return [self.render_deep(v, variables, memo) for v in value]
+        return self.render(value, variables, memo)
 
 
 def referenced_names(renderer: Renderer, value: Any) -> set[str]:

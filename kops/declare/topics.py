@@ -49,10 +49,12 @@ class TopicReader:
         self.variables = variables
         self.problems = problems
         self.allow_delete = allow_delete
+        self._memo: dict[str, Any] = {}  # results for the cluster's own variables (not loop items)
 
     def _render(self, value: Any, loc: SourceLocation, variables: dict[str, Any]) -> tuple[bool, Any]:
+        memo = self._memo if variables is self.variables else None
         try:
-            return True, self.renderer.render_deep(value, variables)
+            return True, self.renderer.render_deep(value, variables, memo)
         except TemplateProblem as exc:
             self.problems.error(loc, exc.message, exc.hint)
             return False, None

@@ -17,6 +17,8 @@ from kops.errors import KopsError
 from kops.model.desired import SourceLocation
 
 MAX_DEPTH = 200
+# libyaml's parser when PyYAML was built with it (10x faster on large playbooks); same nodes and marks.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class YamlError(KopsError):
@@ -62,7 +64,7 @@ def _mark(file: str, mark: Any) -> SourceLocation:
 
 
 class _Converter:
-    def __init__(self, file: str, loader: yaml.SafeLoader) -> None:
+    def __init__(self, file: str, loader: Any) -> None:
         self.file = file
         self.loader = loader
         self.done: dict[int, Any] = {}
@@ -81,6 +83,8 @@ class _Converter:
             value = self.loader.construct_object(node, deep=True)
             self.done[key] = value
             return value
+        if node.tag not in ("tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"):
+            raise YamlError(where, f"unsupported YAML tag {node.tag!r}", hint="declarations use plain YAML values only")
         self.active.add(key)
         try:
             if isinstance(node, yaml.SequenceNode):
@@ -120,12 +124,15 @@ def parse_yaml(text: str | bytes, file: str) -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise YamlError(SourceLocation(file, 1, 1), f"not UTF-8 text (byte {exc.start})") from None
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = _Loader(text)
         node = loader.get_single_node()
         if node is None:
             return None
         return _Converter(file, loader).convert(node)
+    except yaml.reader.ReaderError as exc:
+        raise YamlError(SourceLocation(file, 1, 1), f"invalid YAML: {exc.reason} (character #x{exc.character:04x} at offset {exc.position})") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
@@ -137,7 +144,8 @@ def parse_yaml(text: str | bytes, file: str) -> Any:
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. an unparseable timestamp scalar
         raise YamlError(SourceLocation(file, 1, 1), f"invalid YAML value: {exc}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml(path: Path, shown_as: str | None = None) -> Any:
