@@ -92,20 +92,20 @@ def as_int_list(value: Any, what: str, loc: SourceLocation, problems: Problems) 
     return tuple(result)
 
 
-def as_size(value: Any, what: str, loc: SourceLocation, problems: Problems) -> int | None:
+def _parsed(parse: Any, value: Any, what: str, loc: SourceLocation, problems: Problems) -> int | None:
     try:
-        return parse_size(value)
+        return parse(value)
     except ValueError as exc:
         problems.error(loc, f"{what}: {exc}")
         return None
+
+
+def as_size(value: Any, what: str, loc: SourceLocation, problems: Problems) -> int | None:
+    return _parsed(parse_size, value, what, loc, problems)
 
 
 def as_rate(value: Any, what: str, loc: SourceLocation, problems: Problems) -> int | None:
-    try:
-        return parse_rate(value)
-    except ValueError as exc:
-        problems.error(loc, f"{what}: {exc}")
-        return None
+    return _parsed(parse_rate, value, what, loc, problems)
 
 
 def as_fraction(value: Any, what: str, loc: SourceLocation, problems: Problems) -> float | None:

@@ -296,9 +296,10 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
                                    f"first declared at {previous.location}")
                     continue
                 cluster.topics[topic.name] = topic
-        _read_brokers(play, where, variables, renderer, cluster, problems, label)
-        _read_rebalance(play, where, variables, renderer, cluster, problems, label)
-        _read_execution(play, where, variables, renderer, cluster, problems, label)
+        for key, allowed, apply in _SECTIONS:
+            section = _rendered_section(play, key, where, variables, renderer, problems, allowed, label)
+            if section is not None:
+                apply(section, where(key), cluster, problems, label)
     return count
 
 
@@ -321,12 +322,7 @@ def _rendered_section(play: dict, key: str, where: Any, variables: dict, rendere
     return section
 
 
-def _read_brokers(play: dict, where: Any, variables: dict, renderer: Renderer, cluster: _Cluster,
-                  problems: Problems, label: str) -> None:
-    section = _rendered_section(play, "brokers", where, variables, renderer, problems, BROKER_KEYS, label)
-    if section is None:
-        return
-    loc = where("brokers")
+def _apply_brokers(section: dict, loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
     decommission = fields.as_int_list(section.get("decommission") or [], "brokers.decommission", loc, problems) or ()
     add = fields.as_int_list(section.get("add") or [], "brokers.add", loc, problems) or ()
     both = set(decommission) & set(add)
@@ -337,12 +333,7 @@ def _read_brokers(play: dict, where: Any, variables: dict, renderer: Renderer, c
     cluster.brokers_location = cluster.brokers_location or loc
 
 
-def _read_rebalance(play: dict, where: Any, variables: dict, renderer: Renderer, cluster: _Cluster,
-                    problems: Problems, label: str) -> None:
-    section = _rendered_section(play, "rebalance", where, variables, renderer, problems, REBALANCE_KEYS, label)
-    if section is None:
-        return
-    loc = where("rebalance")
+def _apply_rebalance(section: dict, loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
     goal = fields.as_choice(section.get("goal", "replicas"), GOALS, "rebalance.goal", loc, problems) or "replicas"
     tolerance = 0.1
     if section.get("tolerance") is not None:
@@ -355,12 +346,7 @@ def _read_rebalance(play: dict, where: Any, variables: dict, renderer: Renderer,
     cluster.rebalance = rebalance
 
 
-def _read_execution(play: dict, where: Any, variables: dict, renderer: Renderer, cluster: _Cluster,
-                    problems: Problems, label: str) -> None:
-    section = _rendered_section(play, "execution", where, variables, renderer, problems, EXECUTION_KEYS, label)
-    if section is None:
-        return
-    loc = where("execution")
+def _apply_execution(section: dict, loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
     throttle = None
     if section.get("throttle") is not None:
         throttle = fields.as_rate(section["throttle"], "execution.throttle", loc, problems)
@@ -385,6 +371,13 @@ def _read_execution(play: dict, where: Any, variables: dict, renderer: Renderer,
                        f"at {previous.location}")
         return
     cluster.execution = execution
+
+
+_SECTIONS = (
+    ("brokers", BROKER_KEYS, _apply_brokers),
+    ("rebalance", REBALANCE_KEYS, _apply_rebalance),
+    ("execution", EXECUTION_KEYS, _apply_execution),
+)
 
 
 def _settings(e: Execution) -> tuple:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -72,27 +71,26 @@ def test_conditional_set_detects_a_concurrent_writer(zk: ZkClient) -> None:
         zk.set("/v", b"3", version)
 
 
+def _wait_for(condition, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
 def test_watches_fire_on_changes(zk: ZkClient) -> None:
     seen: list[bytes | None] = []
     children: list[list[str]] = []
-    changed = threading.Event()
-
-    def on_data(node):
-        seen.append(None if node is None else node.data)
-        if len(seen) >= 3:
-            changed.set()
-
     zk.ensure_path("/w")
-    zk.watch_data("/w/x", on_data)
+    zk.watch_data("/w/x", lambda node: seen.append(None if node is None else node.data))
     zk.watch_children("/w", children.append)
+    assert _wait_for(lambda: seen == [None] and children == [[]])
     zk.create("/w/x", b"one")
+    assert _wait_for(lambda: seen[-1:] == [b"one"] and children[-1:] == [["x"]])
     zk.set("/w/x", b"two")
-    assert changed.wait(10)
-    assert seen[:3] == [None, b"one", b"two"]
-    deadline = time.monotonic() + 5
-    while ["x"] not in children and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert children[0] == [] and ["x"] in children
+    assert _wait_for(lambda: seen[-1:] == [b"two"])
+    zk.delete("/w/x")
+    assert _wait_for(lambda: seen[-1:] == [None] and children[-1:] == [[]])
 
 
 def test_unreachable_ensemble_fails_fast_with_the_connect_string() -> None:
