@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from kops import __version__
-from kops.cli import console, demo, lab, state, validate
+from kops.cli import console, demo, lab, plan, state, validate
 from kops.errors import ExitCode, KopsError
 
 HELP = """kops: declarative partition-layout operations for Apache Kafka.
@@ -44,6 +44,7 @@ app = typer.Typer(
 )
 app.command("state")(state.state)
 app.command("validate")(validate.validate)
+app.command("plan")(plan.plan)
 lab.app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
 

@@ -54,6 +54,9 @@ class Problems:
     def warnings(self) -> list[Problem]:
         return [p for p in self.items if p.severity == "warning"]
 
+    def sorted_errors(self) -> list[Problem]:
+        return [p for p in self.sorted() if p.severity == "error"]
+
     def sorted(self) -> list[Problem]:
         """Stable report order: by file, line, column, then message; duplicates dropped."""
         unique = {(p.location, p.message, p.hint, p.severity): p for p in self.items}

@@ -146,6 +146,7 @@ class TopicReader:
                 p.error(locations["replication_factor"], f"replication_factor {rf} is more than Kafka allows (32767)")
 
         field_locations = {k: v for k, v in locations.items()}
+        self._removals: list[str] = []
         config = self._config(rendered.get("config"), values.get("config"), locations.get("config", loc), rf,
                               field_locations, checked=True)
         unchecked = self._config(rendered.get("config_unchecked"), values.get("config_unchecked"),
@@ -155,7 +156,8 @@ class TopicReader:
             partitions = len(placement.assignments)
         return TopicDeclaration(
             name=name, location=locations["name"], state=state, partitions=partitions, replication_factor=rf,
-            config=config, config_unchecked=unchecked, placement=placement, field_locations=field_locations,
+            config=config, config_unchecked=unchecked, config_remove=tuple(sorted(set(self._removals))),
+            placement=placement, field_locations=field_locations,
         )
 
     def _config(self, rendered: Any, raw: Any, loc: SourceLocation, rf: int | None,
@@ -164,6 +166,7 @@ class TopicReader:
         if rendered is None:
             return {}
         label = "config" if checked else "config_unchecked"
+        removals = self._removals
         if not isinstance(rendered, dict):
             p.error(loc, f"{label} must be a mapping of config names to values")
             return {}
@@ -178,7 +181,7 @@ class TopicReader:
                 p.error(key_loc, f"config {key} uses lookup('env'): secrets are never written into plans or configs")
                 continue
             if value is None:
-                p.error(key_loc, f"config {key} has no value", "give a value, or leave the key out")
+                removals.append(str(key))  # `key: null` declares the override's removal
                 continue
             if not checked:
                 result[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)

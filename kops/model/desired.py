@@ -56,6 +56,7 @@ class TopicDeclaration:
     replication_factor: int | None = None
     config: dict[str, str] = field(default_factory=dict)
     config_unchecked: dict[str, str] = field(default_factory=dict)
+    config_remove: tuple[str, ...] = ()  # overrides declared `null`: remove them (back to the default)
     placement: Placement = field(default_factory=Placement)
     field_locations: dict[str, SourceLocation] = field(default_factory=dict)
 

@@ -171,7 +171,6 @@ def test_topic_defaults_merge(tmp_path: Path) -> None:
         ("{name: t, replication_factor: 3, placement: {brokers: [1, 2]}}", "fewer than replication_factor 3"),
         ("{name: t, placement: {brokers: [1, 2], exclude_brokers: [2]}}", "both allowed and excluded"),
         ("{name: '{{ nope }}'}", "undefined variable: 'nope' is undefined"),
-        ("{name: t, config: {retention.ms: null}}", "config retention.ms has no value"),
     ],
 )
 def test_validation_rules(tmp_path: Path, topic: str, expected: str) -> None:
@@ -184,6 +183,12 @@ def test_validation_rules(tmp_path: Path, topic: str, expected: str) -> None:
     found = messages(decl)
     assert any(expected in m for m in found), found
     assert all(m.startswith(str(tmp_path / "play.yml") + ":") for m in found)
+
+
+def test_null_declares_an_override_removal(tmp_path: Path) -> None:
+    decl = load(tmp_path, "- hosts: dev\n  topics: [{name: t, config: {retention.ms: null, segment.ms: 1000}}]\n")
+    t = decl.desired["dev"].topics["t"]
+    assert t.config == {"segment.ms": "1000"} and t.config_remove == ("retention.ms",)
 
 
 def test_config_unchecked_and_coercions(tmp_path: Path) -> None:

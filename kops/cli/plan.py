@@ -1,0 +1,177 @@
+"""`kops plan`: the difference between the declarations and the cluster, as batches of moves with a rollback."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kops.cli import console
+from kops.cli.options import ConnectTimeout, SessionTimeout, Zookeeper
+from kops.cli.state import write_atomically
+from kops.cli.targets import cluster_snapshot, one_cluster
+from kops.cli.validate import ExtraVars, Inventory, Limit
+from kops.errors import ExitCode, UsageError
+from kops.kafka.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
+from kops.model import plan_format
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Plan
+from kops.planner.markdown import duration, render_markdown
+from kops.planner.planner import Policy, plan_targets
+from kops.planner.planner import plan as make_plan
+from kops.sizes.reader import read_sizes
+from kops.units import format_size, parse_rate
+
+
+class PlanFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def _ids(values: tuple[int, ...] | list[int]) -> str:
+    return ",".join(map(str, values)) or "-"
+
+
+def render_text(plan: Plan, details: bool = True) -> None:
+    out = console.out
+    s = plan.summary
+    out.print(f"[bold]Plan for {plan.cluster}[/] ({plan.connect or 'offline snapshot'}, cluster id {plan.cluster_id})")
+    if not plan.has_changes:
+        out.print("[green]No changes.[/] The cluster matches the declarations.")
+        return
+    for text in s.destructive:
+        out.print(f"[bold red]DESTRUCTIVE:[/] [red]{text}[/]")
+    topics = console.table("Topic changes", "Topic", "Change")
+    for c in plan.creations:
+        rf = len(next(iter(c.assignment.values()))) if c.assignment else 0
+        cfg = ", ".join(f"{k}={v}" for k, v in c.config.items())
+        topics.add_row(c.topic, f"[green]create[/] {len(c.assignment)} partitions, RF {rf}" + (f" ({cfg})" if cfg else ""))
+    for d in plan.deletions:
+        topics.add_row(d.topic, f"[bold red]delete[/] {d.partitions} partitions, {format_size(d.bytes)}")
+    for a in plan.partition_additions:
+        topics.add_row(a.topic, f"add partitions {min(a.assignment)}..{max(a.assignment)}")
+    for pd in plan.partition_deletions:
+        topics.add_row(pd.topic, f"[red]mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for deletion[/]")
+    for cfg in plan.configs:
+        parts = [f"{k}: {cfg.before.get(k, '(default)')} -> {v}" for k, v in sorted(cfg.set.items())]
+        parts += [f"{k}: {cfg.before[k]} -> (default)" for k in cfg.remove]
+        style = "red" if cfg.destructive else "yellow"
+        topics.add_row(cfg.entity, f"[{style}]config[/] " + "; ".join(parts))
+    if topics.row_count:
+        out.print(topics)
+    if plan.batches:
+        batches = console.table("Batches", ">Batch", ">Partitions", ">Replica moves", ">Bytes", ">Estimate", "Throttle")
+        for b in plan.batches:
+            rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
+            batches.add_row(str(b.index), str(len(b.moves)), str(sum(len(m.adding) for m in b.moves)),
+                            format_size(b.bytes), duration(b.estimate.seconds), rate)
+        out.print(batches)
+        if details:
+            moves = console.table("Moves", "Partition", "From", "To", ">Bytes", "Why")
+            for m in plan.moves:
+                kind = "" if m.kind == "data" else " [dim](leader only)[/]"
+                moves.add_row(f"{m.topic}-{m.partition}{kind}", _ids(m.from_replicas), _ids(m.to_replicas),
+                              format_size(m.copied_bytes), m.reason)
+            out.print(moves)
+    brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
+    if brokers and (plan.batches or plan.creations):
+        table = console.table("Brokers before -> after", ">Broker", ">Replicas", ">Leaders", ">Bytes")
+        for b in brokers:
+            table.add_row(str(b), f"{s.replicas_before.get(b, 0)} -> {s.replicas_after.get(b, 0)}",
+                          f"{s.leaders_before.get(b, 0)} -> {s.leaders_after.get(b, 0)}",
+                          f"{format_size(s.bytes_before.get(b, 0))} -> {format_size(s.bytes_after.get(b, 0)).strip()}")
+        out.print(table)
+    bound = f" (lower bound {s.lower_bound_moves})" if s.lower_bound_moves else ""
+    out.print(
+        f"[bold]Summary:[/] {len(plan.creations)} to create, {len(plan.deletions)} to delete, "
+        f"{len(plan.configs)} config change(s), {s.moves} replica move(s){bound}, {s.leader_moves} leader-only, "
+        f"{format_size(s.bytes)} to copy in {len(plan.batches)} batch(es), "
+        f"estimated {duration(s.estimated_seconds)} (lower bound {duration(s.lower_bound_seconds)})"
+    )
+    if plan.election:
+        out.print(f"Then a preferred-leader election for {len(plan.election)} partition(s).")
+    for note in plan.rollback.irreversible:
+        out.print(f"[dim]Rollback cannot undo: {note}[/]")
+
+
+def plan(
+    playbook: Annotated[Optional[Path], typer.Argument(help="The playbook to plan.", show_default=False)] = None,
+    inventory: Inventory = None,
+    limit: Limit = None,
+    extra_vars: ExtraVars = None,
+    zookeeper: Zookeeper = None,
+    snapshot: Annotated[Optional[Path], typer.Option("--snapshot", help="Plan offline from a kops-snapshot/1 file.")] = None,
+    sizes: Annotated[Optional[Path], typer.Option("--sizes", help="Partition sizes (kops sizes summarize output).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the plan (kops-plan/1 JSON) here.")] = None,
+    output_format: Annotated[PlanFormat, typer.Option("--format", "-f", help="text, json or markdown.", case_sensitive=False)] = PlanFormat.text,
+    detailed_exitcode: Annotated[bool, typer.Option("--detailed-exitcode", help="Exit 0 when nothing changes, 2 when something does.")] = False,
+    export_kafka: Annotated[Optional[Path], typer.Option("--export-kafka", help="Also write the moves as kafka-reassign-partitions.sh JSON.")] = None,
+    import_kafka: Annotated[Optional[Path], typer.Option("--import-kafka", help="Plan the moves of a kafka-reassign-partitions.sh JSON file instead of a playbook.")] = None,
+    throttle: Annotated[Optional[str], typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides execution.throttle).")] = None,
+    allow_in_flight: Annotated[bool, typer.Option("--allow-in-flight", help="Plan even when partitions to move are being reassigned (from their targets).")] = False,
+    connect_timeout: ConnectTimeout = 10.0,
+    session_timeout: SessionTimeout = 30.0,
+) -> None:
+    """Compute what would change: topic creations and deletions, partition additions, replication-factor and
+    placement changes, config changes, decommissions, rebalancing and leader balance, as batches of moves with
+    throttles, estimates and a rollback. Nothing is written to the cluster.
+
+    Examples:
+
+      kops plan playbooks/platform.yml -i inventories/example -l staging -o plans/staging.json
+
+      kops plan playbooks/platform.yml -i inventories/example -l prod-eu --snapshot snaps/prod-eu.json --format markdown
+
+      kops plan --import-kafka reassign.json -z zk1:2181/kafka --throttle 30MiB/s -o plans/imported.json
+
+    Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error.
+    """
+    rate = None
+    if throttle is not None:
+        try:
+            rate = parse_rate(throttle)
+        except ValueError as exc:
+            raise UsageError(f"--throttle: {exc}") from None
+    size_map: dict[TopicPartition, int] = {}
+    if sizes is not None:
+        size_map = read_sizes(sizes).bytes
+    if import_kafka is not None:
+        if playbook is not None:
+            raise UsageError("give a playbook or --import-kafka, not both")
+        try:
+            text = import_kafka.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read: {exc.strerror}", where=str(import_kafka)) from None
+        entries = read_reassignment_json(text, str(import_kafka))
+        snap = cluster_snapshot(None, zookeeper, snapshot, connect_timeout, session_timeout)
+        targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
+        result = plan_targets(snap, targets, cluster=zookeeper or snap.connect or "cluster",
+                              policy=Policy(throttle=rate, allow_in_flight=allow_in_flight), sizes=size_map,
+                              where=str(import_kafka))
+    else:
+        if playbook is None:
+            raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka FILE")
+        declarations, desired = one_cluster(playbook, inventory, limit, extra_vars, zookeeper)
+        snap = cluster_snapshot(desired, zookeeper, snapshot, connect_timeout, session_timeout)
+        if not snap.complete:
+            console.warning(f"the snapshot is incomplete ({len(snap.problems)} problem(s)); the plan may miss them")
+        result = make_plan(desired, snap, size_map,
+                           Policy(throttle=rate, allow_in_flight=allow_in_flight, playbook_digest=declarations.digest))
+    if out is not None:
+        write_atomically(out, plan_format.dumps(result))
+        console.info(f"wrote plan to {out}")
+    if export_kafka is not None:
+        entries_out = [ToolReassignment(m.topic, m.partition, m.to_replicas) for m in result.moves]
+        write_atomically(export_kafka, write_reassignment_json(entries_out) + b"\n")
+        console.info(f"wrote {len(entries_out)} move(s) as kafka-reassign-partitions JSON to {export_kafka}")
+    if output_format is PlanFormat.json:
+        console.print_json(plan_format.to_document(result))
+    elif output_format is PlanFormat.markdown:
+        console.out.print(render_markdown(result), markup=False, highlight=False, soft_wrap=True)
+    else:
+        render_text(result)
+    if detailed_exitcode and result.has_changes:
+        raise typer.Exit(ExitCode.CHANGES)

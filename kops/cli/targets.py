@@ -1,0 +1,56 @@
+"""Resolving what a command acts on: the declarations for one cluster, and that cluster's snapshot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kops.cli import console
+from kops.cli.state import take_snapshot
+from kops.declare.loader import Declarations, load_declarations
+from kops.declare.problems import DeclarationError
+from kops.errors import UsageError
+from kops.model import snapshot_format
+from kops.model.desired import DesiredState, shown
+from kops.model.snapshot import Snapshot
+
+
+def one_cluster(playbook: Path, inventory: Path | None, limit: str | None, extra_vars: list[str] | None,
+                zookeeper: str | None) -> tuple[Declarations, DesiredState]:
+    """Load and validate declarations; exactly one cluster must be targeted (narrow with -l)."""
+    declarations = load_declarations(playbook, inventory, limit, extra_vars or [], zookeeper)
+    for warning in declarations.problems.warnings:
+        console.warning(str(warning))
+    if declarations.problems.errors:
+        raise DeclarationError(declarations.problems.sorted_errors())
+    if not declarations.desired:
+        raise UsageError("the playbook targets no cluster", where=str(playbook),
+                         hint="check the plays' hosts and --limit")
+    if len(declarations.desired) > 1:
+        names = ", ".join(declarations.desired)
+        raise UsageError(f"the playbook targets {len(declarations.desired)} clusters ({names})",
+                         hint="pick one with -l CLUSTER")
+    desired = next(iter(declarations.desired.values()))
+    if zookeeper and inventory is not None:
+        raise UsageError("give either -i/--inventory or -z/--zookeeper, not both")
+    return declarations, desired
+
+
+def cluster_snapshot(desired: DesiredState | None, zookeeper: str | None, snapshot_file: Path | None,
+                     connect_timeout: float, session_timeout: float) -> Snapshot:
+    """The snapshot from a file (offline) or read live from the cluster's connect string."""
+    if snapshot_file is not None:
+        try:
+            data = snapshot_file.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read the snapshot: {exc.strerror}", where=str(snapshot_file)) from None
+        return snapshot_format.loads(data, str(snapshot_file))
+    connect = zookeeper or (str(desired.connect) if desired and desired.connect else None)
+    if not connect:
+        name = desired.cluster if desired else "the cluster"
+        raise UsageError(f"no connect string for {name}",
+                         hint="set its zookeeper variable in the inventory, pass -z, or plan offline with --snapshot FILE")
+    return take_snapshot(connect, connect_timeout, session_timeout)
+
+
+def redacted(value: object) -> str:
+    return shown(value)

@@ -1,0 +1,192 @@
+"""A plan: what will change on one cluster, in which batches, with which throttles, and how to undo it.
+
+Pure data, produced by `kops.planner.plan` and serialised by `kops.model.plan_format` as `kops-plan/1`.
+A plan carries its preconditions (each move's `from_replicas`, and a fingerprint of every part of the
+snapshot it depends on) so `kops apply` can refuse to act on a cluster that has drifted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kops.model.partitions import TopicPartition
+
+
+@dataclass(frozen=True, order=True)
+class Move:
+    """One partition's reassignment from its current replica list to its target (first = preferred leader).
+
+    `kind` is "data" when a replica set changes (bytes are copied) and "leader" when only the order changes
+    (a new preferred leader, no data moved). `leader` is the broker that serves the copy (the current leader).
+    """
+
+    topic: str
+    partition: int
+    from_replicas: tuple[int, ...]
+    to_replicas: tuple[int, ...]
+    bytes: int = 0
+    leader: int = -1
+    reason: str = ""
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def kind(self) -> str:
+        return "leader" if set(self.from_replicas) == set(self.to_replicas) else "data"
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        return tuple(b for b in self.to_replicas if b not in self.from_replicas)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        return tuple(b for b in self.from_replicas if b not in self.to_replicas)
+
+    @property
+    def copied_bytes(self) -> int:
+        """Bytes that cross the network: one copy per new replica."""
+        return self.bytes * len(self.adding)
+
+    def inverse(self) -> "Move":
+        return Move(self.topic, self.partition, self.to_replicas, self.from_replicas, self.bytes,
+                    self.to_replicas[0] if self.to_replicas else -1, "rollback")
+
+
+@dataclass(frozen=True)
+class TopicCreation:
+    topic: str
+    assignment: dict[int, tuple[int, ...]]
+    config: dict[str, str]
+
+
+@dataclass(frozen=True)
+class TopicDeletion:
+    topic: str
+    partitions: int
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class PartitionAddition:
+    topic: str
+    assignment: dict[int, tuple[int, ...]]  # the new partitions only
+
+
+@dataclass(frozen=True)
+class PartitionDeletion:
+    """KIP-253 (lab clusters only): mark partitions >= `undeleted_partition_count` for deletion."""
+
+    topic: str
+    current_count: int
+    undeleted_partition_count: int
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    """A whole-map change of one entity's overrides: `before` is restored by rollback."""
+
+    entity_type: str  # topics | brokers
+    entity: str
+    set: dict[str, str]
+    remove: tuple[str, ...]
+    before: dict[str, str]
+    destructive: bool = False
+    reason: str = ""
+
+    @property
+    def after(self) -> dict[str, str]:
+        result = {k: v for k, v in self.before.items() if k not in self.remove}
+        result.update(self.set)
+        return result
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """Replication throttles for one batch, already merged with what the cluster had (a `*` kept)."""
+
+    topics: dict[str, dict[str, str]]  # topic -> {leader/follower key: value}
+    brokers: dict[int, dict[str, str]]  # broker -> {rate key: value}
+    rate: int | None  # bytes/s per broker, None = unthrottled
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float | None  # None when sizes and rates are unknown
+    lower_bound_seconds: float | None
+    bytes_in: dict[int, int] = field(default_factory=dict)  # per destination broker
+    bytes_out: dict[int, int] = field(default_factory=dict)  # per source (leader) broker
+
+
+@dataclass(frozen=True)
+class Batch:
+    index: int
+    moves: tuple[Move, ...]
+    throttle: Throttle
+    estimate: Estimate
+
+    @property
+    def bytes(self) -> int:
+        return sum(m.copied_bytes for m in self.moves)
+
+
+@dataclass(frozen=True)
+class Rollback:
+    """The inverse: batches to run in this order (already reversed), configs to restore, then an election."""
+
+    batches: tuple[Batch, ...]
+    configs: tuple[ConfigChange, ...]
+    election: tuple[TopicPartition, ...]
+    irreversible: tuple[str, ...]  # what rollback cannot undo (topic creations need deletion, partition adds)
+
+
+@dataclass(frozen=True)
+class Summary:
+    moves: int
+    leader_moves: int
+    bytes: int
+    lower_bound_moves: int
+    lower_bound_bytes: int
+    estimated_seconds: float | None
+    lower_bound_seconds: float | None
+    destructive: tuple[str, ...]
+    replicas_before: dict[int, int]
+    replicas_after: dict[int, int]
+    leaders_before: dict[int, int]
+    leaders_after: dict[int, int]
+    bytes_before: dict[int, int]
+    bytes_after: dict[int, int]
+
+    @property
+    def changes(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class Plan:
+    cluster: str
+    cluster_id: str | None
+    connect: str | None
+    playbook_digest: str
+    fingerprint: dict[str, object]
+    creations: tuple[TopicCreation, ...]
+    deletions: tuple[TopicDeletion, ...]
+    partition_additions: tuple[PartitionAddition, ...]
+    partition_deletions: tuple[PartitionDeletion, ...]
+    configs: tuple[ConfigChange, ...]
+    batches: tuple[Batch, ...]
+    election: tuple[TopicPartition, ...]  # preferred-leader election after the batches
+    rollback: Rollback
+    summary: Summary
+    warnings: tuple[str, ...] = ()
+    kops_version: str = ""
+
+    @property
+    def moves(self) -> list[Move]:
+        return [m for b in self.batches for m in b.moves]
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.creations or self.deletions or self.partition_additions or self.partition_deletions
+                    or self.configs or self.batches or self.election)

@@ -1,0 +1,174 @@
+"""Batching: split moves into batches that respect the limits and carry similar work on every broker port.
+
+A batch lasts as long as its slowest partition (seed 000): its makespan is the time of its busiest broker
+port, max over brokers of (bytes in ÷ follower rate, bytes out ÷ leader rate), where a move's bytes leave its
+current leader once per new replica and arrive at each new replica. The sum of batch makespans is at least
+the lower bound max over brokers of (all bytes in or out ÷ rate); it comes close when every batch carries the
+same share of each busy broker's bytes. So moves are taken largest first and each goes to the batch whose
+makespan it raises least (ties: the least loaded batch), among batches where it fits `max_partitions`,
+`max_bytes`, `max_moves_per_broker` (in and out) and the 1 MB znode limit. The number of batches starts at
+the least the limits allow and grows only when a move fits nowhere.
+
+Without sizes, every new replica counts as one unit of work and durations are unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kops.model.plan import Move
+
+ZNODE_LIMIT = 1_000_000  # bytes of /admin/reassign_partitions JSON (ZooKeeper's jute.maxbuffer is 1 MiB)
+ZNODE_OVERHEAD = 30  # {"version":1,"partitions":[]}
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_partitions: int | None = None
+    max_bytes: int | None = None
+    max_moves_per_broker: int | None = None
+
+
+def znode_entry_bytes(move: Move) -> int:
+    """Size of the move's entry in the reassignment znode JSON (with its comma)."""
+    return len('{"topic":"","partition":,"replicas":[]},') + len(move.topic) + len(str(move.partition)) + sum(
+        len(str(b)) + 1 for b in move.to_replicas)
+
+
+def work(move: Move, sized: bool) -> int:
+    return move.copied_bytes if sized else len(move.adding)
+
+
+class _Batch:
+    def __init__(self) -> None:
+        self.moves: list[Move] = []
+        self.bytes = 0
+        self.znode = ZNODE_OVERHEAD
+        self.moves_in: dict[int, int] = {}
+        self.moves_out: dict[int, int] = {}
+        self.time_in: dict[int, float] = {}
+        self.time_out: dict[int, float] = {}
+        self.makespan = 0.0
+
+    def fits(self, move: Move, limits: Limits, sized: bool) -> bool:
+        if limits.max_partitions is not None and len(self.moves) >= limits.max_partitions:
+            return False
+        if limits.max_bytes is not None and self.moves and self.bytes + move.copied_bytes > limits.max_bytes:
+            return False
+        if self.znode + znode_entry_bytes(move) > ZNODE_LIMIT:
+            return False
+        cap = limits.max_moves_per_broker
+        if cap is not None:
+            if any(self.moves_in.get(b, 0) >= cap for b in move.adding):
+                return False
+            if move.adding and self.moves_out.get(move.leader, 0) >= cap:
+                return False
+        return True
+
+    def makespan_with(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> float:
+        amount = move.bytes if sized else 1
+        worst = self.makespan
+        for b in move.adding:
+            worst = max(worst, self.time_in.get(b, 0.0) + amount / rate_in)
+        if move.adding:
+            worst = max(worst, self.time_out.get(move.leader, 0.0) + amount * len(move.adding) / rate_out)
+        return worst
+
+    def add(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
+        amount = move.bytes if sized else 1
+        self.moves.append(move)
+        self.bytes += move.copied_bytes
+        self.znode += znode_entry_bytes(move)
+        for b in move.adding:
+            self.moves_in[b] = self.moves_in.get(b, 0) + 1
+            self.time_in[b] = self.time_in.get(b, 0.0) + amount / rate_in
+            self.makespan = max(self.makespan, self.time_in[b])
+        if move.adding:
+            self.moves_out[move.leader] = self.moves_out.get(move.leader, 0) + 1
+            self.time_out[move.leader] = self.time_out.get(move.leader, 0.0) + amount * len(move.adding) / rate_out
+            self.makespan = max(self.makespan, self.time_out[move.leader])
+
+
+def minimum_batches(moves: list[Move], limits: Limits, sized: bool) -> int:
+    n = len(moves)
+    if n == 0:
+        return 0
+    needed = 1
+    if limits.max_partitions:
+        needed = max(needed, math.ceil(n / limits.max_partitions))
+    if limits.max_bytes and sized:
+        needed = max(needed, math.ceil(sum(m.copied_bytes for m in moves) / limits.max_bytes))
+    if limits.max_moves_per_broker:
+        ins: dict[int, int] = {}
+        outs: dict[int, int] = {}
+        for m in moves:
+            for b in m.adding:
+                ins[b] = ins.get(b, 0) + 1
+            if m.adding:
+                outs[m.leader] = outs.get(m.leader, 0) + 1
+        busiest = max([*ins.values(), *outs.values(), 0])
+        needed = max(needed, math.ceil(busiest / limits.max_moves_per_broker))
+    needed = max(needed, math.ceil(sum(znode_entry_bytes(m) for m in moves) / (ZNODE_LIMIT - ZNODE_OVERHEAD)))
+    return needed
+
+
+def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, order: str = "size") -> list[list[Move]]:
+    """Group moves into batches (each a list of moves in a stable order). Deterministic."""
+    if not moves:
+        return []
+    data = [m for m in moves if m.adding]
+    leader_only = [m for m in moves if not m.adding]
+    if order == "topic":
+        ranked = sorted(data, key=lambda m: (m.topic, m.partition))
+    elif order == "as-declared":
+        ranked = list(data)
+    else:
+        ranked = sorted(data, key=lambda m: (-work(m, sized), m.topic, m.partition))
+    batches = [_Batch() for _ in range(max(1, minimum_batches(data, limits, sized)))]
+    if order in ("topic", "as-declared"):
+        # Keep the requested order: fill batches in sequence.
+        current = 0
+        for move in ranked:
+            while not batches[current].fits(move, limits, sized):
+                current += 1
+                if current == len(batches):
+                    batches.append(_Batch())
+            batches[current].add(move, rate, rate, sized)
+    else:
+        for move in ranked:
+            best = None
+            best_key = None
+            for index, batch in enumerate(batches):
+                if not batch.fits(move, limits, sized):
+                    continue
+                after = batch.makespan_with(move, rate, rate, sized)
+                key = (after - batch.makespan, batch.makespan, index)
+                if best_key is None or key < best_key:
+                    best, best_key = batch, key
+            if best is None:
+                best = _Batch()
+                batches.append(best)
+            best.add(move, rate, rate, sized)
+    # Leader-only moves copy nothing: they ride along in the first batch that has room.
+    for move in sorted(leader_only, key=lambda m: (m.topic, m.partition)):
+        target = next((b for b in batches if b.fits(move, limits, sized)), None)
+        if target is None:
+            target = _Batch()
+            batches.append(target)
+        target.add(move, rate, rate, sized)
+    result = [sorted(b.moves, key=lambda m: (m.topic, m.partition)) for b in batches if b.moves]
+    return result
+
+
+def port_times(moves: list[Move], rate_in: float, rate_out: float) -> tuple[dict[int, int], dict[int, int], float]:
+    """Bytes in and out per broker and the makespan in seconds for a set of moves run at once."""
+    bytes_in: dict[int, int] = {}
+    bytes_out: dict[int, int] = {}
+    for m in moves:
+        for b in m.adding:
+            bytes_in[b] = bytes_in.get(b, 0) + m.bytes
+        if m.adding:
+            bytes_out[m.leader] = bytes_out.get(m.leader, 0) + m.bytes * len(m.adding)
+    seconds = max([v / rate_in for v in bytes_in.values()] + [v / rate_out for v in bytes_out.values()] + [0.0])
+    return bytes_in, bytes_out, seconds

@@ -1,0 +1,53 @@
+"""Fingerprints of the parts of a snapshot a plan depends on, so `kops apply` can refuse drift by name.
+
+One digest for the broker set (ids and racks) and one per topic the plan touches (its assignment, in-flight
+state and config). Leaders and ISRs are not included: they change all the time and a plan does not depend
+on them. Comparing two fingerprints names what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+
+from kops.model.snapshot import Snapshot
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def topic_digest(snapshot: Snapshot, name: str) -> str:
+    topic = snapshot.topics.get(name)
+    if topic is None:
+        return "absent"
+    return _digest({
+        "partitions": {str(p): [list(x.replicas), list(x.adding), list(x.removing)] for p, x in sorted(topic.partitions.items())},
+        "config": topic.config,
+        "pending_deletion": name in snapshot.pending_deletions,
+    })
+
+
+def fingerprint(snapshot: Snapshot, topics: Iterable[str]) -> dict[str, object]:
+    return {
+        "cluster_id": snapshot.cluster_id,
+        "brokers": _digest(sorted([b.id, b.rack] for b in snapshot.brokers)),
+        "topics": {name: topic_digest(snapshot, name) for name in sorted(set(topics))},
+    }
+
+
+def drift(planned: dict[str, object], snapshot: Snapshot) -> list[str]:
+    """What changed since the plan was made, one phrase each; empty when nothing did."""
+    changes = []
+    if planned.get("cluster_id") != snapshot.cluster_id:
+        changes.append(f"cluster id is {snapshot.cluster_id}, the plan is for {planned.get('cluster_id')}")
+    now = fingerprint(snapshot, planned.get("topics", {}))  # type: ignore[arg-type]
+    if now["brokers"] != planned.get("brokers"):
+        changes.append("the set of brokers (or their racks) changed")
+    for name, digest in sorted(planned.get("topics", {}).items()):  # type: ignore[union-attr]
+        current = now["topics"][name]  # type: ignore[index]
+        if current != digest:
+            what = "was deleted" if current == "absent" else ("was created" if digest == "absent" else "changed")
+            changes.append(f"topic {name} {what}")
+    return changes

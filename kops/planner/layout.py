@@ -1,0 +1,76 @@
+"""The planner's working copy of a cluster's assignment, with per-broker load kept up to date.
+
+Placement, rebalancing and leader balancing all edit one `Layout`; the plan is then the difference between
+the snapshot's assignment and the final layout. Loads are counted as the strategies need them: replicas,
+preferred leaders (first replica) and bytes per broker.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from kops.model.partitions import TopicPartition
+from kops.model.snapshot import Snapshot
+
+
+class Layout:
+    def __init__(self, snapshot: Snapshot, sizes: dict[TopicPartition, int]) -> None:
+        self.racks: dict[int, str | None] = {b.id: b.rack for b in snapshot.brokers}
+        self.sizes = sizes
+        self.replicas: dict[TopicPartition, tuple[int, ...]] = {}
+        self.replica_count: dict[int, int] = defaultdict(int)
+        self.leader_count: dict[int, int] = defaultdict(int)
+        self.bytes: dict[int, int] = defaultdict(int)
+        self.by_broker: dict[int, set[TopicPartition]] = defaultdict(set)
+        self.gained: dict[int, int] = defaultdict(int)  # bumped when a broker gains a replica (cache key)
+        for name, topic in snapshot.topics.items():
+            for number, part in topic.partitions.items():
+                # In flight: plan from where the running reassignment will land (its target).
+                self.set(TopicPartition(name, number), part.target_replicas if part.reassigning else part.replicas)
+
+    def size(self, tp: TopicPartition) -> int:
+        return self.sizes.get(tp, 0)
+
+    def set(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
+        old = self.replicas.get(tp)
+        size = self.size(tp)
+        if old is not None:
+            for b in old:
+                self.replica_count[b] -= 1
+                self.bytes[b] -= size
+                self.by_broker[b].discard(tp)
+            if old:
+                self.leader_count[old[0]] -= 1
+        self.replicas[tp] = tuple(replicas)
+        for b in replicas:
+            self.replica_count[b] += 1
+            self.bytes[b] += size
+            self.by_broker[b].add(tp)
+            self.gained[b] += 1
+        if replicas:
+            self.leader_count[replicas[0]] += 1
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.set(tp, ())
+        del self.replicas[tp]
+
+    def rack(self, broker: int) -> str | None:
+        return self.racks.get(broker)
+
+    def racks_of(self, replicas: tuple[int, ...] | list[int]) -> set[str | None]:
+        return {self.racks.get(b) for b in replicas}
+
+    def rack_ok(self, replicas: tuple[int, ...], leaving: int | None, arriving: int) -> bool:
+        """Does replacing `leaving` by `arriving` keep the partition's racks distinct where they were?"""
+        if arriving in replicas:
+            return False
+        rack = self.racks.get(arriving)
+        if rack is None:
+            return True
+        if leaving is not None and self.racks.get(leaving) == rack:
+            return True
+        others = [b for b in replicas if b != leaving]
+        return rack not in self.racks_of(others)
+
+    def partitions_of_topic(self, topic: str) -> list[TopicPartition]:
+        return sorted(tp for tp in self.replicas if tp.topic == topic)

@@ -1,0 +1,96 @@
+"""Leader balance: choose each partition's preferred leader (its first replica) so leaders spread evenly.
+
+This is a bipartite b-matching: partitions on one side, brokers on the other, an edge for each replica, and
+every broker may lead at most `cap` = ceil(partitions / brokers) partitions. Starting from the current
+preferred leaders, brokers above `cap` hand leadership over along augmenting paths (a partition led by an
+overloaded broker moves to another of its replicas, which may hand one of its own on, ...), as in
+Ford–Fulkerson. That is exact: if any assignment within `cap` exists, this finds one, and it changes only
+partitions on a path, so the plan stays small. A direct hand-over (path of length one) is tried first; it
+settles almost everything.
+
+Only the order of replicas changes (no data moves); a preferred-leader election then makes it real.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from kops.model.partitions import TopicPartition
+from kops.planner.layout import Layout
+
+
+def _lead(layout: Layout, tp: TopicPartition, leader: int) -> None:
+    replicas = layout.replicas[tp]
+    layout.set(tp, (leader,) + tuple(b for b in replicas if b != leader))
+
+
+def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartition] | None = None) -> int:
+    """Reorder replicas of partitions in `scope` (all when None); returns how many partitions changed leader."""
+    eligible = set(brokers)
+    partitions = [tp for tp in layout.replicas if layout.replicas[tp]]
+    if not partitions or not brokers:
+        return 0
+    cap = math.ceil(len(partitions) / len(brokers))
+    count = layout.leader_count
+    movable = [tp for tp in partitions if scope is None or tp in scope]
+    led: dict[int, list[TopicPartition]] = {}
+    for tp in movable:
+        led.setdefault(layout.replicas[tp][0], []).append(tp)
+    for items in led.values():
+        items.sort()
+    changed: set[TopicPartition] = set()
+
+    def others(tp: TopicPartition) -> list[int]:
+        return sorted((b for b in layout.replicas[tp][1:] if b in eligible), key=lambda b: (count[b], b))
+
+    # 1. Direct hand-overs from every broker above the cap (or not eligible, e.g. decommissioned).
+    for broker in sorted(led, key=lambda b: (-count[b], b)):
+        for tp in list(led[broker]):
+            if count[broker] <= cap and broker in eligible:
+                break
+            for other in others(tp):
+                if count[other] < cap:
+                    _lead(layout, tp, other)
+                    led[broker].remove(tp)
+                    led.setdefault(other, []).append(tp)
+                    changed.add(tp)
+                    break
+
+    # 2. Augmenting paths for whatever is left above the cap.
+    for broker in sorted(led):
+        while count[broker] > cap and _augment(layout, broker, cap, led, count, eligible, changed):
+            pass
+    return len(changed)
+
+
+def _augment(layout: Layout, start: int, cap: int, led: dict[int, list[TopicPartition]], count: dict[int, int],
+             eligible: set[int], changed: set[TopicPartition]) -> bool:
+    """BFS from `start` through partitions it leads to a broker below `cap`; flip leadership along the path."""
+    parent: dict[int, tuple[int, TopicPartition] | None] = {start: None}
+    queue = deque([start])
+    end = None
+    while queue and end is None:
+        broker = queue.popleft()
+        for tp in led.get(broker, ()):
+            for other in layout.replicas[tp][1:]:
+                if other in parent or other not in eligible:
+                    continue
+                parent[other] = (broker, tp)
+                if count[other] < cap:
+                    end = other
+                    break
+                queue.append(other)
+            if end is not None:
+                break
+    if end is None:
+        return False
+    node = end
+    while parent[node] is not None:
+        previous, tp = parent[node]  # type: ignore[misc]
+        _lead(layout, tp, node)
+        led[previous].remove(tp)
+        led.setdefault(node, []).append(tp)
+        changed.add(tp)
+        node = previous
+    return True

@@ -1,0 +1,88 @@
+"""A plan as Markdown for a pull-request comment: the summary first, details collapsible.
+
+Pure: returns a string. Destructive changes are flagged at the top, where a reviewer looks first.
+"""
+
+from __future__ import annotations
+
+from kops.model.plan import Plan
+from kops.units import format_size
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown (no sizes)"
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m" if hours else (f"{minutes}m {secs:02d}s" if minutes else f"{secs}s")
+
+
+def _ids(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
+
+
+def render_markdown(plan: Plan) -> str:
+    s = plan.summary
+    lines = [f"### kops plan for `{plan.cluster}`", ""]
+    if not plan.has_changes:
+        lines += ["**No changes.** The cluster matches the declarations.", ""]
+        return "\n".join(lines)
+    if s.destructive:
+        lines += ["> [!CAUTION]", "> **Destructive changes** — review before applying:"]
+        lines += [f"> - {d}" for d in s.destructive]
+        lines.append("")
+    ratio = f" (lower bound {s.lower_bound_moves})" if s.lower_bound_moves else ""
+    lines += [
+        "| | |", "|---|---|",
+        f"| topics created | {len(plan.creations)} |",
+        f"| topics deleted | {len(plan.deletions)} |",
+        f"| partitions added | {sum(len(a.assignment) for a in plan.partition_additions)} |",
+        f"| config changes | {len(plan.configs)} |",
+        f"| replica moves | {s.moves}{ratio} |",
+        f"| leader-only changes | {s.leader_moves} |",
+        f"| bytes to copy | {format_size(s.bytes)} |",
+        f"| batches | {len(plan.batches)} |",
+        f"| estimated duration | {duration(s.estimated_seconds)} (lower bound {duration(s.lower_bound_seconds)}) |",
+        "",
+    ]
+    if plan.creations or plan.deletions or plan.partition_additions or plan.partition_deletions or plan.configs:
+        lines += ["<details><summary>Topic changes</summary>", "", "| topic | change |", "|---|---|"]
+        for c in plan.creations:
+            rf = len(next(iter(c.assignment.values()))) if c.assignment else 0
+            lines.append(f"| `{c.topic}` | create: {len(c.assignment)} partitions, RF {rf} |")
+        for d in plan.deletions:
+            lines.append(f"| `{d.topic}` | **delete** ({d.partitions} partitions, {format_size(d.bytes)}) |")
+        for a in plan.partition_additions:
+            lines.append(f"| `{a.topic}` | add {len(a.assignment)} partitions |")
+        for pd in plan.partition_deletions:
+            lines.append(f"| `{pd.topic}` | **mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for deletion** |")
+        for cfg in plan.configs:
+            parts = [f"`{k}`: {cfg.before.get(k, '(default)')} → {v}" for k, v in sorted(cfg.set.items())]
+            parts += [f"`{k}`: {cfg.before[k]} → (default)" for k in cfg.remove]
+            flag = " **(destructive)**" if cfg.destructive else ""
+            lines.append(f"| `{cfg.entity}` | {'; '.join(parts)}{flag} |")
+        lines += ["", "</details>", ""]
+    if plan.batches:
+        lines += ["<details><summary>Batches</summary>", "", "| batch | partitions | bytes | estimate | throttle |",
+                  "|---|---|---|---|---|"]
+        for b in plan.batches:
+            rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
+            lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} | {duration(b.estimate.seconds)} | {rate} |")
+        lines += ["", "</details>", "", "<details><summary>Moves</summary>", "", "| partition | from | to | bytes | why |",
+                  "|---|---|---|---|---|"]
+        for m in plan.moves:
+            lines.append(f"| `{m.topic}-{m.partition}` | {_ids(m.from_replicas)} | {_ids(m.to_replicas)} | "
+                         f"{format_size(m.copied_bytes)} | {m.reason} |")
+        lines += ["", "</details>", ""]
+    brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
+    if brokers:
+        lines += ["<details><summary>Per broker</summary>", "", "| broker | replicas | leaders | bytes |", "|---|---|---|---|"]
+        for b in brokers:
+            lines.append(f"| {b} | {s.replicas_before.get(b, 0)} → {s.replicas_after.get(b, 0)} | "
+                         f"{s.leaders_before.get(b, 0)} → {s.leaders_after.get(b, 0)} | "
+                         f"{format_size(s.bytes_before.get(b, 0))} → {format_size(s.bytes_after.get(b, 0))} |")
+        lines += ["", "</details>", ""]
+    if plan.rollback.irreversible:
+        lines += ["Rollback cannot undo: " + "; ".join(plan.rollback.irreversible), ""]
+    return "\n".join(lines)

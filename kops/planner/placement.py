@@ -1,0 +1,121 @@
+"""Placement strategies: where new replicas go, as pure functions over a `Layout`.
+
+- rack-aware (the default when every broker has a rack): a partition's replicas on distinct racks as far as
+  racks allow; within that, the least loaded brokers (replicas, then bytes, then id for determinism);
+- balanced: the least loaded brokers, racks ignored;
+- static: the declared assignment, as is.
+
+New partitions are placed against the cluster's existing load, so adding partitions evens load out instead of
+stacking onto broker 1. Leaders are spread by choosing, among a partition's replicas, the one with the fewest
+preferred leaders as the first replica.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kops.model.partitions import TopicPartition
+from kops.planner.layout import Layout
+
+
+def _load_key(layout: Layout, broker: int) -> tuple[int, int, int]:
+    return (layout.replica_count[broker], layout.bytes[broker], broker)
+
+
+def pick_brokers(
+    layout: Layout,
+    count: int,
+    eligible: Iterable[int],
+    existing: tuple[int, ...] = (),
+    rack_aware: bool = True,
+) -> list[int]:
+    """Choose `count` more brokers for a partition that already has `existing` replicas.
+
+    Rack-aware: first brokers on racks the partition does not use yet, then (when racks run out) the least
+    used racks. Raises ValueError when there are not enough eligible brokers.
+    """
+    candidates = sorted((b for b in eligible if b not in existing), key=lambda b: _load_key(layout, b))
+    if len(candidates) < count:
+        raise ValueError(f"needs {count} more brokers but only {len(candidates)} are eligible")
+    chosen: list[int] = []
+    used = list(existing)
+    for _ in range(count):
+        if rack_aware:
+            rack_use: dict[str | None, int] = {}
+            for b in used:
+                rack_use[layout.rack(b)] = rack_use.get(layout.rack(b), 0) + 1
+            best = min(
+                (b for b in candidates if b not in chosen),
+                key=lambda b: (rack_use.get(layout.rack(b), 0) if layout.rack(b) is not None else 0,)
+                + _load_key(layout, b),
+            )
+        else:
+            best = next(b for b in candidates if b not in chosen)
+        chosen.append(best)
+        used.append(best)
+    return chosen
+
+
+def lead_with_fewest_leaders(layout: Layout, replicas: list[int]) -> tuple[int, ...]:
+    """Put the replica with the fewest preferred leaders first; keep the others in order."""
+    leader = min(replicas, key=lambda b: (layout.leader_count[b], layout.replica_count[b], b))
+    return (leader,) + tuple(b for b in replicas if b != leader)
+
+
+def place_partitions(
+    layout: Layout,
+    topic: str,
+    numbers: Iterable[int],
+    replication_factor: int,
+    eligible: list[int],
+    rack_aware: bool,
+) -> dict[int, tuple[int, ...]]:
+    """Place new partitions one by one, updating the layout so each sees the load the previous ones added."""
+    result = {}
+    for number in numbers:
+        brokers = pick_brokers(layout, replication_factor, eligible, (), rack_aware)
+        replicas = lead_with_fewest_leaders(layout, brokers)
+        layout.set(TopicPartition(topic, number), replicas)
+        result[number] = replicas
+    return result
+
+
+def grow(layout: Layout, tp: TopicPartition, target_rf: int, eligible: list[int], rack_aware: bool) -> None:
+    """Raise a partition's replication factor: keep every replica, add the fewest (rack-aware), append them."""
+    current = layout.replicas[tp]
+    extra = pick_brokers(layout, target_rf - len(current), eligible, current, rack_aware)
+    layout.set(tp, current + tuple(extra))
+
+
+def shrink(layout: Layout, tp: TopicPartition, target_rf: int) -> None:
+    """Lower a replication factor: keep the preferred leader; drop replicas that share a rack with another
+    kept replica first, then those on the most loaded brokers."""
+    current = list(layout.replicas[tp])
+    keep = current[:1]
+    rest = current[1:]
+    while len(keep) + len(rest) > target_rf:
+        def drop_key(b: int) -> tuple:
+            others = keep + [r for r in rest if r != b]
+            shares_rack = layout.rack(b) is not None and layout.rack(b) in layout.racks_of(others)
+            return (shares_rack, layout.replica_count[b], layout.bytes[b], b)
+
+        victim = max(rest, key=drop_key)
+        rest.remove(victim)
+    layout.set(tp, tuple(keep + rest))
+
+
+def replace(layout: Layout, tp: TopicPartition, leaving: int, eligible: list[int], rack_aware: bool) -> int:
+    """Move one replica off `leaving` to the least loaded eligible broker that keeps racks distinct.
+
+    The new broker takes the leaving one's position, so a moved preferred leader stays first.
+    """
+    current = layout.replicas[tp]
+    candidates = [b for b in eligible if b not in current]
+    if rack_aware:
+        good = [b for b in candidates if layout.rack_ok(current, leaving, b)]
+        candidates = good or candidates
+    if not candidates:
+        raise ValueError(f"no eligible broker can take the replica of {tp} on broker {leaving}")
+    best = min(candidates, key=lambda b: _load_key(layout, b))
+    layout.set(tp, tuple(best if b == leaving else b for b in current))
+    return best

@@ -1,0 +1,527 @@
+"""`plan(desired, snapshot, sizes, policy)`: the difference between what is declared and what is, as a Plan.
+
+Steps, in order, all on one working `Layout`:
+1. topics declared absent are deleted (only with allow_delete, validated upstream);
+2. declared topics: creations placed per strategy against the existing load; partition additions; KIP-253
+   partition decreases where the cluster advertises them; replication factor up (keep every replica, add the
+   fewest, rack-aware) or down (keep the leader, drop the fewest); replicas on brokers a placement excludes
+   move; static assignments are taken as written; config overrides diffed;
+3. `brokers.decommission`: exactly the replicas on those brokers move, each to the least loaded broker that
+   keeps the partition's racks distinct;
+4. `brokers.add`: replicas move from the most loaded brokers onto the new ones until counts are within ±1;
+5. `rebalance`: replicas, bytes or only leaders, within the declared tolerance;
+6. leaders: the replica order of every changed partition (and of all partitions when the play reshapes the
+   cluster) is chosen so preferred leaders spread evenly (`leaders.balance_leaders`);
+7. the moves are the partitions whose replica list differs from the snapshot's; they are batched with
+   throttles and estimates; the rollback is their inverse in reverse order.
+
+Worked example: brokers 1–3 in racks a, b, c; topic `t` partition 0 on [1, 2] is declared with
+replication_factor 3 → grow keeps [1, 2] and adds broker 3 (the only rack unused) → one move [1,2] → [1,2,3]
+with 1 × size bytes, leader list `0:1,0:2`, follower list `0:3`, rollback [1,2,3] → [1,2].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kops import __version__
+from kops.errors import KopsError
+from kops.model import topic_configs
+from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
+from kops.model.partitions import TopicPartition
+from kops.model.plan import (
+    Batch,
+    ConfigChange,
+    Estimate,
+    Move,
+    PartitionAddition,
+    PartitionDeletion,
+    Plan,
+    Rollback,
+    Summary,
+    TopicCreation,
+    TopicDeletion,
+)
+from kops.model.snapshot import Snapshot
+from kops.planner import batches as batching
+from kops.planner import placement
+from kops.planner.fingerprint import fingerprint
+from kops.planner.layout import Layout
+from kops.planner.leaders import balance_leaders
+from kops.planner.rebalance import balance_bytes, balance_replicas, bounds, replica_lower_bound, smallest_on
+from kops.planner.throttles import batch_throttle
+
+KIP253_FEATURE = "kip253.partition.deletion"
+DEFAULT_BANDWIDTH = 125_000_000  # bytes/s per broker port assumed when unthrottled (1 Gbit/s)
+DESTRUCTIVE_CONFIGS = ("retention.ms", "retention.bytes")
+
+
+@dataclass(frozen=True)
+class Policy:
+    throttle: int | None = None  # overrides execution.throttle (bytes/s)
+    allow_in_flight: bool = False
+    broker_bandwidth: int = DEFAULT_BANDWIDTH
+    playbook_digest: str = ""
+
+
+@dataclass(frozen=True)
+class PlanProblem:
+    location: SourceLocation | None
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        return where + self.message + (f" ({self.hint})" if self.hint else "")
+
+
+class PlanningError(KopsError):
+    """Declarations that cannot be planned against this cluster; names the declaration's FILE:LINE."""
+
+    def __init__(self, problems: list[PlanProblem]) -> None:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(first.message + more, where=str(first.location) if first.location else None, hint=first.hint)
+        self.problems = problems
+
+
+@dataclass
+class _Work:
+    snapshot: Snapshot
+    desired: DesiredState
+    layout: Layout
+    problems: list[PlanProblem] = field(default_factory=list)
+    creations: list[TopicCreation] = field(default_factory=list)
+    deletions: list[TopicDeletion] = field(default_factory=list)
+    additions: list[PartitionAddition] = field(default_factory=list)
+    shrinks: list[PartitionDeletion] = field(default_factory=list)
+    configs: list[ConfigChange] = field(default_factory=list)
+    created: set[TopicPartition] = field(default_factory=set)
+    forced_moves: int = 0
+    forced_bytes: int = 0
+    balance_moves: int = 0
+    balance_bytes: int = 0
+    warnings: list[str] = field(default_factory=list)
+    reason: dict[TopicPartition, str] = field(default_factory=dict)
+
+    def error(self, location: SourceLocation | None, message: str, hint: str | None = None) -> None:
+        self.problems.append(PlanProblem(location, message, hint))
+
+
+def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, int] | None = None,
+         policy: Policy = Policy()) -> Plan:
+    sizes = dict(sizes or {})
+    layout = Layout(snapshot, sizes)
+    original = dict(layout.replicas)
+    work = _Work(snapshot, desired, layout)
+    live = snapshot.live_broker_ids
+    decommission = set(desired.brokers.decommission)
+    brokers_loc = desired.brokers.location
+    for b in desired.brokers.add:
+        if b not in live:
+            work.error(brokers_loc, f"brokers.add names broker {b}, which is not registered",
+                       f"registered brokers: {', '.join(map(str, sorted(live)))}")
+    for b in sorted(decommission - live):
+        if layout.replica_count.get(b, 0) == 0:
+            work.error(brokers_loc, f"brokers.decommission names broker {b}, which is not registered and holds no replicas")
+    eligible = sorted(live - decommission)
+    if not eligible:
+        work.error(brokers_loc, "no broker would be left to hold replicas")
+    rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
+
+    for name, decl in sorted(desired.topics.items()):
+        _topic(work, decl, eligible, rack_aware, policy)
+
+    # 3. decommission: exactly the replicas of those brokers.
+    for broker in sorted(decommission):
+        for tp in sorted(layout.by_broker.get(broker, set())):
+            topic_eligible = _topic_eligible(work, tp.topic, eligible)
+            try:
+                placement.replace(layout, tp, broker, topic_eligible, rack_aware)
+            except ValueError as exc:
+                work.error(brokers_loc, f"cannot move {tp} off broker {broker}: {exc}")
+                continue
+            work.forced_moves += 1
+            work.forced_bytes += layout.size(tp)
+            work.reason.setdefault(tp, f"decommission broker {broker}")
+
+    # 4. new brokers take a fair share.
+    reshaped = bool(decommission or desired.brokers.add or desired.rebalance)
+    if desired.brokers.add and eligible:
+        counts = dict(layout.replica_count)
+        limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), 0.0)
+        work.balance_moves += sum(max(0, limits.lower - counts.get(b, 0)) for b in desired.brokers.add)
+        before = dict(layout.replicas)
+        balance_replicas(layout, eligible, 0.0, destinations=list(desired.brokers.add), movable=_movable(work),
+                         rack_aware=rack_aware)
+        _note_changes(work, before, "new brokers take their share")
+
+    # 5. rebalance.
+    if desired.rebalance and eligible:
+        before = dict(layout.replicas)
+        goal, tolerance = desired.rebalance.goal, desired.rebalance.tolerance
+        if goal == "replicas":
+            counts = dict(layout.replica_count)
+            limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance)
+            lb = replica_lower_bound(counts, eligible, limits)
+            work.balance_moves += lb
+            work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
+            balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
+        elif goal == "bytes":
+            balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
+        _note_changes(work, before, f"rebalance {goal}")
+
+    # 6. leaders.
+    changed = {tp for tp, r in layout.replicas.items() if tp in original and set(r) != set(original[tp])}
+    scope = None if reshaped else changed
+    if scope is None or scope:
+        balance_leaders(layout, eligible, scope)
+
+    if work.problems:
+        raise PlanningError(work.problems)
+    return _assemble(work, original, policy, eligible)
+
+
+def _movable(work: _Work) -> set[TopicPartition]:
+    """Partitions a rebalance may move: existing ones, not being deleted or created by this plan."""
+    deleted = {d.topic for d in work.deletions}
+    return {tp for tp in work.layout.replicas if tp.topic not in deleted and tp not in work.created}
+
+
+def _note_changes(work: _Work, before: dict[TopicPartition, tuple[int, ...]], reason: str) -> None:
+    for tp, replicas in work.layout.replicas.items():
+        if before.get(tp) != replicas:
+            work.reason.setdefault(tp, reason)
+
+
+def _topic_eligible(work: _Work, topic: str, eligible: list[int]) -> list[int]:
+    decl = work.desired.topics.get(topic)
+    if decl is None:
+        return eligible
+    allowed = [b for b in eligible if b not in decl.placement.exclude_brokers]
+    if decl.placement.brokers is not None:
+        allowed = [b for b in allowed if b in decl.placement.brokers]
+    return allowed
+
+
+def _topic(work: _Work, decl: TopicDeclaration, eligible: list[int], rack_aware: bool, policy: Policy) -> None:
+    snapshot, layout = work.snapshot, work.layout
+    existing = snapshot.topics.get(decl.name)
+    known = snapshot.live_broker_ids
+    for field_name, ids in (("placement", decl.placement.brokers or ()), ("placement", decl.placement.exclude_brokers)):
+        unknown = sorted(set(ids) - known)
+        if unknown:
+            work.error(decl.where(field_name), f"topic {decl.name}: unknown broker(s) {unknown}",
+                       f"registered brokers: {', '.join(map(str, sorted(known)))}")
+            return
+    if decl.state == "absent":
+        if existing is not None:
+            size = sum(layout.size(TopicPartition(decl.name, p)) for p in existing.partitions)
+            work.deletions.append(TopicDeletion(decl.name, len(existing.partitions), size))
+            for tp in layout.partitions_of_topic(decl.name):
+                layout.remove(tp)
+        return
+    if decl.name in snapshot.pending_deletions:
+        work.error(decl.location, f"topic {decl.name} is being deleted", "wait until the deletion completes, then plan again")
+        return
+    topic_eligible = _topic_eligible(work, decl.name, eligible)
+    strategy = decl.placement.strategy
+    use_racks = rack_aware and strategy != "balanced"
+    if strategy == "rack-aware" and not rack_aware:
+        work.error(decl.where("placement"), f"topic {decl.name}: strategy rack-aware, but not every broker has a rack")
+        return
+    rf = decl.replication_factor
+    if rf is not None and rf > len(topic_eligible):
+        work.error(decl.where("replication_factor"),
+                   f"topic {decl.name}: replication_factor {rf} needs {rf} brokers, only {len(topic_eligible)} are eligible")
+        return
+    if strategy == "rack-aware" and rf is not None:
+        racks = {layout.rack(b) for b in topic_eligible}
+        if rf > len(racks):
+            work.error(decl.where("replication_factor"),
+                       f"topic {decl.name}: replication_factor {rf} is more than the {len(racks)} racks of its brokers",
+                       "strategy rack-aware puts every replica on its own rack")
+            return
+    misr = decl.config.get("min.insync.replicas") or (existing.config.get("min.insync.replicas") if existing else None)
+    if rf is not None and misr is not None and int(misr) > rf:
+        work.error(decl.where("replication_factor"),
+                   f"topic {decl.name}: replication_factor {rf} is below min.insync.replicas {misr}")
+        return
+    static = decl.placement.assignments
+    if static is not None:
+        unknown = sorted({b for r in static.values() for b in r} - known)
+        if unknown:
+            work.error(decl.where("placement"), f"topic {decl.name}: assignments name unknown broker(s) {unknown}")
+            return
+
+    if existing is None:
+        partitions = decl.partitions or (len(static) if static else None)
+        rf = rf or (len(next(iter(static.values()))) if static else None)
+        if partitions is None or rf is None:
+            work.error(decl.location, f"topic {decl.name} does not exist yet: declare partitions and replication_factor")
+            return
+        if static is not None:
+            assignment = dict(static)
+            for p, r in assignment.items():
+                layout.set(TopicPartition(decl.name, p), r)
+        else:
+            try:
+                assignment = placement.place_partitions(layout, decl.name, range(partitions), rf, topic_eligible, use_racks)
+            except ValueError as exc:
+                work.error(decl.location, f"topic {decl.name}: {exc}")
+                return
+        work.created.update(TopicPartition(decl.name, p) for p in assignment)
+        work.creations.append(TopicCreation(decl.name, assignment, dict(sorted(decl.all_config.items()))))
+        return
+
+    # Existing topic.
+    current_count = len(existing.partitions)
+    target_rf = rf or existing.replication_factor
+    if decl.partitions is not None and decl.partitions > current_count:
+        new_numbers = range(current_count, decl.partitions)
+        if static is not None:
+            added = {p: static[p] for p in new_numbers}
+            for p, r in added.items():
+                layout.set(TopicPartition(decl.name, p), r)
+        else:
+            try:
+                added = placement.place_partitions(layout, decl.name, new_numbers, target_rf, topic_eligible, use_racks)
+            except ValueError as exc:
+                work.error(decl.where("partitions"), f"topic {decl.name}: {exc}")
+                return
+        work.created.update(TopicPartition(decl.name, p) for p in added)
+        work.additions.append(PartitionAddition(decl.name, added))
+    elif decl.partitions is not None and decl.partitions < current_count:
+        if KIP253_FEATURE in snapshot.cluster_features():
+            work.shrinks.append(PartitionDeletion(decl.name, current_count, decl.partitions))
+        else:
+            work.error(decl.where("partitions"),
+                       f"topic {decl.name} has {current_count} partitions; Kafka cannot decrease the partition count",
+                       f"declare partitions: {current_count} (or more), or create a new topic and migrate")
+            return
+
+    for number in sorted(existing.partitions):
+        tp = TopicPartition(decl.name, number)
+        if number >= current_count or tp not in layout.replicas:
+            continue
+        if static is not None and number in static:
+            if layout.replicas[tp] != static[number]:
+                work.forced_moves += len(set(static[number]) - set(layout.replicas[tp]))
+                work.forced_bytes += layout.size(tp) * len(set(static[number]) - set(layout.replicas[tp]))
+                layout.set(tp, static[number])
+                work.reason[tp] = "static assignment"
+            continue
+        before = layout.replicas[tp]
+        # Replicas on brokers the placement no longer allows.
+        for broker in [b for b in before if b not in topic_eligible and b in known]:
+            try:
+                placement.replace(layout, tp, broker, topic_eligible, use_racks)
+                work.forced_moves += 1
+                work.forced_bytes += layout.size(tp)
+                work.reason.setdefault(tp, f"placement excludes broker {broker}")
+            except ValueError as exc:
+                work.error(decl.where("placement"), f"{tp}: {exc}")
+        # Rack rule, when the topic explicitly asks for rack-aware placement.
+        if strategy == "rack-aware":
+            _fix_racks(work, tp, topic_eligible)
+        replicas = layout.replicas[tp]
+        if len(replicas) < target_rf:
+            try:
+                placement.grow(layout, tp, target_rf, topic_eligible, use_racks)
+            except ValueError as exc:
+                work.error(decl.where("replication_factor"), f"{tp}: {exc}")
+                continue
+            work.forced_moves += target_rf - len(replicas)
+            work.forced_bytes += layout.size(tp) * (target_rf - len(replicas))
+            work.reason.setdefault(tp, f"replication factor {len(replicas)} -> {target_rf}")
+        elif len(replicas) > target_rf:
+            placement.shrink(layout, tp, target_rf)
+            work.reason.setdefault(tp, f"replication factor {len(replicas)} -> {target_rf}")
+    _configs(work, decl, existing.config)
+
+
+def _fix_racks(work: _Work, tp: TopicPartition, eligible: list[int]) -> None:
+    layout = work.layout
+    replicas = layout.replicas[tp]
+    racks_available = {layout.rack(b) for b in eligible}
+    seen: set[str | None] = set()
+    for broker in replicas:
+        rack = layout.rack(broker)
+        if rack in seen and len(racks_available) > len(seen):
+            placement.replace(layout, tp, broker, eligible, True)
+            work.forced_moves += 1
+            work.forced_bytes += layout.size(tp)
+            work.reason.setdefault(tp, "rack rule")
+            return _fix_racks(work, tp, eligible)
+        seen.add(rack)
+
+
+def _configs(work: _Work, decl: TopicDeclaration, current: dict[str, str]) -> None:
+    to_set: dict[str, str] = {}
+    destructive = []
+    for key, value in sorted(decl.all_config.items()):
+        existing = current.get(key)
+        if existing is not None:
+            same = existing == value
+            if key in topic_configs.TOPIC_CONFIGS:
+                try:
+                    same = topic_configs.normalize(key, existing) == value
+                except ValueError:
+                    same = False
+            if not same:
+                to_set[key] = value
+                if key in DESTRUCTIVE_CONFIGS and _shrinks_retention(existing, value):
+                    destructive.append(f"{key} {existing} -> {value} deletes data sooner")
+        elif not topic_configs.is_default(key, value):
+            to_set[key] = value
+    to_remove = tuple(k for k in decl.config_remove if k in current)
+    if to_set or to_remove:
+        work.configs.append(ConfigChange("topics", decl.name, to_set, to_remove, dict(sorted(current.items())),
+                                         bool(destructive), "; ".join(destructive)))
+
+
+def _shrinks_retention(before: str, after: str) -> bool:
+    try:
+        old, new = int(before), int(after)
+    except ValueError:
+        return False
+    if old < 0:
+        return new >= 0
+    return 0 <= new < old
+
+
+def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy, eligible: list[int]) -> Plan:
+    snapshot, layout, desired = work.snapshot, work.layout, work.desired
+    moves: list[Move] = []
+    in_flight_problems = []
+    for tp in sorted(original):
+        target = layout.replicas.get(tp)
+        if target is None or tp in work.created:
+            continue
+        part = snapshot.partition(tp)
+        if part is None:
+            continue
+        current = part.target_replicas if part.reassigning else part.replicas
+        if target == current:
+            continue
+        if part.reassigning and not policy.allow_in_flight:
+            decl = desired.topics.get(tp.topic)
+            in_flight_problems.append(PlanProblem(
+                decl.location if decl else desired.brokers.location or (desired.rebalance.location if desired.rebalance else None),
+                f"{tp} is being reassigned right now and this plan must move it",
+                "wait for the reassignment to finish (kops status), or plan with --allow-in-flight"))
+            continue
+        leader = part.leader if part.leader in current else current[0]
+        moves.append(Move(tp.topic, tp.partition, current, target, layout.size(tp), leader, work.reason.get(tp, "leader balance")))
+    if in_flight_problems:
+        raise PlanningError(in_flight_problems)
+
+    rate = policy.throttle if policy.throttle is not None else desired.execution.throttle
+    port_rate = float(min(rate, policy.broker_bandwidth) if rate else policy.broker_bandwidth)
+    sized = any(m.bytes for m in moves)
+    limits = batching.Limits(desired.execution.max_partitions, desired.execution.max_bytes,
+                             desired.execution.max_moves_per_broker)
+    grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order)
+    batch_list = []
+    for index, group in enumerate(grouped):
+        bytes_in, bytes_out, seconds = batching.port_times(group, port_rate, port_rate)
+        batch_list.append(Batch(index + 1, tuple(group), batch_throttle(group, snapshot, rate),
+                                Estimate(seconds if sized else None, None, bytes_in, bytes_out)))
+    all_in, all_out, lower_seconds = batching.port_times(moves, port_rate, port_rate)
+
+    election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
+                            or snapshot.partition(m.tp).leader != m.to_replicas[0]))  # type: ignore[union-attr]
+    rollback_batches = tuple(
+        Batch(i + 1, tuple(sorted((m.inverse() for m in b.moves), key=lambda m: (m.topic, m.partition))),
+              batch_throttle([m.inverse() for m in b.moves], snapshot, rate), b.estimate)
+        for i, b in enumerate(reversed(batch_list))
+    )
+    rollback_configs = tuple(
+        ConfigChange(c.entity_type, c.entity, {k: v for k, v in c.before.items() if c.after.get(k) != v},
+                     tuple(k for k in c.after if k not in c.before), c.after, False, "rollback")
+        for c in work.configs
+    )
+    irreversible = tuple(
+        [f"topic {c.topic} was created: rollback does not delete it" for c in work.creations]
+        + [f"{len(a.assignment)} partition(s) added to {a.topic}: Kafka cannot remove partitions" for a in work.additions]
+        + [f"topic {d.topic} was deleted with its data" for d in work.deletions]
+        + [f"partitions of {s.topic} above {s.undeleted_partition_count} were marked for deletion" for s in work.shrinks]
+    )
+    destructive = tuple(
+        [f"delete topic {d.topic} ({d.partitions} partitions)" for d in work.deletions]
+        + [f"mark partitions {s.undeleted_partition_count}..{s.current_count - 1} of {s.topic} for deletion" for s in work.shrinks]
+        + [f"topic {c.entity}: {c.reason}" for c in work.configs if c.destructive]
+    )
+    data_moves = [m for m in moves if m.kind == "data"]
+    replica_moves = sum(len(m.adding) for m in data_moves)
+    involved = set(desired.topics) | {m.topic for m in moves}
+    before_counts = _counts(original, layout.sizes)
+    after_counts = _counts(layout.replicas, layout.sizes)
+    summary = Summary(
+        moves=replica_moves,
+        leader_moves=len(moves) - len(data_moves),
+        bytes=sum(m.copied_bytes for m in data_moves),
+        lower_bound_moves=work.forced_moves + work.balance_moves,
+        lower_bound_bytes=work.forced_bytes + work.balance_bytes,
+        estimated_seconds=sum(b.estimate.seconds or 0.0 for b in batch_list) if sized else None,
+        lower_bound_seconds=lower_seconds if sized else None,
+        destructive=destructive,
+        replicas_before=before_counts[0], replicas_after=after_counts[0],
+        leaders_before=before_counts[1], leaders_after=after_counts[1],
+        bytes_before=before_counts[2], bytes_after=after_counts[2],
+    )
+    return Plan(
+        cluster=desired.cluster,
+        cluster_id=snapshot.cluster_id,
+        connect=str(desired.connect) if desired.connect else snapshot.connect,
+        playbook_digest=policy.playbook_digest,
+        fingerprint=fingerprint(snapshot, involved),
+        creations=tuple(sorted(work.creations, key=lambda c: c.topic)),
+        deletions=tuple(sorted(work.deletions, key=lambda d: d.topic)),
+        partition_additions=tuple(sorted(work.additions, key=lambda a: a.topic)),
+        partition_deletions=tuple(sorted(work.shrinks, key=lambda s: s.topic)),
+        configs=tuple(sorted(work.configs, key=lambda c: (c.entity_type, c.entity))),
+        batches=tuple(batch_list),
+        election=election,
+        rollback=Rollback(rollback_batches, rollback_configs, election, irreversible),
+        summary=summary,
+        warnings=tuple(work.warnings),
+        kops_version=__version__,
+    )
+
+
+def _counts(assignment: dict[TopicPartition, tuple[int, ...]], sizes: dict[TopicPartition, int]):
+    replicas: dict[int, int] = {}
+    leaders: dict[int, int] = {}
+    bytes_: dict[int, int] = {}
+    for tp, r in assignment.items():
+        for b in r:
+            replicas[b] = replicas.get(b, 0) + 1
+            bytes_[b] = bytes_.get(b, 0) + sizes.get(tp, 0)
+        if r:
+            leaders[r[0]] = leaders.get(r[0], 0) + 1
+    return dict(sorted(replicas.items())), dict(sorted(leaders.items())), dict(sorted(bytes_.items()))
+
+
+def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ...]], cluster: str,
+                 execution: Execution | None = None, policy: Policy = Policy(),
+                 sizes: dict[TopicPartition, int] | None = None, where: str | None = None) -> Plan:
+    """A plan that moves partitions to given targets (`kops plan --import-kafka`): throttles, batches and
+    rollback computed as for any plan. Checks what kafka-reassign-partitions.sh checks."""
+    location = SourceLocation(where, 1, 1) if where else None
+    missing = sorted(str(tp) for tp in targets if snapshot.partition(tp) is None)
+    if missing:
+        raise PlanningError([PlanProblem(location, f"the proposed assignment contains non-existent partitions: {', '.join(missing[:10])}")])
+    unknown = sorted({b for r in targets.values() for b in r} - snapshot.live_broker_ids)
+    if unknown:
+        raise PlanningError([PlanProblem(location, f"the proposed assignment contains non-existent broker ids: {unknown}")])
+    layout = Layout(snapshot, dict(sizes or {}))
+    original = dict(layout.replicas)
+    desired = DesiredState(cluster, snapshot.connect, {}, execution=execution or Execution())
+    work = _Work(snapshot, desired, layout)
+    for tp, replicas in sorted(targets.items()):
+        layout.set(tp, tuple(replicas))
+        work.reason[tp] = "imported from kafka-reassign-partitions JSON"
+        work.forced_moves += len(set(replicas) - set(original[tp]))
+        work.forced_bytes += layout.size(tp) * len(set(replicas) - set(original[tp]))
+    return _assemble(work, original, policy, sorted(snapshot.live_broker_ids))

@@ -1,0 +1,160 @@
+"""Rebalancing: move the fewest replicas (and the fewest bytes) that bring every broker within tolerance.
+
+Goal `replicas`: replica counts within `tolerance` of the mean (tolerance 0 means ±1). Each step moves one
+replica from the most loaded broker to the least loaded one that can take it (not already a replica, racks
+kept distinct), choosing the smallest partition that fits, so the bytes moved stay near their lower bound.
+Goal `bytes`: the same over bytes, choosing the partition whose size best fills the gap without overshoot.
+Used for `rebalance:` plays, for `brokers.add` (destinations limited to the new brokers) and by `kops
+rebalance`. `replica_lower_bound` is the least number of replica moves any plan needs for the same bounds.
+
+Sources and destinations sit in heaps with lazy updates, and each broker's partitions are kept sorted by
+size until it gains a replica, so a step costs about log(brokers), not a scan of the cluster.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+from kops.model.partitions import TopicPartition
+from kops.planner.layout import Layout
+
+DESTINATIONS_TRIED = 8
+
+
+@dataclass(frozen=True)
+class Bounds:
+    lower: int
+    upper: int
+
+
+def bounds(total: int, brokers: int, tolerance: float) -> Bounds:
+    mean = total / brokers if brokers else 0
+    upper = max(math.ceil(mean), math.floor(mean * (1 + tolerance)))
+    lower = min(math.floor(mean), math.ceil(mean * (1 - tolerance)))
+    return Bounds(lower, upper)
+
+
+def replica_lower_bound(counts: dict[int, int], brokers: list[int], b: Bounds) -> int:
+    excess = sum(max(0, counts.get(x, 0) - b.upper) for x in brokers)
+    deficit = sum(max(0, b.lower - counts.get(x, 0)) for x in brokers)
+    return max(excess, deficit)
+
+
+class _Candidates:
+    """Each broker's movable partitions, sorted by a key, rebuilt only after the broker gained replicas."""
+
+    def __init__(self, layout: Layout, movable: set[TopicPartition] | None) -> None:
+        self.layout = layout
+        self.movable = movable
+        self.cache: dict[int, tuple[int, list[TopicPartition]]] = {}
+
+    def of(self, broker: int) -> list[TopicPartition]:
+        stamp = self.layout.gained[broker]
+        cached = self.cache.get(broker)
+        if cached is None or cached[0] != stamp:
+            items = [tp for tp in self.layout.by_broker[broker] if self.movable is None or tp in self.movable]
+            items.sort(key=lambda tp: (self.layout.size(tp), tp))
+            cached = (stamp, items)
+            self.cache[broker] = cached
+        return cached[1]
+
+
+def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[TopicPartition], rack_aware: bool,
+              fits: object = None) -> bool:
+    on_source = layout.by_broker[source]
+    for dest in dests:
+        for tp in candidates:
+            if tp not in on_source:
+                continue
+            if fits is not None and not fits(tp):  # type: ignore[operator]
+                continue
+            replicas = layout.replicas[tp]
+            if dest in replicas or (rack_aware and not layout.rack_ok(replicas, source, dest)):
+                continue
+            layout.set(tp, tuple(dest if b == source else b for b in replicas))
+            return True
+    return False
+
+
+def balance_replicas(
+    layout: Layout,
+    brokers: list[int],
+    tolerance: float,
+    destinations: list[int] | None = None,
+    movable: set[TopicPartition] | None = None,
+    rack_aware: bool = True,
+    max_moves: int | None = None,
+) -> int:
+    """Move replicas until counts are within bounds; returns the number of replica moves made."""
+    total = sum(layout.replica_count[b] for b in brokers)
+    limits = bounds(total, len(brokers), tolerance)
+    targets = set(destinations if destinations is not None else brokers)
+    count = layout.replica_count
+    sources = [(-count[b], b) for b in brokers]
+    heapq.heapify(sources)
+    dests = [(count[b], layout.bytes[b], b) for b in targets]
+    heapq.heapify(dests)
+    candidates = _Candidates(layout, movable)
+    moved = 0
+    while sources and (max_moves is None or moved < max_moves):
+        neg, source = heapq.heappop(sources)
+        if -neg != count[source]:
+            heapq.heappush(sources, (-count[source], source))
+            continue
+        fresh: list[int] = []
+        while dests and len(fresh) < DESTINATIONS_TRIED:
+            c, _, d = heapq.heappop(dests)
+            if c != count[d]:
+                heapq.heappush(dests, (count[d], layout.bytes[d], d))
+                continue
+            fresh.append(d)
+        open_dests = [d for d in fresh if count[d] < limits.upper and d != source]
+        need_out = count[source] > limits.upper
+        need_in = bool(open_dests) and count[open_dests[0]] < limits.lower and count[source] > limits.lower
+        if not open_dests or not (need_out or need_in):
+            if not need_out and not need_in:
+                break
+            for d in fresh:
+                heapq.heappush(dests, (count[d], layout.bytes[d], d))
+            continue  # this source cannot shed anything: drop it
+        if _try_move(layout, source, open_dests, candidates.of(source), rack_aware):
+            moved += 1
+            heapq.heappush(sources, (-count[source], source))
+        for d in fresh:
+            heapq.heappush(dests, (count[d], layout.bytes[d], d))
+    return moved
+
+
+def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable: set[TopicPartition] | None = None,
+                  rack_aware: bool = True, max_moves: int | None = None) -> int:
+    """Move replicas until every broker's bytes are within `tolerance` of the mean (best effort)."""
+    total = sum(layout.bytes[b] for b in brokers)
+    if not brokers or total == 0:
+        return 0
+    mean = total / len(brokers)
+    high, low = mean * (1 + tolerance), mean * (1 - tolerance)
+    candidates = _Candidates(layout, movable)
+    moved = 0
+    stuck: set[int] = set()
+    while max_moves is None or moved < max_moves:
+        source = max((b for b in brokers if b not in stuck), key=lambda b: (layout.bytes[b], -b), default=None)
+        if source is None:
+            break
+        dest_pool = sorted((b for b in brokers if b != source), key=lambda b: (layout.bytes[b], b))[:DESTINATIONS_TRIED]
+        if not dest_pool or (layout.bytes[source] <= high and layout.bytes[dest_pool[0]] >= low):
+            break
+        gap = min(layout.bytes[source] - mean, mean - layout.bytes[dest_pool[0]])
+        # Largest partition that does not overshoot the gap: walk the size-sorted list from the top.
+        ordered = [tp for tp in reversed(candidates.of(source)) if 0 < layout.size(tp) <= gap]
+        if gap <= 0 or not _try_move(layout, source, dest_pool, ordered, rack_aware):
+            stuck.add(source)
+            continue
+        moved += 1
+    return moved
+
+
+def smallest_on(layout: Layout, broker: int, count: int) -> int:
+    """Bytes of the `count` smallest replicas on a broker: what shedding `count` replicas costs at least."""
+    return sum(heapq.nsmallest(count, (layout.size(tp) for tp in layout.by_broker[broker])))

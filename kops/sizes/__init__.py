@@ -1,0 +1,1 @@
+"""Partition sizes: the summaries the Spark job writes, read without Spark for planning."""
