@@ -98,7 +98,8 @@ def balance_replicas(
     heapq.heapify(dests)
     candidates = _Candidates(layout, movable)
     moved = 0
-    while sources and (max_moves is None or moved < max_moves):
+    limit = max_moves if max_moves is not None else 4 * total  # every move strictly evens counts; a safety net
+    while sources and moved < limit:
         neg, source = heapq.heappop(sources)
         if -neg != count[source]:
             heapq.heappush(sources, (-count[source], source))
@@ -129,26 +130,39 @@ def balance_replicas(
 
 def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable: set[TopicPartition] | None = None,
                   rack_aware: bool = True, max_moves: int | None = None) -> int:
-    """Move replicas until every broker's bytes are within `tolerance` of the mean (best effort)."""
+    """Move replicas until every broker's bytes are within `tolerance` of the mean (best effort).
+
+    A move of s bytes from S to D is only made when s fits the gap of that very destination,
+    s <= min(S - mean, mean - D), so both ends stay on their side of the mean: the spread strictly shrinks
+    and the loop ends.
+    """
     total = sum(layout.bytes[b] for b in brokers)
     if not brokers or total == 0:
         return 0
     mean = total / len(brokers)
     high, low = mean * (1 + tolerance), mean * (1 - tolerance)
     candidates = _Candidates(layout, movable)
+    limit = max_moves if max_moves is not None else 4 * sum(layout.replica_count[b] for b in brokers)
     moved = 0
     stuck: set[int] = set()
-    while max_moves is None or moved < max_moves:
+    while moved < limit:
         source = max((b for b in brokers if b not in stuck), key=lambda b: (layout.bytes[b], -b), default=None)
         if source is None:
             break
         dest_pool = sorted((b for b in brokers if b != source), key=lambda b: (layout.bytes[b], b))[:DESTINATIONS_TRIED]
         if not dest_pool or (layout.bytes[source] <= high and layout.bytes[dest_pool[0]] >= low):
             break
-        gap = min(layout.bytes[source] - mean, mean - layout.bytes[dest_pool[0]])
-        # Largest partition that does not overshoot the gap: walk the size-sorted list from the top.
-        ordered = [tp for tp in reversed(candidates.of(source)) if 0 < layout.size(tp) <= gap]
-        if gap <= 0 or not _try_move(layout, source, dest_pool, ordered, rack_aware):
+        done = False
+        for dest in dest_pool:
+            gap = min(layout.bytes[source] - mean, mean - layout.bytes[dest])
+            if gap <= 0:
+                continue
+            # Largest partition that does not overshoot this destination's gap.
+            ordered = [tp for tp in reversed(candidates.of(source)) if 0 < layout.size(tp) <= gap]
+            if _try_move(layout, source, [dest], ordered, rack_aware):
+                done = True
+                break
+        if not done:
             stuck.add(source)
             continue
         moved += 1
