@@ -337,7 +337,8 @@ def _apply_rebalance(section: dict, loc: SourceLocation, cluster: _Cluster, prob
     goal = fields.as_choice(section.get("goal", "replicas"), GOALS, "rebalance.goal", loc, problems) or "replicas"
     tolerance = 0.1
     if section.get("tolerance") is not None:
-        tolerance = fields.as_fraction(section["tolerance"], "rebalance.tolerance", loc, problems) or 0.1
+        parsed = fields.as_fraction(section["tolerance"], "rebalance.tolerance", loc, problems)
+        tolerance = tolerance if parsed is None else parsed
     rebalance = Rebalance(goal, tolerance, loc)
     if cluster.rebalance is not None and (cluster.rebalance.goal, cluster.rebalance.tolerance) != (goal, tolerance):
         problems.error(loc, f"{label}: a different rebalance is already declared for cluster {cluster.name}",

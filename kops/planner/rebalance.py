@@ -97,6 +97,7 @@ def balance_replicas(
     dests = [(count[b], layout.bytes[b], b) for b in targets]
     heapq.heapify(dests)
     candidates = _Candidates(layout, movable)
+    stuck: set[int] = set()
     moved = 0
     limit = max_moves if max_moves is not None else 4 * total  # every move strictly evens counts; a safety net
     while sources and moved < limit:
@@ -114,15 +115,17 @@ def balance_replicas(
         open_dests = [d for d in fresh if count[d] < limits.upper and d != source]
         need_out = count[source] > limits.upper
         need_in = bool(open_dests) and count[open_dests[0]] < limits.lower and count[source] > limits.lower
-        if not open_dests or not (need_out or need_in):
-            if not need_out and not need_in:
-                break
-            for d in fresh:
-                heapq.heappush(dests, (count[d], layout.bytes[d], d))
-            continue  # this source cannot shed anything: drop it
-        if _try_move(layout, source, open_dests, candidates.of(source), rack_aware):
+        if not (need_out or need_in):
+            break
+        if open_dests and _try_move(layout, source, open_dests, candidates.of(source), rack_aware):
             moved += 1
             heapq.heappush(sources, (-count[source], source))
+        else:
+            # This broker cannot shed (racks, or nowhere to go): the others balance among themselves.
+            stuck.add(source)
+            pool = [b for b in brokers if b not in stuck]
+            if pool:
+                limits = bounds(sum(count[b] for b in pool), len(pool), tolerance)
         for d in fresh:
             heapq.heappush(dests, (count[d], layout.bytes[d], d))
     return moved

@@ -246,14 +246,14 @@ def test_allow_delete_and_broker_sections(tmp_path: Path) -> None:
           allow_delete: true
           topics: [{name: old, state: absent}]
           brokers: {decommission: "4, 5", add: [7]}
-          rebalance: {goal: leaders, tolerance: 5%}
+          rebalance: {goal: leaders, tolerance: 0%}
           execution: {throttle: 50MiB/s, batch: {max_bytes: 1GiB, max_moves_per_broker: "3"}}
     """)
     assert decl.ok, messages(decl)
     d = decl.desired["prod"]
     assert d.allow_delete and d.topics["old"].state == "absent"
     assert d.brokers.decommission == (4, 5) and d.brokers.add == (7,)
-    assert (d.rebalance.goal, d.rebalance.tolerance) == ("leaders", 0.05)
+    assert (d.rebalance.goal, d.rebalance.tolerance) == ("leaders", 0.0)
     assert (d.execution.throttle, d.execution.max_bytes, d.execution.max_moves_per_broker) == (50 * 2**20, 2**30, 3)
 
 
