@@ -46,7 +46,8 @@ class Layout:
             self.replica_count[b] += 1
             self.bytes[b] += size
             self.by_broker[b].add(tp)
-            self.gained[b] += 1
+            if old is None or b not in old:
+                self.gained[b] += 1
         if replicas:
             self.leader_count[replicas[0]] += 1
 

@@ -151,6 +151,7 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
         counts = dict(layout.replica_count)
         limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), 0.0)
         work.balance_moves += sum(max(0, limits.lower - counts.get(b, 0)) for b in desired.brokers.add)
+        work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
         before = dict(layout.replicas)
         balance_replicas(layout, eligible, 0.0, destinations=list(desired.brokers.add), movable=_movable(work),
                          rack_aware=rack_aware)

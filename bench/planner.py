@@ -1,0 +1,188 @@
+"""Planner benchmark: 500 brokers in 10 racks, 200,000 partitions at RF 3, Zipf-distributed sizes.
+
+Scenarios: decommission 10 brokers; add 20 brokers; rebalance a skewed cluster. For each, one JSON line with
+plan_seconds, peak_rss_mb (each scenario runs in a fresh process: snapshot building + planning), moves_ratio
+and bytes_ratio (moves and bytes over the lower bound), max_leaders_per_broker against ceil(P/B) + 1, the
+spread of replicas per broker, and in the same run `baseline_moves_ratio`: what kafka-reassign-partitions.sh
+--generate would do (every topic placed from scratch, round-robin from a random start index, as
+AdminUtils.assignReplicasToBrokers) measured against the same lower bound.
+Targets (issue 6): plan_seconds <= 20, peak_rss_mb <= 2048, moves_ratio <= 1.02, replicas per broker within
+±1 of the mean after add/decommission, max_leaders_per_broker <= ceil(P/B) + 1.
+
+Usage: python bench/planner.py [--partitions 200000] [--brokers 500] [--scenario NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kops.model.brokers import Broker  # noqa: E402
+from kops.model.desired import BrokerChanges, DesiredState, Rebalance, SourceLocation  # noqa: E402
+from kops.model.partitions import Partition, PartitionState, TopicPartition  # noqa: E402
+from kops.model.snapshot import ControllerInfo, Snapshot  # noqa: E402
+from kops.model.topics import Topic  # noqa: E402
+from kops.planner.planner import plan  # noqa: E402
+from kops.planner.simulate import apply_plan  # noqa: E402
+
+RACKS = 10
+PARTITIONS_PER_TOPIC = 100
+SCENARIOS = ("decommission", "add", "rebalance")
+
+
+def zipf_sizes(count: int, rng: random.Random) -> list[int]:
+    """Sizes following Zipf's law (s = 1.1): a few huge partitions, a long tail; 50 GiB at the top."""
+    ranks = list(range(1, count + 1))
+    rng.shuffle(ranks)
+    return [max(1 << 20, int(50 * 2**30 / r**1.1)) for r in ranks]
+
+
+def build(brokers: int, extra: int, partitions: int, skew: bool, seed: int = 7):
+    rng = random.Random(seed)
+    broker_list = tuple(Broker(b, "h", 9000 + b, (f"PLAINTEXT://h:{9000 + b}",), f"rack-{b % RACKS}")
+                        for b in range(1, brokers + extra + 1))
+    by_rack: dict[str, list[int]] = {}
+    for b in broker_list[:brokers]:
+        by_rack.setdefault(b.rack, []).append(b.id)
+    racks = sorted(by_rack)
+    weights = {b: (3.0 if skew and b % 7 == 0 else 1.0) for b in range(1, brokers + 1)}
+    sizes_list = zipf_sizes(partitions, rng)
+    topics = {}
+    sizes = {}
+    cursor = {r: rng.randrange(len(by_rack[r])) for r in racks}
+    index = 0
+    for t in range(partitions // PARTITIONS_PER_TOPIC):
+        name = f"topic-{t:05d}"
+        parts = {}
+        for p in range(PARTITIONS_PER_TOPIC):
+            chosen_racks = rng.sample(racks, 3)
+            replicas = []
+            for rack in chosen_racks:
+                members = by_rack[rack]
+                if skew:
+                    replicas.append(rng.choices(members, [weights[m] for m in members])[0])
+                else:
+                    cursor[rack] = (cursor[rack] + 1) % len(members)
+                    replicas.append(members[cursor[rack]])
+            replicas_t = tuple(replicas)
+            parts[p] = Partition(replicas_t, state=PartitionState(replicas_t[0], 1, replicas_t, 1))
+            sizes[TopicPartition(name, p)] = sizes_list[index]
+            index += 1
+        topics[name] = Topic(name, parts)
+    snap = Snapshot("bench", ControllerInfo(1, 1), broker_list, topics)
+    return snap, sizes
+
+
+def generate_baseline(snap: Snapshot, eligible: list[int], seed: int = 11) -> int:
+    """Replica moves kafka-reassign-partitions.sh --generate makes: each topic placed from scratch."""
+    rng = random.Random(seed)
+    rack = {b.id: b.rack for b in snap.brokers}
+    # AdminUtils.getRackAlternatedBrokerList: brokers taken one rack at a time, round-robin over racks.
+    by_rack: dict[str, list[int]] = {}
+    for b in sorted(eligible):
+        by_rack.setdefault(rack[b], []).append(b)
+    alternated, depth = [], 0
+    while len(alternated) < len(eligible):
+        for r in sorted(by_rack):
+            if depth < len(by_rack[r]):
+                alternated.append(by_rack[r][depth])
+        depth += 1
+    n = len(alternated)
+    moves = 0
+    for topic in snap.topics.values():
+        start, shift = rng.randrange(n), rng.randrange(n)
+        for number, part in sorted(topic.partitions.items()):
+            if number > 0 and number % n == 0:
+                shift += 1
+            first = (number + start) % n
+            replicas = [alternated[first]]
+            j = 0
+            while len(replicas) < len(part.replicas):
+                candidate = alternated[(first + 1 + (shift + j) % (n - 1)) % n]
+                j += 1
+                if candidate not in replicas and rack[candidate] not in {rack[r] for r in replicas}:
+                    replicas.append(candidate)
+                if j > 4 * n:
+                    break
+            moves += len(set(replicas) - set(part.replicas))
+    return moves
+
+
+def run(scenario: str, brokers: int, partitions: int) -> dict:
+    extra = 20 if scenario == "add" else 0
+    snap, sizes = build(brokers, extra, partitions, skew=scenario == "rebalance")
+    loc = SourceLocation("bench.yml", 1, 1)
+    if scenario == "decommission":
+        changes = BrokerChanges(decommission=tuple(range(1, 11)), location=loc)
+        desired = DesiredState("bench", None, {}, changes)
+    elif scenario == "add":
+        changes = BrokerChanges(add=tuple(range(brokers + 1, brokers + extra + 1)), location=loc)
+        desired = DesiredState("bench", None, {}, changes)
+    else:
+        desired = DesiredState("bench", None, {}, BrokerChanges(location=loc), Rebalance("replicas", 0.05, loc))
+    started = time.perf_counter()
+    result = plan(desired, snap, sizes)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    after = apply_plan(snap, result)
+    eligible = sorted(set(b.id for b in snap.brokers) - set(desired.brokers.decommission))
+    counts = {b: 0 for b in eligible}
+    leaders = {b: 0 for b in eligible}
+    for t in after.topics.values():
+        for p in t.partitions.values():
+            for r in p.replicas:
+                counts[r] += 1
+            leaders[p.replicas[0]] += 1
+    mean = sum(counts.values()) / len(counts)
+    s = result.summary
+    baseline = generate_baseline(snap, eligible)
+    lb = max(1, s.lower_bound_moves)
+    return {
+        "scenario": scenario,
+        "brokers": len(snap.brokers),
+        "partitions": snap.partition_count,
+        "plan_seconds": round(seconds, 2),
+        "peak_rss_mb": round(peak, 1),
+        "moves": s.moves,
+        "lower_bound_moves": s.lower_bound_moves,
+        "moves_ratio": round(s.moves / lb, 4),
+        "bytes": s.bytes,
+        "lower_bound_bytes": s.lower_bound_bytes,
+        "bytes_ratio": round(s.bytes / max(1, s.lower_bound_bytes), 4),
+        "batches": len(result.batches),
+        "max_leaders_per_broker": max(leaders.values()),
+        "leader_cap": math.ceil(snap.partition_count / len(eligible)) + 1,
+        "replicas_per_broker_min": min(counts.values()),
+        "replicas_per_broker_max": max(counts.values()),
+        "replicas_mean": round(mean, 2),
+        "baseline_moves": baseline,
+        "baseline_moves_ratio": round(baseline / lb, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--partitions", type=int, default=200_000)
+    parser.add_argument("--brokers", type=int, default=500)
+    parser.add_argument("--scenario", choices=SCENARIOS)
+    args = parser.parse_args()
+    if args.scenario:
+        print(json.dumps(run(args.scenario, args.brokers, args.partitions)))
+        return
+    for scenario in SCENARIOS:
+        out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--partitions", str(args.partitions),
+                              "--brokers", str(args.brokers)], check=True, capture_output=True, text=True).stdout
+        print(out.strip().splitlines()[-1], flush=True)
+
+
+if __name__ == "__main__":
+    main()
