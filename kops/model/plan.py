@@ -8,6 +8,7 @@ snapshot it depends on) so `kops apply` can refuse to act on a cluster that has 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from kops.model.partitions import TopicPartition
 
@@ -32,19 +33,19 @@ class Move:
     def tp(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return "leader" if set(self.from_replicas) == set(self.to_replicas) else "data"
 
-    @property
+    @cached_property
     def adding(self) -> tuple[int, ...]:
         return tuple(b for b in self.to_replicas if b not in self.from_replicas)
 
-    @property
+    @cached_property
     def removing(self) -> tuple[int, ...]:
         return tuple(b for b in self.from_replicas if b not in self.to_replicas)
 
-    @property
+    @cached_property
     def copied_bytes(self) -> int:
         """Bytes that cross the network: one copy per new replica."""
         return self.bytes * len(self.adding)

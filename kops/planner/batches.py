@@ -14,6 +14,7 @@ Without sizes, every new replica counts as one unit of work and durations are un
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -42,7 +43,7 @@ def work(move: Move, sized: bool) -> int:
 
 class _Batch:
     def __init__(self) -> None:
-        self.moves: list[Move] = []
+        self.moves: dict[tuple[str, int], Move] = {}  # by partition: O(1) membership and removal
         self.bytes = 0
         self.znode = ZNODE_OVERHEAD
         self.moves_in: dict[int, int] = {}
@@ -50,6 +51,7 @@ class _Batch:
         self.time_in: dict[int, float] = {}
         self.time_out: dict[int, float] = {}
         self.makespan = 0.0
+        self.version = 0  # bumped on every change (caches key on it)
 
     def fits(self, move: Move, limits: Limits, sized: bool) -> bool:
         if limits.max_partitions is not None and len(self.moves) >= limits.max_partitions:
@@ -66,6 +68,26 @@ class _Batch:
                 return False
         return True
 
+    def remove(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
+        amount = move.bytes if sized else 1
+        self.version += 1
+        del self.moves[(move.topic, move.partition)]
+        self.bytes -= move.copied_bytes
+        self.znode -= znode_entry_bytes(move)
+        for b in move.adding:
+            self.moves_in[b] -= 1
+            self.time_in[b] -= amount / rate_in
+        if move.adding:
+            self.moves_out[move.leader] -= 1
+            self.time_out[move.leader] -= amount * len(move.adding) / rate_out
+        self.makespan = max([*self.time_in.values(), *self.time_out.values(), 0.0])
+
+    def defines_makespan(self, move: Move) -> bool:
+        """Does the move sit on a port that is at this batch's makespan?"""
+        top = self.makespan - 1e-9
+        return any(self.time_in.get(b, 0.0) >= top for b in move.adding) or (
+            bool(move.adding) and self.time_out.get(move.leader, 0.0) >= top)
+
     def makespan_with(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> float:
         amount = move.bytes if sized else 1
         worst = self.makespan
@@ -77,7 +99,8 @@ class _Batch:
 
     def add(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
         amount = move.bytes if sized else 1
-        self.moves.append(move)
+        self.version += 1
+        self.moves[(move.topic, move.partition)] = move
         self.bytes += move.copied_bytes
         self.znode += znode_entry_bytes(move)
         for b in move.adding:
@@ -150,6 +173,8 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
                 best = _Batch()
                 batches.append(best)
             best.add(move, rate, rate, sized)
+    if order not in ("topic", "as-declared"):
+        _improve(batches, limits, rate, sized)
     # Leader-only moves copy nothing: they ride along in the first batch that has room.
     for move in sorted(leader_only, key=lambda m: (m.topic, m.partition)):
         target = next((b for b in batches if b.fits(move, limits, sized)), None)
@@ -157,8 +182,75 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
             target = _Batch()
             batches.append(target)
         target.add(move, rate, rate, sized)
-    result = [sorted(b.moves, key=lambda m: (m.topic, m.partition)) for b in batches if b.moves]
+    result = [sorted(b.moves.values(), key=lambda m: (m.topic, m.partition)) for b in batches if b.moves]
     return result
+
+
+IMPROVEMENT_PASSES = 8
+CRITICAL_TRIED = 16  # moves setting a batch's makespan, examined per batch and pass
+EVICTABLE_TRIED = 4  # cheapest moves of a target batch considered for a swap
+
+
+def _improve(batches: list[_Batch], limits: Limits, rate: float, sized: bool) -> None:
+    """Local search after the greedy: a move that sets its batch's makespan goes (or swaps with a cheap move
+    that sets nothing) to a batch where it costs less. Largest-first placement fills the first batches with
+    whatever comes next; this puts the critical ports' moves where their time is already being paid.
+    Every accepted step lowers the sum of makespans; passes and candidates are bounded, so the cost stays
+    linear in the number of batches even for batches of thousands of moves."""
+    evictable: dict[int, tuple[int, list[Move]]] = {}
+
+    def cheap(i: int) -> list[Move]:
+        target = batches[i]
+        cached = evictable.get(i)
+        if cached is None or cached[0] != target.version:
+            moves = heapq.nsmallest(EVICTABLE_TRIED * 4, target.moves.values(), key=lambda m: (work(m, sized), m.topic, m.partition))
+            cached = (target.version, [m for m in moves if not target.defines_makespan(m)][:EVICTABLE_TRIED])
+            evictable[i] = cached
+        return cached[1]
+
+    for _ in range(IMPROVEMENT_PASSES):
+        improved = False
+        for j in sorted(range(len(batches)), key=lambda k: (-batches[k].makespan, k)):
+            source = batches[j]
+            critical = heapq.nsmallest(
+                CRITICAL_TRIED, (m for m in source.moves.values() if source.defines_makespan(m)),
+                key=lambda m: (-work(m, sized), m.topic, m.partition))
+            for move in critical:
+                if (move.topic, move.partition) not in source.moves:
+                    continue
+                before = source.makespan
+                source.remove(move, rate, rate, sized)
+                gain = before - source.makespan
+                best: tuple[float, int, Move | None] | None = None
+                if gain > 1e-9:
+                    for i, target in enumerate(batches):
+                        if i == j:
+                            continue
+                        if target.fits(move, limits, sized):
+                            cost = target.makespan_with(move, rate, rate, sized) - target.makespan
+                            if cost < gain - 1e-9 and (best is None or cost < best[0]):
+                                best = (cost, i, None)
+                            continue
+                        for other in cheap(i):
+                            t_before = target.makespan
+                            target.remove(other, rate, rate, sized)
+                            ok = target.fits(move, limits, sized) and source.fits(other, limits, sized)
+                            cost = (target.makespan_with(move, rate, rate, sized) - t_before
+                                    + source.makespan_with(other, rate, rate, sized) - source.makespan) if ok else None
+                            target.add(other, rate, rate, sized)
+                            if cost is not None and cost < gain - 1e-9 and (best is None or cost < best[0]):
+                                best = (cost, i, other)
+                if best is None:
+                    source.add(move, rate, rate, sized)
+                    continue
+                _, i, other = best
+                if other is not None:
+                    batches[i].remove(other, rate, rate, sized)
+                    source.add(other, rate, rate, sized)
+                batches[i].add(move, rate, rate, sized)
+                improved = True
+        if not improved:
+            return
 
 
 def port_times(moves: list[Move], rate_in: float, rate_out: float) -> tuple[dict[int, int], dict[int, int], float]:

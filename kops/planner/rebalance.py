@@ -64,6 +64,12 @@ class _Candidates:
 def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[TopicPartition], rack_aware: bool,
               fits: object = None) -> bool:
     on_source = layout.by_broker[source]
+    # Partitions already moved off the source sit at the front of its size-sorted list: drop them once.
+    drop = 0
+    while drop < len(candidates) and candidates[drop] not in on_source:
+        drop += 1
+    if drop:
+        del candidates[:drop]
     for dest in dests:
         for tp in candidates:
             if tp not in on_source:
