@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,10 +85,12 @@ def parse_extra_vars(items: list[str], problems: Problems) -> dict[str, Any]:
     return result
 
 
-def _digest(paths: list[str], extra: dict[str, Any]) -> str:
+def _digest(paths: list[str], extra: dict[str, Any], base: Path) -> str:
+    """SHA-256 over the declaration files' contents, named relative to the playbook's folder (so the same
+    files give the same digest in any checkout), and the extra vars."""
     h = hashlib.sha256()
-    for path in sorted(set(paths)):
-        h.update(path.encode())
+    for path in sorted(set(paths), key=lambda p: os.path.relpath(p, base)):
+        h.update(os.path.relpath(path, base).encode())
         try:
             h.update(Path(path).read_bytes())
         except OSError:
@@ -178,7 +181,7 @@ def load_declarations(
             host_vars=c.variables,
         )
         _warn_name_collisions(desired[name], problems)
-    return Declarations(desired, problems, inventory, _digest(sources, extra), topic_count, sorted(set(sources)))
+    return Declarations(desired, problems, inventory, _digest(sources, extra, playbook.parent), topic_count, sorted(set(sources)))
 
 
 def _host_location(inventory: Inventory, host: str, default: SourceLocation) -> SourceLocation:
