@@ -1,0 +1,54 @@
+"""What the active controller holds in memory: live brokers, every assignment and leader/ISR, and the
+controller's own identity. Loaded at failover from ZooKeeper; changed only by applying `Effects`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kops.model.partitions import TopicPartition
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Replica set RS with Kafka 2.4+ reassignment state: RS = target ++ original while in flight."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+
+@dataclass(frozen=True)
+class LeaderState:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int = 0  # the state znode's version: the partition epoch, for compare-and-set
+
+
+@dataclass
+class ControllerContext:
+    controller_id: int
+    epoch: int
+    live: dict[int, int] = field(default_factory=dict)  # broker id -> broker epoch (czxid)
+    assignments: dict[TopicPartition, Assignment] = field(default_factory=dict)
+    states: dict[TopicPartition, LeaderState] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+    topics_to_delete: set[str] = field(default_factory=set)
+
+    def partitions_on(self, broker: int) -> list[TopicPartition]:
+        return sorted(tp for tp, a in self.assignments.items() if broker in a.replicas)
+
+    def live_ids(self) -> set[int]:
+        return set(self.live) - self.shutting_down

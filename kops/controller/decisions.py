@@ -1,0 +1,221 @@
+"""The controller's decisions: one pure function per event, from context to `Effects`.
+
+Every change of leader or ISR bumps the leader epoch and is written with the state znode's current version
+as the expected version (compare-and-set), so a racing writer is detected. Requests are batched per broker by
+`Effects`; every decision that changes leaders or replicas also sends UpdateMetadata to every live broker.
+
+Reassignment follows Kafka 2.4+ (seed 004 §F, with KIP-455 state in the topic znode):
+1. start: RS = target ++ original (distinct, target first), adding = RS − original, removing = RS − target;
+   write the assignment, bump the leader epoch, send LeaderAndIsr with RS so the new replicas start fetching;
+2. when every target replica is in the ISR: leader from the target if the current one is not in it;
+   ISR = ISR ∩ target; assignment = target; StopReplica(delete) to the removed replicas; the partition is done
+   (the loop removes its entry from /admin/reassign_partitions).
+Worked example: [1,2,3] → [4,5,6]: RS [4,5,6,1,2,3], adding [4,5,6], removing [1,2,3]; once ISR ⊇ {4,5,6}:
+leader 4, ISR [4,5,6], StopReplica(delete) to 1, 2, 3.
+"""
+
+from __future__ import annotations
+
+from kops.controller import elections
+from kops.controller.context import Assignment, ControllerContext, LeaderState
+from kops.controller.effects import Effects, LeaderAndIsrEntry
+from kops.model.partitions import TopicPartition
+
+
+def _set_state(ctx: ControllerContext, effects: Effects, tp: TopicPartition, leader: int, isr: tuple[int, ...],
+               replicas: tuple[int, ...] | None = None, bump: bool = True, live: set[int] | None = None) -> LeaderState:
+    """Record a new leader/ISR and tell the replicas that are live as this event sees it."""
+    current = ctx.states[tp]
+    epoch = current.leader_epoch + 1 if bump else current.leader_epoch
+    new = LeaderState(leader, epoch, isr, current.zk_version)
+    effects.states[tp] = new
+    replicas = replicas if replicas is not None else ctx.assignments[tp].replicas
+    live = ctx.live_ids() if live is None else live
+    effects.leader_and_isr([b for b in replicas if b in live],
+                           LeaderAndIsrEntry(tp, leader, epoch, isr, replicas, current.zk_version + 1))
+    return new
+
+
+def _log(ctx: ControllerContext, effects: Effects, message: str) -> None:
+    effects.log.append(f"[controller {ctx.controller_id} epoch {ctx.epoch}] {message}")
+
+
+def on_broker_failure(ctx: ControllerContext, dead: set[int]) -> Effects:
+    """Brokers left: new leaders for partitions they led, ISRs shrunk where they were followers."""
+    effects = Effects()
+    live = ctx.live_ids() - dead
+    for tp in sorted(ctx.assignments):
+        state = ctx.states.get(tp)
+        assignment = ctx.assignments[tp]
+        if state is None or not (set(assignment.replicas) & dead):
+            continue
+        if state.leader in dead or state.leader == elections.NO_LEADER:
+            choice = elections.offline(assignment.replicas, state.isr, live)
+            if choice.unclean:
+                _log(ctx, effects, f"{tp}: unclean election of {choice.leader}, no ISR member alive (data loss risk)")
+            elif choice.leader == elections.NO_LEADER:
+                _log(ctx, effects, f"{tp}: offline, no live replica among {list(assignment.replicas)}")
+            _set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
+            _log(ctx, effects, f"{tp}: leader {state.leader} -> {choice.leader}, isr {list(choice.isr)}")
+        elif set(state.isr) & dead:
+            isr = tuple(r for r in state.isr if r not in dead)
+            _set_state(ctx, effects, tp, state.leader, isr, live=live)
+            _log(ctx, effects, f"{tp}: isr shrunk to {list(isr)}")
+    effects.metadata_to(live)
+    return effects
+
+
+def on_broker_startup(ctx: ControllerContext, broker: int) -> Effects:
+    """A broker (re)joined: it learns its replicas; partitions without a live leader elect one."""
+    effects = Effects()
+    live = ctx.live_ids() | {broker}
+    for tp in ctx.partitions_on(broker):
+        state = ctx.states.get(tp)
+        assignment = ctx.assignments[tp]
+        if state is None:
+            continue
+        if state.leader == elections.NO_LEADER or state.leader not in live:
+            choice = elections.offline(assignment.replicas, state.isr, live)
+            if choice.leader != elections.NO_LEADER:
+                _set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
+                _log(ctx, effects, f"{tp}: back online with leader {choice.leader}")
+                continue
+        effects.to(broker).leader_and_isr.append(LeaderAndIsrEntry(
+            tp, state.leader, state.leader_epoch, state.isr, assignment.replicas, state.zk_version))
+    effects.metadata_to(live)
+    return effects
+
+
+def on_topic_creation(ctx: ControllerContext, partitions: dict[TopicPartition, tuple[int, ...]]) -> Effects:
+    """New partitions: leader = first live replica, ISR = live replicas, epoch 0 (state znodes created)."""
+    effects = Effects()
+    live = ctx.live_ids()
+    for tp, replicas in sorted(partitions.items()):
+        if tp in ctx.states:
+            continue
+        alive = tuple(r for r in replicas if r in live)
+        leader = alive[0] if alive else elections.NO_LEADER
+        effects.states[tp] = LeaderState(leader, 0, alive, 0)
+        effects.created_states.add(tp)
+        effects.assignments[tp] = Assignment(tuple(replicas))
+        effects.leader_and_isr(alive, LeaderAndIsrEntry(tp, leader, 0, alive, tuple(replicas), 0, is_new=True))
+        _log(ctx, effects, f"{tp}: created, leader {leader}, isr {list(alive)}")
+    effects.metadata_to(live)
+    return effects
+
+
+def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tuple[int, ...]]) -> Effects:
+    """Requested targets (a later request supplants an earlier one for the same partition)."""
+    effects = Effects()
+    for tp, target in sorted(targets.items()):
+        current = ctx.assignments.get(tp)
+        if current is None or tp.topic in ctx.topics_to_delete:
+            _log(ctx, effects, f"{tp}: reassignment dropped, no such partition (or its topic is being deleted)")
+            effects.reassignments_done.append(tp)
+            continue
+        if not current.reassigning and tuple(target) == current.replicas:
+            effects.reassignments_done.append(tp)  # a no-op completes at once
+            continue
+        original = current.original
+        replicas = tuple(dict.fromkeys(tuple(target) + original))
+        assignment = Assignment(replicas, tuple(r for r in replicas if r not in original),
+                                tuple(r for r in replicas if r not in target))
+        effects.assignments[tp] = assignment
+        state = ctx.states[tp]
+        _set_state(ctx, effects, tp, state.leader, state.isr, replicas)
+        _log(ctx, effects, f"{tp}: reassigning {list(original)} -> {list(target)} (RS {list(replicas)})")
+    complete = maybe_complete_reassignments(ctx, sorted(effects.assignments), pending=effects)
+    _merge(effects, complete)
+    effects.metadata_to(ctx.live_ids())
+    return effects
+
+
+def maybe_complete_reassignments(ctx: ControllerContext, tps: list[TopicPartition], pending: Effects | None = None) -> Effects:
+    """Finish every listed reassignment whose target replicas are all in the ISR."""
+    effects = Effects()
+    live = ctx.live_ids()
+    for tp in tps:
+        assignment = (pending.assignments.get(tp) if pending else None) or ctx.assignments.get(tp)
+        state = (pending.states.get(tp) if pending else None) or ctx.states.get(tp)
+        if assignment is None or state is None or not assignment.reassigning:
+            continue
+        target = assignment.target
+        if not set(target) <= set(state.isr):
+            continue
+        leader = state.leader
+        if leader not in target or leader not in live:
+            choice = elections.reassignment(target, state.isr, live)
+            if choice is None:
+                continue  # wait until a target replica is live and in sync
+            leader = choice.leader
+        isr = tuple(r for r in state.isr if r in target)
+        effects.assignments[tp] = Assignment(target)
+        epoch = state.leader_epoch + 1
+        new = LeaderState(leader, epoch, isr, state.zk_version)  # one write per partition per event
+        effects.states[tp] = new
+        effects.leader_and_isr([b for b in target if b in live],
+                               LeaderAndIsrEntry(tp, leader, epoch, isr, target, new.zk_version + 1))
+        for removed in assignment.removing:
+            if removed in live:
+                effects.to(removed).stop_replica.append((tp, True))
+        effects.reassignments_done.append(tp)
+        _log(ctx, effects, f"{tp}: reassignment complete, replicas {list(target)}, leader {leader}")
+    effects.metadata_to(live)
+    return effects
+
+
+def _merge(into: Effects, other: Effects) -> None:
+    """Later decisions of one event win for the same partition; requests accumulate."""
+    into.states.update(other.states)
+    into.assignments.update(other.assignments)
+    into.reassignments_done.extend(tp for tp in other.reassignments_done if tp not in into.reassignments_done)
+    for broker, reqs in other.requests.items():
+        mine = into.to(broker)
+        mine.leader_and_isr.extend(reqs.leader_and_isr)
+        mine.stop_replica.extend(reqs.stop_replica)
+        mine.update_metadata |= reqs.update_metadata
+    into.log.extend(other.log)
+
+
+def on_preferred_election(ctx: ControllerContext, tps: list[TopicPartition]) -> Effects:
+    """Move leadership to the first replica where it is live, in sync and not already leader."""
+    effects = Effects()
+    live = ctx.live_ids()
+    for tp in sorted(set(tps)):
+        assignment, state = ctx.assignments.get(tp), ctx.states.get(tp)
+        if assignment is None or state is None or tp.topic in ctx.topics_to_delete:
+            continue
+        if state.leader == assignment.replicas[0]:
+            continue
+        choice = elections.preferred(assignment.replicas, state.isr, live)
+        if choice is None:
+            _log(ctx, effects, f"{tp}: preferred replica {assignment.replicas[0]} not in sync, election skipped")
+            continue
+        _set_state(ctx, effects, tp, choice.leader, state.isr)
+        _log(ctx, effects, f"{tp}: preferred leader {choice.leader} elected")
+    effects.metadata_to(live)
+    return effects
+
+
+def on_controlled_shutdown(ctx: ControllerContext, broker: int) -> Effects:
+    """Before a broker stops: leadership moves off it, it leaves ISRs, its replicas stop (not deleted)."""
+    effects = Effects()
+    live = ctx.live_ids() - {broker}
+    for tp in ctx.partitions_on(broker):
+        state, assignment = ctx.states.get(tp), ctx.assignments[tp]
+        if state is None:
+            continue
+        if state.leader == broker:
+            choice = elections.controlled_shutdown(assignment.replicas, state.isr, live, broker)
+            if choice is None:
+                _log(ctx, effects, f"{tp}: no other in-sync replica, stays led by {broker} until it stops")
+                continue
+            _set_state(ctx, effects, tp, choice.leader, choice.isr, live=live | {broker})
+            _log(ctx, effects, f"{tp}: leadership moved {broker} -> {choice.leader} for controlled shutdown")
+        elif broker in state.isr:
+            _set_state(ctx, effects, tp, state.leader, tuple(r for r in state.isr if r != broker), live=live)
+            effects.to(broker).stop_replica.append((tp, False))
+        else:
+            effects.to(broker).stop_replica.append((tp, False))
+    effects.metadata_to(live)
+    return effects

@@ -1,0 +1,124 @@
+"""The controller's decisions without ZooKeeper: one test per transition, invalid ones included."""
+
+from __future__ import annotations
+
+from kops.controller import elections
+from kops.controller.context import Assignment, ControllerContext, LeaderState
+from kops.controller.decisions import (
+    maybe_complete_reassignments,
+    on_broker_failure,
+    on_broker_startup,
+    on_controlled_shutdown,
+    on_preferred_election,
+    on_topic_creation,
+    start_reassignment,
+)
+from kops.controller.effects import apply_to_memory
+from kops.model.partitions import TopicPartition
+
+T0, T1, T2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+
+
+def context(*parts: tuple[TopicPartition, tuple[int, ...], int, tuple[int, ...]], live=(1, 2, 3, 4, 5, 6)) -> ControllerContext:
+    ctx = ControllerContext(controller_id=1, epoch=7, live={b: 100 + b for b in live})
+    for tp, replicas, leader, isr in parts:
+        ctx.assignments[tp] = Assignment(replicas)
+        ctx.states[tp] = LeaderState(leader, 3, isr, zk_version=5)
+    return ctx
+
+
+def test_elections() -> None:
+    assert elections.offline((1, 2, 3), (2, 3), {2, 3}) == elections.Election(2, (2, 3))
+    assert elections.offline((1, 2, 3), (1,), {3}) == elections.Election(3, (3,), unclean=True)
+    assert elections.offline((1, 2), (1, 2), set()).leader == elections.NO_LEADER
+    assert elections.reassignment((4, 5), (1, 5, 4), {4, 5}).leader == 4
+    assert elections.reassignment((4, 5), (1,), {4, 5}) is None
+    assert elections.preferred((2, 1), (1, 2), {1, 2}).leader == 2
+    assert elections.preferred((2, 1), (1,), {1, 2}) is None
+    assert elections.controlled_shutdown((1, 2, 3), (1, 2, 3), {2, 3}, 1) == elections.Election(2, (2, 3))
+
+
+def test_broker_failure_moves_leaders_to_isr_members_in_one_batch() -> None:
+    ctx = context((T0, (1, 2, 3), 1, (1, 2, 3)), (T1, (2, 1, 3), 2, (2, 1, 3)), (T2, (4, 5, 6), 4, (4, 5, 6)))
+    effects = on_broker_failure(ctx, {1})
+    assert effects.states[T0] == LeaderState(2, 4, (2, 3), 5)  # new epoch, expected zk version 5
+    assert effects.states[T1] == LeaderState(2, 4, (2, 3), 5)  # follower dropped from the ISR
+    assert T2 not in effects.states
+    assert {e.tp for e in effects.requests[2].leader_and_isr} == {T0, T1}
+    assert 1 not in effects.requests
+    assert all(effects.requests[b].update_metadata for b in (2, 3, 4, 5, 6))
+    apply_to_memory(ctx, effects)
+    assert ctx.states[T0].zk_version == 6 and ctx.states[T0].leader == 2
+
+
+def test_broker_failure_unclean_and_offline_are_logged() -> None:
+    ctx = context((T0, (1, 2), 1, (1,)), (T1, (1,), 1, (1,)))
+    effects = on_broker_failure(ctx, {1})
+    assert effects.states[T0].leader == 2 and effects.states[T0].isr == (2,)
+    assert effects.states[T1].leader == -1 and effects.states[T1].isr == (1,)
+    assert any("data loss risk" in line and "controller 1 epoch 7" in line for line in effects.log)
+    assert any("offline" in line for line in effects.log)
+
+
+def test_broker_startup_brings_offline_partitions_back() -> None:
+    ctx = context((T0, (1,), -1, (1,)), (T1, (1, 2), 2, (2,)), live=(2, 3))
+    effects = on_broker_startup(ctx, 1)
+    assert effects.states[T0].leader == 1
+    assert T1 not in effects.states and [e.tp for e in effects.requests[1].leader_and_isr] == [T0, T1]
+
+
+def test_topic_creation_initial_state() -> None:
+    ctx = context(live=(1, 2))
+    effects = on_topic_creation(ctx, {T0: (3, 1, 2), T1: (3,)})
+    assert effects.states[T0] == LeaderState(1, 0, (1, 2), 0) and T0 in effects.created_states
+    assert effects.states[T1].leader == -1
+    assert effects.requests[1].leader_and_isr[0].is_new
+
+
+def test_reassignment_start_then_complete() -> None:
+    ctx = context((T0, (1, 2, 3), 1, (1, 2, 3)))
+    start = start_reassignment(ctx, {T0: (4, 5, 6)})
+    assert start.assignments[T0] == Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
+    assert start.states[T0].leader_epoch == 4 and start.reassignments_done == []
+    assert {b for b, r in start.requests.items() if r.leader_and_isr} == {1, 2, 3, 4, 5, 6}
+    apply_to_memory(ctx, start)
+    ctx.states[T0] = LeaderState(1, 4, (1, 2, 3, 4, 5), ctx.states[T0].zk_version)
+    assert maybe_complete_reassignments(ctx, [T0]).empty or not maybe_complete_reassignments(ctx, [T0]).reassignments_done
+    ctx.states[T0] = LeaderState(1, 4, (1, 2, 3, 4, 5, 6), ctx.states[T0].zk_version)
+    done = maybe_complete_reassignments(ctx, [T0])
+    assert done.assignments[T0] == Assignment((4, 5, 6))
+    assert done.states[T0].leader == 4 and done.states[T0].isr == (4, 5, 6) and done.states[T0].leader_epoch == 5
+    assert sorted(b for b, r in done.requests.items() if (T0, True) in r.stop_replica) == [1, 2, 3]
+    assert done.reassignments_done == [T0]
+
+
+def test_reassignment_supplants_and_handles_no_ops_and_unknowns() -> None:
+    ctx = context((T0, (1, 2), 1, (1, 2)), (T1, (3, 4), 3, (3, 4)))
+    ctx.assignments[T0] = Assignment((5, 1, 2), (5,), (2,))  # in flight: [1,2] -> [5,1]
+    effects = start_reassignment(ctx, {T0: (6, 1), T1: (3, 4), TopicPartition("ghost", 0): (1,)})
+    assert effects.assignments[T0] == Assignment((6, 1, 2), (6,), (2,))  # original kept: [1, 2]
+    assert set(effects.reassignments_done) == {T1, TopicPartition("ghost", 0)}
+    assert any("dropped" in line for line in effects.log)
+
+
+def test_reassignment_whose_target_is_already_in_sync_completes_at_once() -> None:
+    ctx = context((T0, (1, 2, 3), 1, (1, 2, 3)))
+    effects = start_reassignment(ctx, {T0: (3, 2)})
+    assert effects.assignments[T0] == Assignment((3, 2)) and effects.reassignments_done == [T0]
+    assert effects.states[T0].leader == 3 and effects.states[T0].isr == (2, 3)
+    assert (T0, True) in effects.requests[1].stop_replica
+
+
+def test_preferred_election_skips_what_it_should() -> None:
+    ctx = context((T0, (2, 1), 1, (1, 2)), (T1, (3, 1), 1, (1,)), (T2, (1, 2), 1, (1, 2)))
+    effects = on_preferred_election(ctx, [T0, T1, T2, TopicPartition("ghost", 0)])
+    assert effects.states[T0].leader == 2
+    assert T1 not in effects.states and T2 not in effects.states
+
+
+def test_controlled_shutdown_moves_leadership_first() -> None:
+    ctx = context((T0, (1, 2, 3), 1, (1, 2, 3)), (T1, (2, 1), 2, (2, 1)), (T2, (1,), 1, (1,)))
+    effects = on_controlled_shutdown(ctx, 1)
+    assert effects.states[T0].leader == 2 and 1 not in effects.states[T0].isr
+    assert effects.states[T1].isr == (2,) and (T1, False) in effects.requests[1].stop_replica
+    assert T2 not in effects.states  # nobody else can lead it
