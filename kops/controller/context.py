@@ -5,28 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kops.model.partitions import Partition as Assignment  # replicas + adding/removing (RS = target ++ original)
 from kops.model.partitions import TopicPartition
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """Replica set RS with Kafka 2.4+ reassignment state: RS = target ++ original while in flight."""
-
-    replicas: tuple[int, ...]
-    adding: tuple[int, ...] = ()
-    removing: tuple[int, ...] = ()
-
-    @property
-    def reassigning(self) -> bool:
-        return bool(self.adding or self.removing)
-
-    @property
-    def original(self) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas if r not in self.adding)
-
-    @property
-    def target(self) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas if r not in self.removing)
 
 
 @dataclass(frozen=True)
@@ -42,7 +22,7 @@ class ControllerContext:
     controller_id: int
     epoch: int
     live: dict[int, int] = field(default_factory=dict)  # broker id -> broker epoch (czxid)
-    assignments: dict[TopicPartition, Assignment] = field(default_factory=dict)
+    assignments: dict[TopicPartition, Assignment] = field(default_factory=dict)  # state kept in `states`
     states: dict[TopicPartition, LeaderState] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)
     topics_to_delete: set[str] = field(default_factory=set)

@@ -116,7 +116,7 @@ def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tup
         if not current.reassigning and tuple(target) == current.replicas:
             effects.reassignments_done.append(tp)  # a no-op completes at once
             continue
-        original = current.original
+        original = current.original_replicas
         replicas = tuple(dict.fromkeys(tuple(target) + original))
         assignment = Assignment(replicas, tuple(r for r in replicas if r not in original),
                                 tuple(r for r in replicas if r not in target))
@@ -139,7 +139,7 @@ def maybe_complete_reassignments(ctx: ControllerContext, tps: list[TopicPartitio
         state = (pending.states.get(tp) if pending else None) or ctx.states.get(tp)
         if assignment is None or state is None or not assignment.reassigning:
             continue
-        target = assignment.target
+        target = assignment.target_replicas
         if not set(target) <= set(state.isr):
             continue
         leader = state.leader
