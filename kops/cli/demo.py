@@ -1,8 +1,8 @@
 """`kops lab demo`: the newcomer's tour, run by `make demo`.
 
 Each step prints the command a person would type, then runs it through the same code. Today it starts the
-lab's ZooKeeper, writes a static sample cluster in Kafka's formats, shows `kops state` and saves a snapshot;
-it grows into plan / apply / rollback on the broker lab as those land.
+lab's ZooKeeper, writes a static sample cluster in Kafka's formats, shows `kops state`, saves a snapshot and
+plans a change from it; it grows into apply / rollback on the broker lab as those land.
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ from typing import Annotated
 import typer
 
 from kops.cli import console, lab
+from kops.cli.plan import render_text
 from kops.cli.state import render, report_problems, take_snapshot, write_atomically
-from kops.model import snapshot_format
+from kops.cli.targets import one_cluster
+from kops.model import plan_format, snapshot_format
+from kops.planner.planner import Policy, plan
 
 DEFAULT_DIR = Path(".kops/demo")
 
@@ -30,7 +33,7 @@ def demo(
     lab_dir: Annotated[Path, typer.Option("--dir", "-d", help="Folder for the demo's ZooKeeper and files.")] = DEFAULT_DIR,
     keep: Annotated[bool, typer.Option(help="Leave ZooKeeper running afterwards, to explore.")] = False,
 ) -> None:
-    """Run the demo: a real ZooKeeper, a sample cluster written in Kafka's formats, its snapshot.
+    """Run the demo: a real ZooKeeper, a sample cluster written in Kafka's formats, its snapshot, a plan.
 
     Example: kops lab demo --keep   (then: kops state -z "$(cat .kops/demo/zookeeper)")
     """
@@ -55,9 +58,18 @@ def demo(
               f"kops state -z {connect} --out {out}")
         write_atomically(out, snapshot_format.dumps(snapshot))
         console.out.print(f"wrote {out} ({out.stat().st_size:,} bytes, {snapshot.partition_count} partitions)")
+
+        playbook = Path(__file__).resolve().parents[2] / "playbooks" / "lab-demo.yml"
+        plan_file = lab_dir / "plan.json"
+        _step(5, "Plan a change offline from that snapshot: a new topic, RF 2 -> 3, retire broker 6",
+              f"kops plan playbooks/lab-demo.yml --snapshot {out} --allow-in-flight -o {plan_file}")
+        declarations, desired = one_cluster(playbook, None, None, [], connect)
+        result = plan(desired, snapshot, {}, Policy(allow_in_flight=True, playbook_digest=declarations.digest))
+        write_atomically(plan_file, plan_format.dumps(result))
+        render_text(result, details=False)
     finally:
         if not keep:
-            _step(5, "Stop ZooKeeper", f"kops lab zookeeper down --dir {lab_dir}")
+            _step(6, "Stop ZooKeeper", f"kops lab zookeeper down --dir {lab_dir}")
             lab.zookeeper_down(lab_dir)
     if keep:
         console.out.print(f"\nZooKeeper keeps running; explore with: kops state -z {connect}")
