@@ -8,32 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kops.errors import KopsError
 from kops.model.desired import SourceLocation
+from kops.model.problems import Problem, ProblemsError
 
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    location: SourceLocation | None
-    message: str
-    hint: str | None = None
-    severity: str = "error"  # error | warning
-
-    def __str__(self) -> str:
-        where = f"{self.location}: " if self.location else ""
-        hint = f" ({self.hint})" if self.hint else ""
-        return f"{where}{self.message}{hint}"
-
-    def to_json(self) -> dict:
-        loc = self.location
-        return {
-            "file": loc.file if loc else None,
-            "line": loc.line if loc else None,
-            "column": loc.column if loc else None,
-            "severity": self.severity,
-            "message": self.message,
-            "hint": self.hint,
-        }
+__all__ = ["DeclarationError", "Problem", "Problems"]
 
 
 @dataclass
@@ -63,11 +41,7 @@ class Problems:
         return sorted(unique.values(), key=lambda p: (p.location or SourceLocation("", 0, 0), p.message))
 
 
-class DeclarationError(KopsError):
-    """Declarations that cannot be used. Carries every problem; `one_line` names the first."""
+class DeclarationError(ProblemsError):
+    """Declarations that cannot be used."""
 
-    def __init__(self, problems: list[Problem]) -> None:
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more problem(s); run kops validate)" if len(problems) > 1 else ""
-        super().__init__(first.message + more, where=str(first.location) if first.location else None, hint=first.hint)
-        self.problems = problems
+    more_hint = " problem(s); run kops validate"

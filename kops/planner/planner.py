@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kops import __version__
-from kops.errors import KopsError
+from kops.model.problems import Problem, ProblemsError
 from kops.model import topic_configs
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
 from kops.model.partitions import TopicPartition
@@ -64,25 +64,8 @@ class Policy:
     playbook_digest: str = ""
 
 
-@dataclass(frozen=True)
-class PlanProblem:
-    location: SourceLocation | None
-    message: str
-    hint: str | None = None
-
-    def __str__(self) -> str:
-        where = f"{self.location}: " if self.location else ""
-        return where + self.message + (f" ({self.hint})" if self.hint else "")
-
-
-class PlanningError(KopsError):
+class PlanningError(ProblemsError):
     """Declarations that cannot be planned against this cluster; names the declaration's FILE:LINE."""
-
-    def __init__(self, problems: list[PlanProblem]) -> None:
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        super().__init__(first.message + more, where=str(first.location) if first.location else None, hint=first.hint)
-        self.problems = problems
 
 
 @dataclass
@@ -90,7 +73,7 @@ class _Work:
     snapshot: Snapshot
     desired: DesiredState
     layout: Layout
-    problems: list[PlanProblem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     creations: list[TopicCreation] = field(default_factory=list)
     deletions: list[TopicDeletion] = field(default_factory=list)
     additions: list[PartitionAddition] = field(default_factory=list)
@@ -105,7 +88,7 @@ class _Work:
     reason: dict[TopicPartition, str] = field(default_factory=dict)
 
     def error(self, location: SourceLocation | None, message: str, hint: str | None = None) -> None:
-        self.problems.append(PlanProblem(location, message, hint))
+        self.problems.append(Problem(location, message, hint))
 
 
 def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, int] | None = None,
@@ -407,7 +390,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
             continue
         if part.reassigning and not policy.allow_in_flight:
             decl = desired.topics.get(tp.topic)
-            in_flight_problems.append(PlanProblem(
+            in_flight_problems.append(Problem(
                 decl.location if decl else desired.brokers.location or (desired.rebalance.location if desired.rebalance else None),
                 f"{tp} is being reassigned right now and this plan must move it",
                 "wait for the reassignment to finish (kops status), or plan with --allow-in-flight"))
@@ -512,10 +495,10 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
     location = SourceLocation(where, 1, 1) if where else None
     missing = sorted(str(tp) for tp in targets if snapshot.partition(tp) is None)
     if missing:
-        raise PlanningError([PlanProblem(location, f"the proposed assignment contains non-existent partitions: {', '.join(missing[:10])}")])
+        raise PlanningError([Problem(location, f"the proposed assignment contains non-existent partitions: {', '.join(missing[:10])}")])
     unknown = sorted({b for r in targets.values() for b in r} - snapshot.live_broker_ids)
     if unknown:
-        raise PlanningError([PlanProblem(location, f"the proposed assignment contains non-existent broker ids: {unknown}")])
+        raise PlanningError([Problem(location, f"the proposed assignment contains non-existent broker ids: {unknown}")])
     layout = Layout(snapshot, dict(sizes or {}))
     original = dict(layout.replicas)
     desired = DesiredState(cluster, snapshot.connect, {}, execution=execution or Execution())
