@@ -25,14 +25,8 @@ from kops.kafka.client import ZkClient
 from kops.kafka.reader import read_snapshot
 from kops.model import snapshot_format
 from kops.model.snapshot import Snapshot
+from kops.planner.throttles import ALL_KEYS as THROTTLE_KEYS
 
-THROTTLE_KEYS = (
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
-    "leader.replication.throttled.rate",
-    "follower.replication.throttled.rate",
-    "replica.alter.log.dirs.io.max.bytes.per.second",
-)
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -10,7 +10,7 @@ from kops.declare.loader import Declarations, load_declarations
 from kops.declare.problems import DeclarationError
 from kops.errors import UsageError
 from kops.model import snapshot_format
-from kops.model.desired import DesiredState, shown
+from kops.model.desired import DesiredState
 from kops.model.snapshot import Snapshot
 
 
@@ -50,7 +50,3 @@ def cluster_snapshot(desired: DesiredState | None, zookeeper: str | None, snapsh
         raise UsageError(f"no connect string for {name}",
                          hint="set its zookeeper variable in the inventory, pass -z, or plan offline with --snapshot FILE")
     return take_snapshot(connect, connect_timeout, session_timeout)
-
-
-def redacted(value: object) -> str:
-    return shown(value)

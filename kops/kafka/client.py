@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -469,19 +469,3 @@ class ZkClient:
     def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> None:
         """Call `callback(sorted children)` now and on every change of the child list of `path`."""
         ChildrenWatch(self._kazoo, path, lambda children: callback(sorted(children)), allow_session_lost=True)
-
-
-def open_client(settings: ZkSettings | str) -> ZkClient:
-    """Create and start a client; raises ConnectionFailed with the connect string when unreachable."""
-    return ZkClient(settings).start()
-
-
-def iter_chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    chunk: list[Any] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk

@@ -23,9 +23,6 @@ class ConnectString:
     def __str__(self) -> str:
         return self.hosts_text + (self.chroot or "")
 
-    def with_chroot(self, chroot: str | None) -> "ConnectString":
-        return ConnectString(self.hosts, chroot)
-
 
 def parse_connect(text: str) -> ConnectString:
     """Parse and validate; the chroot is everything from the first '/' and applies to all hosts."""

@@ -26,10 +26,6 @@ class Secret(str):
     def __repr__(self) -> str:
         return "'***'"
 
-    @property
-    def redacted(self) -> str:
-        return "***"
-
 
 def shown(value: object) -> str:
     """How a value may appear in messages and plans: secrets redacted."""

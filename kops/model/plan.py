@@ -159,10 +159,6 @@ class Summary:
     bytes_before: dict[int, int]
     bytes_after: dict[int, int]
 
-    @property
-    def changes(self) -> bool:
-        return True
-
 
 @dataclass(frozen=True)
 class Plan:

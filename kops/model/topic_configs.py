@@ -59,8 +59,6 @@ TOPIC_CONFIGS: dict[str, ConfigSpec] = {
     "unclean.leader.election.enable": ConfigSpec("boolean", "false"),
 }
 
-THROTTLE_REPLICA_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
-
 
 def suggest(key: str) -> str | None:
     """The closest known config name, for a "did you mean" hint."""

@@ -411,7 +411,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         bytes_in, bytes_out, seconds = batching.port_times(group, port_rate, port_rate)
         batch_list.append(Batch(index + 1, tuple(group), batch_throttle(group, snapshot, rate),
                                 Estimate(seconds if sized else None, None, bytes_in, bytes_out)))
-    all_in, all_out, lower_seconds = batching.port_times(moves, port_rate, port_rate)
+    _, _, lower_seconds = batching.port_times(moves, port_rate, port_rate)
 
     election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
                             or snapshot.partition(m.tp).leader != m.to_replicas[0]))  # type: ignore[union-attr]

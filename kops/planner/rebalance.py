@@ -61,8 +61,7 @@ class _Candidates:
         return cached[1]
 
 
-def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[TopicPartition], rack_aware: bool,
-              fits: object = None) -> bool:
+def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[TopicPartition], rack_aware: bool) -> bool:
     on_source = layout.by_broker[source]
     # Partitions already moved off the source sit at the front of its size-sorted list: drop them once.
     drop = 0
@@ -73,8 +72,6 @@ def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[To
     for dest in dests:
         for tp in candidates:
             if tp not in on_source:
-                continue
-            if fits is not None and not fits(tp):  # type: ignore[operator]
                 continue
             replicas = layout.replicas[tp]
             if dest in replicas or (rack_aware and not layout.rack_ok(replicas, source, dest)):

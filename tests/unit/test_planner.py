@@ -271,3 +271,18 @@ def test_estimates_from_sizes_and_rate() -> None:
     assert result.summary.bytes == 50_000
     assert result.summary.estimated_seconds == pytest.approx(50.0)
     assert result.summary.lower_bound_seconds == pytest.approx(50.0)
+
+
+def test_drift_names_what_changed_since_the_plan() -> None:
+    from kops.planner.fingerprint import drift
+
+    snap = snapshot(B6, [topic("a", [(1, 2)]), topic("b", [(2, 3)])])
+    result = plan(declare(td("a", rf=3), td("b", rf=3)), snap)
+    assert drift(result.fingerprint, snap) == []
+    moved = snapshot(B6, [topic("a", [(1, 4)]), topic("b", [(2, 3)], {"retention.ms": "1"})])
+    assert drift(result.fingerprint, moved) == ["topic a changed", "topic b changed"]
+    gone = snapshot(B6[:5], [topic("b", [(2, 3)])])
+    assert drift(result.fingerprint, gone) == ["the set of brokers (or their racks) changed", "topic a was deleted"]
+    other = snapshot(B6, [topic("a", [(1, 2)]), topic("b", [(2, 3)])]).__class__(
+        "another-cluster", snap.controller, snap.brokers, snap.topics)
+    assert drift(result.fingerprint, other)[0].startswith("cluster id is another-cluster")

@@ -28,10 +28,6 @@ class ReassignmentTarget:
     partition: int
     replicas: tuple[int, ...]
 
-    @property
-    def topic_partition(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
-
 
 _ENTRY_FIELDS = frozenset({"topic", "partition", "replicas"})
 _TOP_FIELDS = frozenset({"version", "partitions"})
