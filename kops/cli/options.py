@@ -90,3 +90,15 @@ def zk_settings(
     return ZkSettings(
         connect=zookeeper, connect_timeout=connect_timeout, session_timeout=session_timeout, auth=auth, tls=tls
     )
+
+
+# Naming clusters through declarations (kops validate, plan, and the commands after them).
+Inventory = Annotated[
+    Optional[Path],
+    typer.Option("--inventory", "-i", help="Ansible YAML inventory (file or folder) of Kafka clusters."),
+]
+Limit = Annotated[Optional[str], typer.Option("--limit", "-l", help="Only these clusters (an Ansible host pattern).")]
+ExtraVars = Annotated[
+    Optional[list[str]],
+    typer.Option("--extra-vars", "-e", help="Extra variables: key=value, @file.yml or a JSON/YAML mapping. Repeatable."),
+]

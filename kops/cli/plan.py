@@ -9,10 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from kops.cli import console
-from kops.cli.options import ConnectTimeout, SessionTimeout, Zookeeper
+from kops.cli.options import ConnectTimeout, ExtraVars, Inventory, Limit, SessionTimeout, Zookeeper
 from kops.cli.state import write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
-from kops.cli.validate import ExtraVars, Inventory, Limit
 from kops.errors import ExitCode, UsageError
 from kops.kafka.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
 from kops.model import plan_format

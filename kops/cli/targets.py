@@ -42,7 +42,8 @@ def cluster_snapshot(desired: DesiredState | None, zookeeper: str | None, snapsh
         try:
             data = snapshot_file.read_bytes()
         except OSError as exc:
-            raise UsageError(f"cannot read the snapshot: {exc.strerror}", where=str(snapshot_file)) from None
+            raise UsageError(f"cannot read the snapshot: {exc.strerror}", where=str(snapshot_file),
+                             hint="write one with `kops state -z CONNECT --out FILE`") from None
         return snapshot_format.loads(data, str(snapshot_file))
     connect = zookeeper or (str(desired.connect) if desired and desired.connect else None)
     if not connect:

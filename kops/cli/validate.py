@@ -9,22 +9,11 @@ import typer
 from rich.markup import escape
 
 from kops.cli import console
-from kops.cli.options import Format, OutputFormat
+from kops.cli.options import ExtraVars, Format, Inventory, Limit, OutputFormat
 from kops.declare.loader import Declarations, load_declarations
 from kops.declare.problems import Problem
 from kops.errors import ExitCode
 from kops.model.desired import shown
-
-Inventory = Annotated[
-    Optional[Path],
-    typer.Option("--inventory", "-i", help="Ansible YAML inventory (file or folder) of Kafka clusters."),
-]
-Limit = Annotated[Optional[str], typer.Option("--limit", "-l", help="Only these clusters (an Ansible host pattern).")]
-ExtraVars = Annotated[
-    Optional[list[str]],
-    typer.Option("--extra-vars", "-e", help="Extra variables: key=value, @file.yml or a JSON/YAML mapping. Repeatable."),
-]
-
 
 def render_problem(problem: Problem) -> str:
     colour = "red" if problem.severity == "error" else "yellow"

@@ -126,6 +126,9 @@ def load_declarations(
     problems = Problems()
     extra = parse_extra_vars(extra_vars or [], problems)
     if inventory_path is not None:
+        if not inventory_path.exists():
+            raise UsageError("no such inventory file or folder", where=str(inventory_path),
+                             hint="pass an Ansible YAML inventory with -i, or a cluster with -z")
         inventory = load_inventory(inventory_path, problems)
     else:
         inventory = implicit_inventory("default", {"zookeeper": zookeeper} if zookeeper else {})

@@ -61,3 +61,11 @@ def test_valid_with_limit_and_extra_vars(capsys) -> None:
     assert main([*args, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert list(doc["clusters"]) == ["staging"] and doc["valid"]
+
+
+def test_missing_inventory_is_one_clear_line(tmp_path: Path, capsys) -> None:
+    pb = tmp_path / "pb.yml"
+    pb.write_text("- hosts: all\n  topics: []\n")
+    assert main(["validate", str(pb), "-i", str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {tmp_path / 'nope'}: no such inventory file or folder (pass an Ansible YAML inventory with -i, or a cluster with -z)"
