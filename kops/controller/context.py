@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from kops.model.partitions import Partition as Assignment  # replicas + adding/removing (RS = target ++ original)
 from kops.model.partitions import TopicPartition
+from kops.model.topics import TopicAssignment
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,10 @@ class ControllerContext:
     states: dict[TopicPartition, LeaderState] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)
     topics_to_delete: set[str] = field(default_factory=set)
+    topic_meta: dict[str, TopicAssignment] = field(default_factory=dict)  # last topic znode: id, version, counts
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        return sorted(tp for tp in self.assignments if tp.topic == topic)
 
     def partitions_on(self, broker: int) -> list[TopicPartition]:
         return sorted(tp for tp, a in self.assignments.items() if broker in a.replicas)

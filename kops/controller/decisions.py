@@ -65,6 +65,33 @@ def on_broker_failure(ctx: ControllerContext, dead: set[int]) -> Effects:
     return effects
 
 
+def on_failover(ctx: ControllerContext) -> Effects:
+    """A new controller took over: elect leaders where the leader is gone, resend everyone's state.
+
+    Kafka's onControllerFailover sends LeaderAndIsr for every partition to its live replicas and UpdateMetadata
+    to every live broker, so brokers that missed the old controller's last requests converge.
+    """
+    effects = Effects()
+    live = ctx.live_ids()
+    for tp in sorted(ctx.assignments):
+        state = ctx.states.get(tp)
+        assignment = ctx.assignments[tp]
+        if state is None or tp.topic in ctx.topics_to_delete:
+            continue
+        if state.leader not in live:
+            choice = elections.offline(assignment.replicas, state.isr, live)
+            if choice.leader != state.leader or choice.isr != state.isr:
+                if choice.unclean:
+                    _log(ctx, effects, f"{tp}: unclean election of {choice.leader}, no ISR member alive (data loss risk)")
+                _set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
+                _log(ctx, effects, f"{tp}: leader {state.leader} -> {choice.leader} at failover")
+                continue
+        effects.leader_and_isr([b for b in assignment.replicas if b in live], LeaderAndIsrEntry(
+            tp, state.leader, state.leader_epoch, state.isr, assignment.replicas, state.zk_version))
+    effects.metadata_to(live)
+    return effects
+
+
 def on_broker_startup(ctx: ControllerContext, broker: int) -> Effects:
     """A broker (re)joined: it learns its replicas; partitions without a live leader elect one."""
     effects = Effects()
@@ -107,6 +134,7 @@ def on_topic_creation(ctx: ControllerContext, partitions: dict[TopicPartition, t
 def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tuple[int, ...]]) -> Effects:
     """Requested targets (a later request supplants an earlier one for the same partition)."""
     effects = Effects()
+    resumed: list[TopicPartition] = []
     for tp, target in sorted(targets.items()):
         current = ctx.assignments.get(tp)
         if current is None or tp.topic in ctx.topics_to_delete:
@@ -116,6 +144,13 @@ def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tup
         if not current.reassigning and tuple(target) == current.replicas:
             effects.reassignments_done.append(tp)  # a no-op completes at once
             continue
+        if current.reassigning and tuple(target) == current.target_replicas:
+            # already moving there (failover, or a retried event): make sure every replica knows, then check
+            state = ctx.states[tp]
+            effects.leader_and_isr([b for b in current.replicas if b in ctx.live_ids()], LeaderAndIsrEntry(
+                tp, state.leader, state.leader_epoch, state.isr, current.replicas, state.zk_version))
+            resumed.append(tp)
+            continue
         original = current.original_replicas
         replicas = tuple(dict.fromkeys(tuple(target) + original))
         assignment = Assignment(replicas, tuple(r for r in replicas if r not in original),
@@ -124,7 +159,7 @@ def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tup
         state = ctx.states[tp]
         _set_state(ctx, effects, tp, state.leader, state.isr, replicas)
         _log(ctx, effects, f"{tp}: reassigning {list(original)} -> {list(target)} (RS {list(replicas)})")
-    complete = maybe_complete_reassignments(ctx, sorted(effects.assignments), pending=effects)
+    complete = maybe_complete_reassignments(ctx, sorted(set(effects.assignments) | set(resumed)), pending=effects)
     _merge(effects, complete)
     effects.metadata_to(ctx.live_ids())
     return effects
@@ -218,4 +253,40 @@ def on_controlled_shutdown(ctx: ControllerContext, broker: int) -> Effects:
         else:
             effects.to(broker).stop_replica.append((tp, False))
     effects.metadata_to(live)
+    return effects
+
+
+def on_topic_deletion(ctx: ControllerContext, topics: set[str]) -> Effects:
+    """Topics marked in /admin/delete_topics: every replica stops and deletes its log (seed 004 §E).
+
+    A topic with a replica on a dead broker stays marked (ineligible) until that broker returns; a marker for
+    a topic that does not exist is just removed. The znodes go once the replicas confirm (`on_replicas_deleted`).
+    """
+    effects = Effects()
+    live = ctx.live_ids() | ctx.shutting_down
+    for topic in sorted(topics):
+        tps = ctx.partitions_of(topic)
+        if not tps:
+            effects.deleted_topics.add(topic)
+            _log(ctx, effects, f"topic {topic}: deletion requested for a topic that does not exist, marker removed")
+            continue
+        effects.deleting_topics.add(topic)
+        offline = sorted({r for tp in tps for r in ctx.assignments[tp].replicas if r not in live})
+        if offline:
+            _log(ctx, effects, f"topic {topic}: deletion waits for brokers {offline} to come back")
+            continue
+        for tp in tps:
+            for r in ctx.assignments[tp].replicas:
+                effects.to(r).stop_replica.append((tp, True))
+        _log(ctx, effects, f"topic {topic}: deleting {len(tps)} partitions, replicas told to stop and delete")
+    return effects
+
+
+def on_replicas_deleted(ctx: ControllerContext, topic: str) -> Effects:
+    """Every replica of a topic being deleted confirmed: remove its znodes and tell every broker."""
+    effects = Effects()
+    if topic in ctx.topics_to_delete:
+        effects.deleted_topics.add(topic)
+        _log(ctx, effects, f"topic {topic}: deleted")
+        effects.metadata_to(ctx.live_ids())
     return effects

@@ -39,6 +39,8 @@ class Effects:
     created_states: set[TopicPartition] = field(default_factory=set)  # written with create, not set
     assignments: dict[TopicPartition, Assignment] = field(default_factory=dict)
     reassignments_done: list[TopicPartition] = field(default_factory=list)
+    deleting_topics: set[str] = field(default_factory=set)  # marked: replicas told to stop and delete
+    deleted_topics: set[str] = field(default_factory=set)  # znodes removed (topic, partitions, config, marker)
     requests: dict[int, BrokerRequests] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
 
@@ -55,7 +57,24 @@ class Effects:
 
     @property
     def empty(self) -> bool:
-        return not (self.states or self.assignments or self.requests or self.reassignments_done)
+        return not (self.states or self.assignments or self.requests or self.reassignments_done
+                    or self.deleting_topics or self.deleted_topics)
+
+
+def restrict(effects: Effects, partitions: set[TopicPartition]) -> Effects:
+    """The part of `effects` about `partitions` (what a partially committed write did apply)."""
+    out = Effects(
+        states={tp: s for tp, s in effects.states.items() if tp in partitions},
+        created_states=effects.created_states & partitions,
+        assignments={tp: a for tp, a in effects.assignments.items() if tp in partitions},
+        reassignments_done=[tp for tp in effects.reassignments_done if tp in partitions],
+    )
+    for broker, reqs in effects.requests.items():
+        mine = out.to(broker)
+        mine.leader_and_isr = [e for e in reqs.leader_and_isr if e.tp in partitions]
+        mine.stop_replica = [(tp, d) for tp, d in reqs.stop_replica if tp in partitions]
+        mine.update_metadata = reqs.update_metadata
+    return out
 
 
 def apply_to_memory(ctx: ControllerContext, effects: Effects) -> None:
@@ -64,3 +83,10 @@ def apply_to_memory(ctx: ControllerContext, effects: Effects) -> None:
         version = 0 if tp in effects.created_states else state.zk_version + 1
         ctx.states[tp] = LeaderState(state.leader, state.leader_epoch, state.isr, version)
     ctx.assignments.update(effects.assignments)
+    ctx.topics_to_delete |= effects.deleting_topics
+    for topic in effects.deleted_topics:
+        for tp in ctx.partitions_of(topic):
+            del ctx.assignments[tp]
+            ctx.states.pop(tp, None)
+        ctx.topic_meta.pop(topic, None)
+        ctx.topics_to_delete.discard(topic)

@@ -13,7 +13,6 @@ Two lifetimes:
 from __future__ import annotations
 
 import atexit
-import ctypes
 import importlib.util
 import os
 import shutil
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 from kops.errors import EnvironmentProblem
+from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
 
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 PID_FILE = "zookeeper.pid"
@@ -79,25 +79,6 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 
             return b"".join(chunks).decode("utf-8", errors="replace")
     except OSError:
         return None
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: ask the kernel to SIGKILL us when the parent dies (Linux)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ZooKeeperServer:
@@ -183,7 +164,7 @@ class ZooKeeperServer:
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=self.detached,
-                    preexec_fn=None if self.detached else _die_with_parent,
+                    preexec_fn=None if self.detached else die_with_parent,
                 )
             finally:
                 out.close()
@@ -223,7 +204,7 @@ class ZooKeeperServer:
     def running(self) -> bool:
         if self.process is not None:
             return self.process.poll() is None
-        return self.pid is not None and _pid_alive(self.pid)
+        return self.pid is not None and pid_alive(self.pid)
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after `timeout`; idempotent."""
@@ -239,13 +220,8 @@ class ZooKeeperServer:
                     except subprocess.TimeoutExpired:
                         self.process.kill()
                         self.process.wait(5)
-            elif _pid_alive(pid):
-                os.kill(pid, signal.SIGTERM)
-                deadline = time.monotonic() + timeout
-                while _pid_alive(pid) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                if _pid_alive(pid):
-                    os.kill(pid, signal.SIGKILL)
+            else:
+                signal_and_wait(pid, signal.SIGTERM, timeout)
         except ProcessLookupError:
             pass
         finally:
@@ -266,15 +242,11 @@ class ZooKeeperServer:
             return None
         server = cls(directory, port=port, detached=True)
         server.pid = pid
-        if not _pid_alive(pid) or not _is_zookeeper(pid):
+        if not pid_alive(pid) or not _is_zookeeper(pid):
             return None
         return server
 
 
 def _is_zookeeper(pid: int) -> bool:
     """Guard against a recycled pid: the process must be our Java main class."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc: trust the pid file
-    return MAIN_CLASS.encode() in cmdline
+    return cmdline_contains(pid, MAIN_CLASS.encode())

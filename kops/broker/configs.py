@@ -1,0 +1,86 @@
+"""How a broker learns configs: read `/config/<type>/<name>` at startup, then follow `config_change_`
+notifications exactly as Kafka's ZkNodeChangeNotificationListener does (spec §1.14).
+
+The notification is only a trigger: process every child with a sequence number above the last one processed
+(all of them after a restart), re-read the entity znode it names, apply it. Each pass also purges
+notifications older than 15 minutes. Non-JSON notifications are ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from kops.errors import ZnodeFormatError
+from kops.kafka import paths
+from kops.kafka.client import NodeMissing, ZkClient
+from kops.kafka.codecs.configs import decode_config
+from kops.kafka.codecs.notifications import decode_config_change
+
+log = logging.getLogger(__name__)
+
+EXPIRY_MS = 15 * 60 * 1000
+
+
+def _sequence(name: str) -> int:
+    digits = name[len(paths.CONFIG_CHANGE_PREFIX):]
+    return int(digits) if digits.isdigit() else -1
+
+
+class ConfigFollower:
+    """Calls `on_topic(name, config)` and `on_broker(config)` (this broker's entity) on every change."""
+
+    def __init__(self, client: ZkClient, broker_id: int, on_topic: Callable[[str, dict[str, str]], None],
+                 on_broker: Callable[[dict[str, str]], None]) -> None:
+        self.client = client
+        self.broker_id = broker_id
+        self.on_topic = on_topic
+        self.on_broker = on_broker
+        self.last_sequence = -1
+
+    def read_entity(self, entity_type: str, name: str) -> dict[str, str]:
+        path = paths.config(entity_type, name)
+        node = self.client.get(path)
+        if node is None:
+            return {}
+        try:
+            return decode_config(node.data, path)
+        except ZnodeFormatError as exc:
+            log.warning("ignoring %s", exc.one_line())
+            return {}
+
+    def load_all(self) -> None:
+        names = self.client.children(paths.config_root("topics")) or []
+        for name in names:
+            self.on_topic(name, self.read_entity("topics", name))
+        self.on_broker(self.read_entity("brokers", str(self.broker_id)))
+
+    def process(self, children: list[str]) -> None:
+        """Apply every notification newer than the last processed; purge expired ones."""
+        now_ms = time.time() * 1000
+        for name in sorted((c for c in children if c.startswith(paths.CONFIG_CHANGE_PREFIX)), key=_sequence):
+            sequence = _sequence(name)
+            path = f"{paths.CONFIG_CHANGES}/{name}"
+            node = self.client.get(path)
+            if node is None:
+                continue
+            if sequence > self.last_sequence:
+                self.last_sequence = sequence
+                self._apply(path, node.data)
+            if now_ms - node.stat.ctime > EXPIRY_MS:
+                try:
+                    self.client.delete(path)
+                except NodeMissing:
+                    pass
+
+    def _apply(self, path: str, data: bytes | None) -> None:
+        try:
+            change = decode_config_change(data, path)
+        except ZnodeFormatError as exc:
+            log.warning("ignoring %s", exc.one_line())
+            return
+        if change.entity_type == "topics":
+            self.on_topic(change.entity_name, self.read_entity("topics", change.entity_name))
+        elif change.entity_type == "brokers" and change.entity_name == str(self.broker_id):
+            self.on_broker(self.read_entity("brokers", change.entity_name))

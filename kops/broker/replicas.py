@@ -1,0 +1,321 @@
+"""The broker's replicas: what the controller told it, what its leaders tell it, and what it tells followers.
+
+Leader side (`handle_fetch`): a follower's fetch offset is its log end; a follower that reached the high
+watermark joins the ISR, one that has not caught up with the log end for `lag_max` simulated seconds leaves
+it; bytes sent to followers outside the ISR count against the leader throttle when the leader list names the
+partition. Follower side (`fetch_plan` / `apply_fetch`): what to ask each leader for, limited by the broker's
+bandwidth and, while out of sync, by the follower throttle. ISR changes are queued here and written by the
+broker's ISR writer (state znode with version check, then an `isr_change_` notification).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from kops.broker.clock import SimClock
+from kops.broker.quotas import RateLimiter
+from kops.broker.simlog import SimulatedLog
+from kops.broker.throttles import Throttles
+from kops.controller.wire import BrokerAddress, ControllerBatch
+from kops.model.partitions import TopicPartition
+from kops.rpc import RpcError
+
+NO_LEADER = -1
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
+FIRST_FETCH_BYTES = 1 << 40  # a follower that does not know the leader's log end asks for "everything"
+
+
+@dataclass
+class FollowerProgress:
+    leo: int = 0
+    caught_up_at: float = 0.0
+
+
+@dataclass
+class Replica:
+    tp: TopicPartition
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    zk_version: int
+    controller_epoch: int
+    created_at: float
+    log: SimulatedLog = field(default_factory=SimulatedLog)
+    online: bool = True
+    followers: dict[int, FollowerProgress] = field(default_factory=dict)
+    leader_end: int | None = None  # follower: the leader's log end as of the last fetch
+    in_sync: bool = False  # follower: the leader counts it in the ISR
+    caught_up_at: float | None = None  # follower: first time it reached the leader's log end
+    fetch_error: str | None = None
+    last_ingest: float | None = None
+
+
+@dataclass(frozen=True)
+class IsrUpdate:
+    tp: TopicPartition
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, clock: SimClock, bandwidth: float | None = None, lag_max: float = 30.0,
+                 burst_seconds: float = 1.0) -> None:
+        self.broker_id = broker_id
+        self.clock = clock
+        self.lag_max = lag_max
+        self.lock = threading.RLock()
+        self.replicas: dict[TopicPartition, Replica] = {}
+        self.controller_epoch = 0
+        self.brokers: dict[int, BrokerAddress] = {}
+        self.throttles = Throttles(broker_id)
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.leader_quota = RateLimiter(None, burst_seconds)
+        self.follower_quota = RateLimiter(None, burst_seconds)
+        self.bandwidth_out = RateLimiter(bandwidth, burst_seconds)
+        self.bandwidth_in = RateLimiter(bandwidth, burst_seconds)
+        self.ingest: dict[str, float] = {}  # topic -> bytes per simulated second per partition
+        self.pending_isr: dict[TopicPartition, tuple[int, ...]] = {}
+        self.deleted_bytes = 0
+
+    # -- controller requests -----------------------------------------------------------------------------
+
+    def handle_controller_batch(self, batch: ControllerBatch) -> dict[str, Any]:
+        with self.lock:
+            if batch.controller_epoch < self.controller_epoch:
+                raise RpcError(f"stale controller epoch {batch.controller_epoch} from controller "
+                               f"{batch.controller_id}; broker {self.broker_id} has seen {self.controller_epoch}")
+            self.controller_epoch = batch.controller_epoch
+            if batch.brokers is not None:
+                self.brokers = batch.brokers
+            now = self.clock.now()
+            ignored = []
+            for e in batch.leader_and_isr:
+                if self.broker_id not in e.replicas:
+                    continue
+                r = self.replicas.get(e.tp)
+                if r is not None and r.online and (e.leader_epoch, e.zk_version) <= (r.leader_epoch, r.zk_version):
+                    if e.leader_epoch < r.leader_epoch:
+                        ignored.append(str(e.tp))
+                    continue
+                self._become(r, e.tp, e.leader, e.leader_epoch, e.isr, e.replicas, e.zk_version,
+                             batch.controller_epoch, now)
+            for tp, delete in batch.stop_replica:
+                r = self.replicas.get(tp)
+                if r is None:
+                    continue
+                if delete:
+                    del self.replicas[tp]
+                    self.pending_isr.pop(tp, None)
+                else:
+                    r.online = False
+                    self.pending_isr.pop(tp, None)
+            return {"stale_partitions": ignored}
+
+    def _become(self, r: Replica | None, tp: TopicPartition, leader: int, epoch: int, isr: tuple[int, ...],
+                replicas: tuple[int, ...], zk_version: int, controller_epoch: int, now: float) -> None:
+        if r is None:
+            r = self.replicas[tp] = Replica(tp, leader, epoch, isr, replicas, zk_version, controller_epoch, now)
+        was_leader = r.leader == self.broker_id and r.online
+        r.leader, r.leader_epoch, r.isr, r.replicas = leader, epoch, tuple(isr), tuple(replicas)
+        r.zk_version, r.controller_epoch, r.online = zk_version, controller_epoch, True
+        r.fetch_error = None
+        self.pending_isr.pop(tp, None)
+        if leader == self.broker_id:
+            if not was_leader:  # a new leader gives every follower a full lag window (Kafka resets these too)
+                r.followers = {b: FollowerProgress(0, now) for b in replicas if b != self.broker_id}
+                r.last_ingest = now
+            else:
+                r.followers = {b: r.followers.get(b, FollowerProgress(0, now)) for b in replicas
+                               if b != self.broker_id}
+            self._update_hw(r)
+        else:
+            r.followers = {}
+            r.in_sync = self.broker_id in r.isr
+            if r.log.end > r.log.hw:  # a follower truncates to its high watermark before fetching
+                r.log.end = max(r.log.hw, r.log.start)
+
+    # -- leader side -------------------------------------------------------------------------------------
+
+    def _update_hw(self, r: Replica) -> None:
+        ends = [r.log.end] + [f.leo for b, f in r.followers.items() if b in r.isr]
+        r.log.hw = max(r.log.hw, min(ends)) if ends else r.log.end
+        r.log.hw = min(r.log.hw, r.log.end)
+
+    def handle_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
+        replica_id = int(body["replica_id"])
+        now = self.clock.now()
+        out = []
+        with self.lock:
+            for topic, p, offset, epoch, max_bytes in body["partitions"]:
+                tp = TopicPartition(topic, int(p))
+                r = self.replicas.get(tp)
+                if r is None or not r.online or r.leader != self.broker_id:
+                    out.append([topic, p, "not_leader"])
+                    continue
+                if epoch != r.leader_epoch:
+                    out.append([topic, p, "fenced_leader_epoch" if epoch < r.leader_epoch else "unknown_leader_epoch"])
+                    continue
+                if offset < r.log.start or offset > r.log.end:
+                    out.append([topic, p, "out_of_range", r.log.start, r.log.end])
+                    continue
+                f = r.followers.get(replica_id)
+                if f is None:
+                    out.append([topic, p, "not_a_replica"])
+                    continue
+                f.leo = offset
+                if offset >= r.log.end:
+                    f.caught_up_at = now
+                isr = self.pending_isr.get(tp, r.isr)
+                if replica_id not in isr and offset >= r.log.hw:
+                    self.pending_isr[tp] = tuple(isr) + (replica_id,)
+                in_sync = replica_id in r.isr
+                grant = min(int(max_bytes), r.log.end - offset)
+                if grant > 0 and not in_sync and self.throttles.leader_throttled(topic, tp.partition):
+                    grant = self.leader_quota.take(grant, now)
+                grant = self.bandwidth_out.take(grant, now)
+                self._update_hw(r)
+                out.append([topic, p, "ok", grant, r.log.end, r.log.hw, r.log.start, in_sync])
+        return {"partitions": out}
+
+    def append(self, tp: TopicPartition, count: int) -> int:
+        with self.lock:
+            r = self.replicas.get(tp)
+            if r is None or not r.online or r.leader != self.broker_id:
+                raise RpcError(f"broker {self.broker_id} is not the leader of {tp}")
+            r.log.append(count, self.clock.now())
+            self._update_hw(r)
+            return r.log.end
+
+    def tick(self) -> None:
+        """Ingest, retention, high watermarks, and ISR shrink for lagging followers."""
+        now = self.clock.now()
+        with self.lock:
+            for tp, r in self.replicas.items():
+                if not r.online:
+                    continue
+                config = self.topic_configs.get(tp.topic, {})
+                if r.leader == self.broker_id:
+                    rate = self.ingest.get(tp.topic)
+                    if rate and r.last_ingest is not None:
+                        r.log.append(int(rate * (now - r.last_ingest)), now)
+                    r.last_ingest = now
+                    lagging = [b for b in r.isr if b != self.broker_id and b in r.followers
+                               and now - r.followers[b].caught_up_at > self.lag_max]
+                    if lagging and tp not in self.pending_isr:
+                        self.pending_isr[tp] = tuple(b for b in r.isr if b not in lagging)
+                    self._update_hw(r)
+                self.deleted_bytes += r.log.apply_retention(
+                    now, _int(config.get("retention.ms"), DEFAULT_RETENTION_MS), _int(config.get("retention.bytes"), -1))
+
+    def take_isr_updates(self) -> list[IsrUpdate]:
+        with self.lock:
+            updates = []
+            for tp, isr in sorted(self.pending_isr.items()):
+                r = self.replicas.get(tp)
+                if r is not None and r.online and r.leader == self.broker_id and isr != r.isr:
+                    updates.append(IsrUpdate(tp, r.leader, r.leader_epoch, isr, r.controller_epoch, r.zk_version))
+            self.pending_isr.clear()
+            return updates
+
+    def isr_written(self, update: IsrUpdate, new_version: int) -> None:
+        with self.lock:
+            r = self.replicas.get(update.tp)
+            if r is not None and r.leader_epoch == update.leader_epoch and r.zk_version == update.zk_version:
+                r.isr, r.zk_version = update.isr, new_version
+                self._update_hw(r)
+
+    # -- follower side -----------------------------------------------------------------------------------
+
+    def leaders_followed(self) -> set[int]:
+        with self.lock:
+            return {r.leader for r in self.replicas.values()
+                    if r.online and r.leader not in (self.broker_id, NO_LEADER)}
+
+    def fetch_plan(self, leader: int) -> list[list[Any]]:
+        """[topic, partition, fetch offset, leader epoch, max bytes] for every partition followed from `leader`."""
+        now = self.clock.now()
+        plan: list[list[Any]] = []
+        with self.lock:
+            for tp, r in self.replicas.items():
+                if not r.online or r.leader != leader or leader == self.broker_id:
+                    continue
+                wanted = FIRST_FETCH_BYTES if r.leader_end is None else max(0, r.leader_end - r.log.end)
+                if wanted and not r.in_sync and self.throttles.follower_throttled(tp.topic, tp.partition):
+                    wanted = self.follower_quota.take(wanted, now)
+                wanted = self.bandwidth_in.take(wanted, now)
+                plan.append([tp.topic, tp.partition, r.log.end, r.leader_epoch, wanted])
+        return plan
+
+    def apply_fetch(self, request: list[list[Any]], reply: dict[str, Any]) -> int:
+        """Apply a leader's answer; the bytes received. Unused grants go back to the limiters."""
+        now = self.clock.now()
+        asked = {(t, int(p)): int(m) for t, p, _o, _e, m in request}
+        received = 0
+        with self.lock:
+            for entry in reply.get("partitions", []):
+                topic, p, status = entry[0], int(entry[1]), entry[2]
+                tp = TopicPartition(topic, p)
+                r = self.replicas.get(tp)
+                wanted = asked.get((topic, p), 0)
+                if r is None or not r.online:
+                    self._give_back(tp, r, wanted)
+                    continue
+                if status == "out_of_range":
+                    start, end = int(entry[3]), int(entry[4])
+                    if r.log.end > end:  # diverged after a leader change: truncate to the leader's end
+                        r.log.end = max(end, r.log.start)
+                        r.log.hw = min(r.log.hw, r.log.end)
+                    if r.log.end < start:  # the leader no longer has what we need: start over from its start
+                        r.log.reset_to(start)
+                    self._give_back(tp, r, wanted)
+                    continue
+                if status != "ok":
+                    r.fetch_error = status
+                    self._give_back(tp, r, wanted)
+                    continue
+                grant, leader_end, hw, start, in_sync = int(entry[3]), int(entry[4]), int(entry[5]), int(entry[6]), bool(entry[7])
+                self._give_back(tp, r, wanted - grant)
+                r.fetch_error = None
+                r.log.append(grant, now)
+                r.log.hw = min(hw, r.log.end)
+                r.log.advance_start(start)
+                r.leader_end, r.in_sync = leader_end, in_sync
+                if r.caught_up_at is None and r.log.end >= leader_end:
+                    r.caught_up_at = now
+                received += grant
+        return received
+
+    def _give_back(self, tp: TopicPartition, r: Replica | None, unused: int) -> None:
+        if unused <= 0 or unused >= FIRST_FETCH_BYTES // 2:
+            return
+        self.bandwidth_in.give_back(unused)
+        if r is not None and not r.in_sync and self.throttles.follower_throttled(tp.topic, tp.partition):
+            self.follower_quota.give_back(unused)
+
+    # -- views -------------------------------------------------------------------------------------------
+
+    def status(self) -> list[list[Any]]:
+        with self.lock:
+            return [[tp.topic, tp.partition, "leader" if r.leader == self.broker_id else "follower", r.online,
+                     r.log.start, r.log.end, r.log.hw, r.leader, r.leader_epoch, list(r.isr), r.created_at,
+                     r.caught_up_at, r.fetch_error]
+                    for tp, r in sorted(self.replicas.items())]
+
+    def sizes(self) -> list[tuple[TopicPartition, int, int]]:
+        """(partition, size, offset lag) of every replica, for log-dir snapshots."""
+        with self.lock:
+            return [(tp, r.log.size, 0 if r.leader == self.broker_id else max(0, (r.leader_end or r.log.end) - r.log.end))
+                    for tp, r in sorted(self.replicas.items())]
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default

@@ -1,0 +1,321 @@
+"""One lab broker process: registration, RPC, replica manager, fetchers, config follower, and a controller.
+
+Startup (as KafkaServer): connect to ZooKeeper, create the persistent paths and the cluster id if missing,
+serve the RPC, register `/brokers/ids/<id>` (ephemeral, v5), start the controller (which joins the
+election). Shutdown on SIGTERM is controlled: ask the controller to move leadership away (retried), then
+close the session so the registration vanishes at once. SIGKILL is a crash: the registration vanishes when
+the session expires.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kops.broker.clock import SimClock
+from kops.broker.configs import ConfigFollower
+from kops.broker.replicas import IsrUpdate, ReplicaManager
+from kops.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
+from kops.controller.controller import Controller
+from kops.controller.events import ControlledShutdown
+from kops.controller.wire import decode_batch
+from kops.kafka import paths
+from kops.kafka.client import NodeExists, TransactionFailed, VersionConflict, ZkClient, ZkSettings, Node
+from kops.kafka.codecs.brokers import encode_broker
+from kops.kafka.codecs.cluster import encode_cluster_id
+from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize, encode_log_dirs
+from kops.kafka.codecs.notifications import encode_isr_change
+from kops.kafka.codecs.partition_state import encode_partition_state
+from kops.model.brokers import Broker, FeatureRange
+from kops.model.partitions import PartitionState, TopicPartition
+from kops.rpc import RpcClient, RpcError, RpcServer, RpcUnavailable
+
+log = logging.getLogger(__name__)
+
+# What the lab advertises in its registration (DESIGN.md §2): a real Kafka advertises none of these.
+LAB_FEATURES = {"kops.lab": FeatureRange(1, 1)}
+SHUTDOWN_ATTEMPTS = 3
+LOG_DIR_FILES_KEPT = 500
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    broker_id: int
+    connect: str
+    lab_dir: Path
+    rack: str | None = None
+    clock: SimClock = SimClock()
+    wall_origin_ms: int = 0  # wall-clock ms at simulated time zero: timestamps of log-dir snapshots
+    session_timeout: float = 6.0
+    bandwidth: float | None = 100 * 1024 * 1024  # bytes per simulated second, each direction
+    lag_max: float = 30.0  # replica.lag.time.max.ms, in simulated seconds
+    logdirs_every: float = 300.0  # simulated seconds between log-dir snapshots
+    tick: float = 0.05  # real seconds between ticks
+
+
+def new_cluster_id() -> str:
+    """Kafka's format: a random UUID, base64url without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class BrokerServer:
+    def __init__(self, settings: BrokerSettings) -> None:
+        self.settings = settings
+        self.id = settings.broker_id
+        self.clock = settings.clock
+        burst = max(1.0, 10 * settings.tick * settings.clock.scale)
+        self.replicas = ReplicaManager(self.id, self.clock, settings.bandwidth, settings.lag_max, burst)
+        self.client = ZkClient(ZkSettings(settings.connect, session_timeout=settings.session_timeout))
+        self.rpc = RpcServer({
+            "controller_batch": self._controller_batch,
+            "fetch": self.replicas.handle_fetch,
+            "produce": self._produce,
+            "status": self._status,
+            "controlled_shutdown": self._controlled_shutdown_request,
+        })
+        self.controller = Controller(self.id, self.client, on_session_lost=self._register)
+        self.stopping = threading.Event()
+        self._work: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._fetchers: dict[int, threading.Thread] = {}
+        self._next_logdirs = 0.0
+        self.broker_epoch: int | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def start(self) -> "BrokerServer":
+        self.client.start()
+        for path in paths.PERSISTENT_PATHS:
+            self.client.ensure_path(path)
+        if self.client.get(paths.CLUSTER_ID) is None:
+            try:
+                self.client.create(paths.CLUSTER_ID, encode_cluster_id(new_cluster_id()), makepath=True)
+            except NodeExists:
+                pass
+        self.rpc.start()
+        self._start_thread(self._work_loop, "zk-worker")
+        configs = ConfigFollower(self.client, self.id, self._topic_config, self._broker_config)
+        configs.load_all()
+        self.client.watch_children(paths.CONFIG_CHANGES, lambda names: self._work.put(lambda: configs.process(names)))
+        self.client.watch_data(paths.LAB_INGEST, lambda node: self._work.put(lambda: self._ingest(node)))
+        self._register()
+        self.controller.start()
+        self._next_logdirs = self.clock.now() + self.settings.logdirs_every
+        self._start_thread(self._tick_loop, "tick")
+        log.info("broker %d started on 127.0.0.1:%d (rack %s)", self.id, self.rpc.port, self.settings.rack)
+        return self
+
+    def _start_thread(self, target: Callable[..., None], name: str, *args: Any) -> threading.Thread:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def _register(self) -> None:
+        """Create the ephemeral registration as Kafka does: create empty, then set (so its version is 1)."""
+        path = paths.broker(self.id)
+        broker = Broker(self.id, "127.0.0.1", self.rpc.port, (f"PLAINTEXT://127.0.0.1:{self.rpc.port}",),
+                        self.settings.rack, dict(LAB_FEATURES), {"PLAINTEXT": "PLAINTEXT"}, -1,
+                        str(int(time.time() * 1000)), 5)
+        deadline = time.monotonic() + 3 * self.settings.session_timeout
+        while True:
+            try:
+                self.client.transaction().create(path, b"", ephemeral=True).set(path, encode_broker(broker), 0).commit()
+                break
+            except TransactionFailed as exc:
+                # the previous process's registration lives until its session expires
+                if not isinstance(exc.cause, NodeExists) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        stat = self.client.exists(path)
+        self.broker_epoch = stat.czxid if stat else None
+
+    def run_until_stopped(self) -> None:
+        while not self.stopping.wait(0.5):
+            pass
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        """Controlled shutdown: leadership moves away first, then the session closes."""
+        for attempt in range(1, SHUTDOWN_ATTEMPTS + 1):
+            try:
+                remaining = self._ask_controller_to_shut_down()
+            except (RpcError, RpcUnavailable, RuntimeError) as exc:
+                log.warning("controlled shutdown attempt %d: %s", attempt, exc)
+                remaining = -1
+            if remaining == 0:
+                break
+            time.sleep(0.5)
+        self.stopping.set()
+        self.controller.stop()
+        self.client.stop()
+        self.rpc.stop()
+        log.info("broker %d stopped", self.id)
+
+    def _ask_controller_to_shut_down(self) -> int:
+        controller_id = self.controller.store.active_controller()
+        if controller_id is None:
+            raise RuntimeError("no controller")
+        address = self.controller.store.read_broker(controller_id)
+        if address is None or address.host is None:
+            raise RuntimeError(f"controller {controller_id} is not registered")
+        client = RpcClient(address.host, address.port, timeout=30.0)
+        try:
+            reply = client.call("controlled_shutdown", {"broker_id": self.id, "broker_epoch": self.broker_epoch or 0})
+        finally:
+            client.close()
+        return int(reply.get("remaining", -1))
+
+    # -- RPC handlers ------------------------------------------------------------------------------------
+
+    def _controller_batch(self, body: dict[str, Any]) -> dict[str, Any]:
+        reply = self.replicas.handle_controller_batch(decode_batch(body))
+        self._ensure_fetchers()
+        return reply
+
+    def _produce(self, body: dict[str, Any]) -> dict[str, Any]:
+        end = self.replicas.append(TopicPartition(str(body["topic"]), int(body["partition"])), int(body["bytes"]))
+        return {"end": end}
+
+    def _status(self, _body: dict[str, Any]) -> dict[str, Any]:
+        return {"broker": self.id, "sim_time": self.clock.now(), "controller": self.controller.stats(),
+                "replicas": self.replicas.status()}
+
+    def _controlled_shutdown_request(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not self.controller.is_active:
+            raise RpcError(f"broker {self.id} is not the controller")
+        event = ControlledShutdown(int(body["broker_id"]), int(body.get("broker_epoch", 0)))
+        self.controller.loop.put(event)
+        return {"remaining": event.reply.result(timeout=60)}
+
+    # -- configs and ingest (applied on the zk-worker thread) --------------------------------------------
+
+    def _work_loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                job = self._work.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - a bad znode must not stop config processing
+                log.exception("config/ingest update failed")
+
+    def _topic_config(self, topic: str, config: dict[str, str]) -> None:
+        with self.replicas.lock:
+            self.replicas.topic_configs[topic] = config
+            self.replicas.throttles.update_topic(topic, config)
+
+    def _broker_config(self, config: dict[str, str]) -> None:
+        self.replicas.leader_quota.set_rate(parse_rate(config.get(LEADER_RATE)))
+        self.replicas.follower_quota.set_rate(parse_rate(config.get(FOLLOWER_RATE)))
+        log.info("broker config applied: leader rate %s, follower rate %s",
+                 config.get(LEADER_RATE), config.get(FOLLOWER_RATE))
+
+    def _ingest(self, node: Node | None) -> None:
+        rates: dict[str, float] = {}
+        if node is not None and node.data:
+            try:
+                doc = json.loads(node.data)
+                rates = {str(t): float(r) for t, r in doc.get("rates", {}).items()}
+            except (ValueError, AttributeError):
+                log.warning("ignoring malformed %s", paths.LAB_INGEST)
+        with self.replicas.lock:
+            self.replicas.ingest = rates
+
+    # -- periodic work -----------------------------------------------------------------------------------
+
+    def _tick_loop(self) -> None:
+        while not self.stopping.wait(self.settings.tick):
+            try:
+                self.replicas.tick()
+                self._write_isr_updates(self.replicas.take_isr_updates())
+                self._ensure_fetchers()
+                if self.clock.now() >= self._next_logdirs:
+                    self._next_logdirs = self.clock.now() + self.settings.logdirs_every
+                    self.write_log_dirs()
+            except Exception:  # noqa: BLE001 - keep ticking; the next tick retries
+                log.exception("tick failed")
+
+    def _write_isr_updates(self, updates: list[IsrUpdate]) -> None:
+        """Each changed state with a version check, then one `isr_change_` notification (seed 004 §G)."""
+        written: list[TopicPartition] = []
+        for u in updates:
+            state = PartitionState(u.leader, u.leader_epoch, u.isr, u.controller_epoch)
+            try:
+                stat = self.client.set(paths.partition_state(u.tp.topic, u.tp.partition),
+                                       encode_partition_state(state), u.zk_version)
+            except VersionConflict:
+                log.info("%s: state znode changed since version %d, ISR update %s skipped (waiting for the "
+                         "controller)", u.tp, u.zk_version, list(u.isr))
+                continue
+            self.replicas.isr_written(u, stat.version)
+            written.append(u.tp)
+            log.info("%s: ISR -> %s (leader epoch %d)", u.tp, list(u.isr), u.leader_epoch)
+        if written:
+            self.client.create(f"{paths.ISR_CHANGE_NOTIFICATION}/{paths.ISR_CHANGE_PREFIX}",
+                               encode_isr_change(written), sequence=True)
+
+    def write_log_dirs(self) -> Path:
+        """A kafka-log-dirs.sh-style snapshot of this broker's replica sizes, in DIR/logdirs/."""
+        sim_ms = self.settings.wall_origin_ms + int(self.clock.now() * 1000)
+        sizes = tuple(ReplicaSize(tp.topic, tp.partition, size, lag) for tp, size, lag in self.replicas.sizes())
+        report = LogDirsReport((BrokerLogDirs(self.id, (LogDir(f"/kops-lab/broker-{self.id}/data", None, sizes),)),),
+                               timestamp_ms=sim_ms)
+        folder = self.settings.lab_dir / "logdirs"
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"broker-{self.id}-{sim_ms}.json"
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps(encode_log_dirs(report), separators=(",", ":")))
+        tmp.replace(target)
+        mine = sorted(folder.glob(f"broker-{self.id}-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+        for old in mine[:-LOG_DIR_FILES_KEPT]:
+            old.unlink(missing_ok=True)
+        return target
+
+    # -- follower fetching -------------------------------------------------------------------------------
+
+    def _ensure_fetchers(self) -> None:
+        for leader in self.replicas.leaders_followed():
+            thread = self._fetchers.get(leader)
+            if thread is None or not thread.is_alive():
+                self._fetchers[leader] = self._start_thread(self._fetch_loop, f"fetcher-{leader}", leader)
+
+    def _fetch_loop(self, leader: int) -> None:
+        client: RpcClient | None = None
+        address = None
+        idle_since = time.monotonic()
+        while not self.stopping.is_set():
+            plan = self.replicas.fetch_plan(leader)
+            if not plan:
+                if time.monotonic() - idle_since > 5.0:
+                    break  # nothing follows this leader any more; restarted on demand
+                time.sleep(0.1)
+                continue
+            idle_since = time.monotonic()
+            known = self.replicas.brokers.get(leader)
+            if known is None:
+                time.sleep(0.1)
+                continue
+            if client is None or address != (known.host, known.port):
+                if client is not None:
+                    client.close()
+                address = (known.host, known.port)
+                client = RpcClient(known.host, known.port, timeout=10.0)
+            try:
+                reply = client.call("fetch", {"replica_id": self.id, "partitions": plan})
+            except (RpcUnavailable, RpcError):
+                time.sleep(0.2)
+                continue
+            received = self.replicas.apply_fetch(plan, reply)
+            time.sleep(0.02 if received else 0.1)
+        if client is not None:
+            client.close()
+        self._fetchers.pop(leader, None)

@@ -1,0 +1,65 @@
+"""The controller's connections to the brokers: one batched request per broker per event, sent in parallel.
+
+A broker that does not answer is logged and skipped; the broker-change event that follows its death (its
+znode vanishing) is what the controller acts on, as in Kafka's ControllerChannelManager.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kops.controller.effects import BrokerRequests
+from kops.controller.wire import METHOD, BrokerAddress, encode_batch
+from kops.rpc import RpcClient, RpcError, RpcUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class BrokerChannel:
+    def __init__(self, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        self.brokers: dict[int, BrokerAddress] = {}
+        self._clients: dict[int, RpcClient] = {}
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="controller-channel")
+
+    def set_brokers(self, brokers: dict[int, BrokerAddress]) -> None:
+        for broker_id, client in list(self._clients.items()):
+            known = self.brokers.get(broker_id)
+            new = brokers.get(broker_id)
+            if new is None or known is None or (new.host, new.port) != (known.host, known.port):
+                client.close()
+                del self._clients[broker_id]
+        self.brokers = dict(brokers)
+
+    def _client(self, broker_id: int) -> RpcClient | None:
+        address = self.brokers.get(broker_id)
+        if address is None:
+            return None
+        client = self._clients.get(broker_id)
+        if client is None:
+            client = self._clients[broker_id] = RpcClient(address.host, address.port, self.timeout)
+        return client
+
+    def send(self, controller_id: int, epoch: int, requests: dict[int, BrokerRequests]) -> dict[int, dict[str, Any] | None]:
+        """Send every broker its batch; the replies (None where the broker refused or did not answer)."""
+
+        def one(broker_id: int, reqs: BrokerRequests) -> dict[str, Any] | None:
+            client = self._client(broker_id)
+            if client is None:
+                return None
+            try:
+                return client.call(METHOD, encode_batch(controller_id, epoch, reqs, self.brokers))
+            except (RpcUnavailable, RpcError) as exc:
+                log.warning("broker %d: %s", broker_id, exc.what)
+                return None
+
+        futures = {b: self._pool.submit(one, b, r) for b, r in sorted(requests.items())}
+        return {b: f.result() for b, f in futures.items()}
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,420 @@
+"""The controller inside every lab broker: election, failover, and one handler per event (seeds 002, 004).
+
+Flow of one event: a watch fires and enqueues it (nothing else happens on kazoo's thread); the event thread
+reads what it needs from ZooKeeper, calls the pure decision in `decisions`, then `_apply`s the effects in
+order: ZooKeeper writes (fenced multi-ops), memory, one batched request per broker, and finally bookkeeping
+znodes (reassignment entries done, notifications consumed). A version conflict on a state znode (a leader's
+ISR write raced with us) re-reads those partitions and decides again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kops.controller import decisions
+from kops.controller.context import ControllerContext
+from kops.controller.effects import Effects, apply_to_memory, restrict
+from kops.controller.eventloop import EventLoop
+from kops.controller.events import (
+    BrokerChange, ControlledShutdown, ControllerChange, Event, Expire, IsrChanged, PartitionModifications,
+    PreferredElectionRequested, ReassignmentRequested, Reelect, ReplicasDeleted, Startup, TopicChange,
+    TopicDeletion)
+from kops.controller.channel import BrokerChannel
+from kops.controller.store import ControllerMoved, ControllerStore, StateConflict
+from kops.controller.wire import BrokerAddress
+from kops.errors import ZnodeFormatError
+from kops.kafka import paths
+from kops.kafka.client import Node, ZkClient
+from kops.kafka.codecs.brokers import decode_broker
+from kops.model.brokers import Broker
+from kops.model.partitions import TopicPartition
+
+log = logging.getLogger(__name__)
+state_change_log = logging.getLogger("kops.state_change")
+
+MAX_CONFLICT_RETRIES = 5
+
+
+def _address(broker: Broker) -> BrokerAddress:
+    return BrokerAddress(broker.id, broker.host or "127.0.0.1", broker.port, broker.rack)
+
+
+class Controller:
+    def __init__(self, broker_id: int, client: ZkClient, on_session_lost: Callable[[], None] | None = None) -> None:
+        self.broker_id = broker_id
+        self.client = client
+        self.store = ControllerStore(client)
+        self.channel = BrokerChannel()
+        self.loop: EventLoop[Event] = EventLoop(self._process, on_failure=self._failed)
+        self.ctx: ControllerContext | None = None
+        self.epoch_version = -1
+        self.active_id: int | None = None
+        self.on_session_lost = on_session_lost
+        self._generation = 0
+        self._reassign_czxid: int | None = None
+        self._watched_topics: set[str] = set()
+        self._deletions_sent: set[str] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def start(self) -> "Controller":
+        self.loop.start()
+        self.client.add_state_listener(self._session_state)
+        self.loop.put(Startup())
+        self.client.watch_data(paths.CONTROLLER, self._controller_znode)
+        return self
+
+    def stop(self) -> None:
+        self.loop.stop()
+        self._resign("broker stopping")
+        self.channel.close()
+
+    @property
+    def is_active(self) -> bool:
+        return self.ctx is not None
+
+    def _session_state(self, state: str) -> None:
+        if state == "lost":
+            dropped = self.loop.clear()
+            log.warning("ZooKeeper session lost: %d queued controller events dropped", dropped)
+            self.loop.put(Expire())
+
+    def _controller_znode(self, node: Node | None) -> None:
+        self.loop.put(Reelect() if node is None else ControllerChange())
+
+    def _watch(self, event_for: Callable[..., Event]) -> Callable[[Any], Any]:
+        """A watch callback that enqueues while this controller term lasts and unregisters itself after."""
+        generation = self._generation
+
+        def callback(_value: Any) -> Any:
+            if generation != self._generation:
+                return False
+            self.loop.put(event_for())
+            return None
+
+        return callback
+
+    # -- event dispatch ----------------------------------------------------------------------------------
+
+    def _process(self, event: Event) -> None:
+        if isinstance(event, (Startup, Reelect)):
+            self._elect()
+        elif isinstance(event, ControllerChange):
+            self._maybe_resign()
+        elif isinstance(event, Expire):
+            self._resign("session expired")
+            if self.on_session_lost is not None:
+                self.on_session_lost()
+            self._elect()
+        elif self.ctx is None:
+            if isinstance(event, ControlledShutdown):
+                event.reply.set_exception(RuntimeError(f"broker {self.broker_id} is not the controller"))
+            return
+        elif isinstance(event, BrokerChange):
+            self._broker_change()
+        elif isinstance(event, TopicChange):
+            self._topic_change()
+        elif isinstance(event, PartitionModifications):
+            self._partition_modifications(event.topic)
+        elif isinstance(event, TopicDeletion):
+            self._topic_deletion()
+        elif isinstance(event, ReplicasDeleted):
+            self._decide(lambda ctx: decisions.on_replicas_deleted(ctx, event.topic))
+            self.store.delete_quietly(paths.delete_topic(event.topic))
+            self._deletions_sent.discard(event.topic)
+        elif isinstance(event, ReassignmentRequested):
+            self._reassignment()
+        elif isinstance(event, PreferredElectionRequested):
+            self._preferred_election()
+        elif isinstance(event, IsrChanged):
+            self._isr_changed()
+        elif isinstance(event, ControlledShutdown):
+            self._controlled_shutdown(event)
+
+    def _failed(self, event: Event, exc: Exception) -> None:
+        if isinstance(event, ControlledShutdown) and not event.reply.done():
+            event.reply.set_exception(exc)
+
+    # -- election ----------------------------------------------------------------------------------------
+
+    def _elect(self) -> None:
+        self._maybe_resign()
+        active = self.store.active_controller()
+        if active is not None:
+            self.active_id = active
+            return
+        registered = self.store.register_controller(self.broker_id)
+        if registered is None:
+            self.active_id = self.store.active_controller()
+            return
+        epoch, epoch_version = registered
+        self.active_id = self.broker_id
+        self._failover(epoch, epoch_version)
+
+    def _maybe_resign(self) -> None:
+        active = self.store.active_controller()
+        self.active_id = active
+        if self.ctx is not None and active != self.broker_id:
+            self._resign(f"broker {active} is controller now")
+
+    def _resign(self, why: str) -> None:
+        if self.ctx is None:
+            return
+        state_change_log.info("[controller %d epoch %d] resigning: %s", self.broker_id, self.ctx.epoch, why)
+        self._generation += 1  # every watch of this term unregisters itself on its next firing
+        self.ctx = None
+        self._watched_topics.clear()
+        self._deletions_sent.clear()
+        self._reassign_czxid = None
+
+    def _failover(self, epoch: int, epoch_version: int) -> None:
+        """Read everything, resend state, resume what was in progress; then watch for what comes next."""
+        ctx, view = self.store.load(self.broker_id, epoch)
+        for problem in view.bad_znodes:
+            log.warning("failover: ignoring %s", problem)
+        self.ctx, self.epoch_version = ctx, epoch_version
+        self.channel.set_brokers({b: _address(br) for b, br in view.brokers.items()})
+        state_change_log.info("[controller %d epoch %d] became controller: %d brokers, %d partitions",
+                              self.broker_id, epoch, len(ctx.live), len(ctx.assignments))
+        self._generation += 1
+        self._decide(decisions.on_failover)
+        reassigning = sorted(tp for tp, a in ctx.assignments.items() if a.reassigning)
+        if reassigning:
+            self._decide(lambda c: decisions.maybe_complete_reassignments(c, reassigning))
+        # Registering a watch reports the current value at once: pending deletions, reassignments, elections
+        # and ISR notifications left by the previous controller are enqueued here and handled next.
+        client = self.client
+        client.watch_children(paths.BROKER_IDS, self._watch(BrokerChange))
+        client.watch_children(paths.BROKER_TOPICS, self._watch(TopicChange))
+        client.watch_children(paths.DELETE_TOPICS, self._watch(TopicDeletion))
+        client.watch_children(paths.ISR_CHANGE_NOTIFICATION, self._watch(IsrChanged))
+        client.watch_data(paths.REASSIGN_PARTITIONS, self._watch(ReassignmentRequested))
+        client.watch_data(paths.PREFERRED_REPLICA_ELECTION, self._watch(PreferredElectionRequested))
+        for topic in sorted(ctx.topic_meta):
+            self._watch_topic(topic)
+
+    def _watch_topic(self, topic: str) -> None:
+        if topic in self._watched_topics:
+            return
+        self._watched_topics.add(topic)
+        generation = self._generation
+
+        def callback(node: Node | None) -> Any:
+            if generation != self._generation:
+                return False
+            if node is None:  # deleted: a recreated topic gets a new watch from the topic-change handler
+                self._watched_topics.discard(topic)
+                return False
+            self.loop.put(PartitionModifications(topic))
+            return None
+
+        self.client.watch_data(paths.topic(topic), callback)
+
+    # -- applying effects --------------------------------------------------------------------------------
+
+    def _decide(self, decide: Callable[[ControllerContext], Effects]) -> dict[int, dict[str, Any] | None]:
+        """Decide against the context and apply; on a state-znode race re-read those partitions and retry."""
+        for _attempt in range(MAX_CONFLICT_RETRIES):
+            ctx = self.ctx
+            if ctx is None:
+                return {}
+            effects = decide(ctx)
+            try:
+                return self._apply(ctx, effects)
+            except StateConflict as conflict:
+                if conflict.committed:
+                    self._after_write(ctx, restrict(effects, conflict.committed))
+                self._refresh_states(sorted(conflict.partitions - conflict.committed))
+            except ControllerMoved as moved:
+                self._resign(moved.what)
+                return {}
+        log.error("gave up after %d state conflicts in a row", MAX_CONFLICT_RETRIES)
+        return {}
+
+    def _apply(self, ctx: ControllerContext, effects: Effects) -> dict[int, dict[str, Any] | None]:
+        for line in effects.log:
+            state_change_log.info("%s", line)
+        if effects.empty:
+            return {}
+        self.store.write(ctx, effects, self.epoch_version)
+        return self._after_write(ctx, effects)
+
+    def _after_write(self, ctx: ControllerContext, effects: Effects) -> dict[int, dict[str, Any] | None]:
+        apply_to_memory(ctx, effects)
+        replies = self.channel.send(self.broker_id, ctx.epoch, effects.requests) if effects.requests else {}
+        if effects.reassignments_done:
+            self.store.remove_reassignments(effects.reassignments_done)
+        return replies
+
+    def _refresh_states(self, tps: list[TopicPartition]) -> None:
+        if self.ctx is None or not tps:
+            return
+        for tp, state in self.store.read_states(tps).items():
+            if state is not None:
+                self.ctx.states[tp] = state
+
+    # -- handlers ----------------------------------------------------------------------------------------
+
+    def _broker_change(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        registered = {b.id: b for b in self._read_brokers()}
+        bounced = {b for b, br in registered.items() if b in ctx.live and ctx.live[b] != br.epoch}
+        dead = (set(ctx.live) - set(registered)) | bounced
+        new = (set(registered) - set(ctx.live)) | bounced
+        self.channel.set_brokers({b: _address(br) for b, br in registered.items()})
+        if dead:
+            state_change_log.info("[controller %d epoch %d] brokers %s left", self.broker_id, ctx.epoch, sorted(dead))
+            self._decide(lambda c: decisions.on_broker_failure(c, dead))
+            for b in dead:
+                ctx.live.pop(b, None)
+                ctx.shutting_down.discard(b)
+        for b in sorted(new):
+            ctx.live[b] = registered[b].epoch or 0
+            state_change_log.info("[controller %d epoch %d] broker %d joined", self.broker_id, ctx.epoch, b)
+            self._decide(lambda c, b=b: decisions.on_broker_startup(c, b))
+        if new:
+            waiting = sorted(tp for tp, a in ctx.assignments.items() if a.reassigning)
+            if waiting:
+                self._decide(lambda c: decisions.maybe_complete_reassignments(c, waiting))
+            if ctx.topics_to_delete:
+                self._topic_deletion()
+
+    def _read_brokers(self) -> list[Broker]:
+        ids = sorted(int(i) for i in self.client.children(paths.BROKER_IDS) or [] if i.isdigit())
+        out = []
+        for broker_id, node in zip(ids, self.client.get_many([paths.broker(i) for i in ids])):
+            if node is None:
+                continue
+            try:
+                out.append(decode_broker(broker_id, node.data, paths.broker(broker_id), node.stat.czxid))
+            except ZnodeFormatError as exc:
+                log.warning("ignoring %s", exc.one_line())
+        return out
+
+    def _topic_change(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        names = set(self.client.children(paths.BROKER_TOPICS) or [])
+        for gone in sorted(set(ctx.topic_meta) - names):
+            for tp in ctx.partitions_of(gone):  # removed behind our back: forget it
+                ctx.assignments.pop(tp, None)
+                ctx.states.pop(tp, None)
+            ctx.topic_meta.pop(gone, None)
+        for topic in sorted(names - set(ctx.topic_meta)):
+            self._partition_modifications(topic)
+            self._watch_topic(topic)
+
+    def _partition_modifications(self, topic: str) -> None:
+        """New topic or new partitions: create their state znodes and elect leaders."""
+        ctx = self.ctx
+        assert ctx is not None
+        try:
+            assignment = self.store.read_topic(topic)
+        except ZnodeFormatError as exc:
+            log.warning("ignoring %s", exc.one_line())
+            return
+        if assignment is None:
+            return
+        known = ctx.topic_meta.get(topic)
+        ctx.topic_meta[topic] = assignment
+        new = {TopicPartition(topic, p): r for p, r in assignment.replicas.items()
+               if TopicPartition(topic, p) not in ctx.assignments}
+        if not new:
+            return
+        if known is None:  # a topic we have not seen: its states may exist already (written by someone else)
+            existing = {tp: s for tp, s in self.store.read_states(sorted(new)).items() if s is not None}
+            for tp, state in existing.items():
+                ctx.states[tp] = state
+                ctx.assignments[tp] = decisions.Assignment(new.pop(tp))
+        if new:
+            self._decide(lambda c: decisions.on_topic_creation(c, new))
+
+    def _topic_deletion(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        marked = set(self.client.children(paths.DELETE_TOPICS) or [])
+        todo = marked - self._deletions_sent
+        if not todo:
+            return
+        replies = self._decide(lambda c: decisions.on_topic_deletion(c, todo))
+        for topic in sorted(todo):
+            if topic not in ctx.topics_to_delete:  # no such topic: marker removed
+                self.store.delete_quietly(paths.delete_topic(topic))
+                continue
+            replicas = {r for tp in ctx.partitions_of(topic) for r in ctx.assignments[tp].replicas}
+            if replicas and all(replies.get(r) is not None for r in replicas):
+                self._deletions_sent.add(topic)
+                self.loop.put(ReplicasDeleted(topic))
+
+    def _reassignment(self) -> None:
+        try:
+            found = self.store.read_reassignment()
+        except ZnodeFormatError as exc:
+            log.warning("reassignment ignored, as Kafka would: %s", exc.one_line())
+            return
+        if found is None:
+            self._reassign_czxid = None
+            return
+        targets, czxid = found
+        if czxid == self._reassign_czxid:
+            return  # our own rewrite of the znode (entries removed), not a new request
+        self._reassign_czxid = czxid
+        requested: dict[TopicPartition, tuple[int, ...]] = {}
+        for t in targets:
+            tp = TopicPartition(t.topic, t.partition)
+            if not t.replicas or len(set(t.replicas)) != len(t.replicas):
+                log.warning("%s: reassignment to %s dropped: empty or duplicate replicas", tp, list(t.replicas))
+                self.store.remove_reassignments([tp])
+                continue
+            requested[tp] = t.replicas
+        self._decide(lambda c: decisions.start_reassignment(c, requested))
+
+    def _preferred_election(self) -> None:
+        try:
+            tps = self.store.read_preferred_election()
+        except ZnodeFormatError as exc:
+            log.warning("preferred election ignored: %s", exc.one_line())
+            self.store.delete_quietly(paths.PREFERRED_REPLICA_ELECTION)
+            return
+        if tps is None:
+            return
+        self._decide(lambda c: decisions.on_preferred_election(c, tps))
+        self.store.delete_quietly(paths.PREFERRED_REPLICA_ELECTION)
+
+    def _isr_changed(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        names = self.client.children(paths.ISR_CHANGE_NOTIFICATION) or []
+        if not names:
+            return
+        changed = sorted(tp for tp in self.store.take_isr_notifications(names) if tp in ctx.assignments)
+        self._refresh_states(changed)
+        reassigning = [tp for tp in changed if ctx.assignments[tp].reassigning]
+
+        def decide(c: ControllerContext) -> Effects:
+            effects = decisions.maybe_complete_reassignments(c, reassigning)
+            effects.metadata_to(c.live_ids())
+            return effects
+
+        self._decide(decide)
+
+    def _controlled_shutdown(self, event: ControlledShutdown) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        if event.broker not in ctx.live:
+            event.reply.set_exception(RuntimeError(f"broker {event.broker} is not registered"))
+            return
+        ctx.shutting_down.add(event.broker)
+        self._decide(lambda c: decisions.on_controlled_shutdown(c, event.broker))
+        still_leading = sum(1 for tp, s in ctx.states.items()
+                            if s.leader == event.broker and len(ctx.assignments[tp].replicas) > 1)
+        event.reply.set_result(still_leading)
+
+    def stats(self) -> dict[str, Any]:
+        s = self.loop.stats
+        return {"active": self.is_active, "controller_id": self.active_id,
+                "epoch": self.ctx.epoch if self.ctx else None, "events_processed": s.processed,
+                "events_failed": s.failed, "busy_seconds": round(s.busy_seconds, 6), "max_queue": s.max_queue}

@@ -1,0 +1,321 @@
+"""The controller's view of ZooKeeper: load the context at failover, write effects fenced by the epoch.
+
+Every multi-op the active controller sends starts with `check(/controller_epoch, version)`: a controller that
+was replaced (its epoch znode moved on) fails that check and resigns instead of overwriting its successor
+(Kafka's `expectedControllerEpochZkVersion`). Effects are written in multi-ops of at most `batch_ops`
+operations, so 10,000 leader changes take a handful of round trips instead of 10,000.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kops.controller.context import Assignment, ControllerContext, LeaderState
+from kops.controller.effects import Effects
+from kops.errors import KopsError, ZnodeFormatError
+from kops.kafka import paths
+from kops.kafka.client import NodeExists, NodeMissing, TransactionFailed, VersionConflict, ZkClient
+from kops.kafka.codecs.admin_requests import ReassignmentTarget, decode_partition_list, decode_reassignment, encode_reassignment
+from kops.kafka.codecs.brokers import decode_broker
+from kops.kafka.codecs.controller import ControllerRegistration, decode_controller, decode_controller_epoch, encode_controller, encode_controller_epoch
+from kops.kafka.codecs.notifications import decode_isr_change
+from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
+from kops.kafka.codecs.topics import decode_topic, encode_topic
+from kops.model.brokers import Broker
+from kops.model.partitions import PartitionState, TopicPartition
+from kops.model.topics import TopicAssignment
+
+log = logging.getLogger(__name__)
+
+INITIAL_CONTROLLER_EPOCH = 0
+
+
+class ControllerMoved(KopsError):
+    """Another broker became controller: this one's epoch is stale and its writes were refused."""
+
+
+class StateConflict(KopsError):
+    """A partition state znode changed under the controller (a leader's ISR update raced with it)."""
+
+    def __init__(self, partitions: set[TopicPartition], committed: set[TopicPartition]) -> None:
+        super().__init__(f"{len(partitions)} partition states changed concurrently")
+        self.partitions = partitions
+        self.committed = committed
+
+
+@dataclass
+class ClusterView:
+    """What failover reads besides the context: broker registrations and pending admin requests."""
+
+    brokers: dict[int, Broker] = field(default_factory=dict)
+    bad_znodes: list[str] = field(default_factory=list)
+
+
+def _tp_of_state_path(path: str) -> TopicPartition | None:
+    parts = path.strip("/").split("/")
+    if len(parts) == 6 and parts[0] == "brokers" and parts[4].isdigit():
+        return TopicPartition(parts[2], int(parts[4]))
+    return None
+
+
+class ControllerStore:
+    def __init__(self, client: ZkClient, batch_ops: int = 1500) -> None:
+        self.client = client
+        self.batch_ops = batch_ops
+
+    # -- election ----------------------------------------------------------------------------------------
+
+    def active_controller(self) -> int | None:
+        node = self.client.get(paths.CONTROLLER)
+        if node is None:
+            return None
+        try:
+            return decode_controller(node.data, paths.CONTROLLER).broker_id
+        except ZnodeFormatError:
+            return None
+
+    def register_controller(self, broker_id: int) -> tuple[int, int] | None:
+        """Create ephemeral /controller and bump /controller_epoch in one multi-op; None if someone else won."""
+        node = self.client.get(paths.CONTROLLER_EPOCH)
+        if node is None:
+            try:
+                self.client.create(paths.CONTROLLER_EPOCH, encode_controller_epoch(INITIAL_CONTROLLER_EPOCH))
+            except NodeExists:
+                pass
+            node = self.client.get(paths.CONTROLLER_EPOCH)
+            assert node is not None
+        epoch = decode_controller_epoch(node.data, paths.CONTROLLER_EPOCH) + 1
+        registration = ControllerRegistration(broker_id, str(int(time.time() * 1000)))
+        txn = self.client.transaction()
+        txn.create(paths.CONTROLLER, encode_controller(registration), ephemeral=True)
+        txn.set(paths.CONTROLLER_EPOCH, encode_controller_epoch(epoch), version=node.stat.version)
+        try:
+            txn.commit()
+        except TransactionFailed as exc:
+            if isinstance(exc.cause, (NodeExists, VersionConflict)):
+                return None
+            raise
+        return epoch, node.stat.version + 1
+
+    # -- failover ----------------------------------------------------------------------------------------
+
+    def load(self, controller_id: int, epoch: int) -> tuple[ControllerContext, ClusterView]:
+        """Everything the controller keeps in memory, with the state znodes' versions for compare-and-set."""
+        client = self.client
+        view = ClusterView()
+        ctx = ControllerContext(controller_id, epoch)
+        ids_raw, names, deletions = client.children_many([paths.BROKER_IDS, paths.BROKER_TOPICS, paths.DELETE_TOPICS])
+        ids = sorted(int(i) for i in ids_raw or [] if i.isdigit())
+        names = sorted(names or [])
+        nodes = client.get_many([paths.broker(i) for i in ids] + [paths.topic(t) for t in names])
+        for broker_id, node in zip(ids, nodes[: len(ids)]):
+            if node is None:
+                continue
+            try:
+                view.brokers[broker_id] = decode_broker(broker_id, node.data, paths.broker(broker_id), node.stat.czxid)
+                ctx.live[broker_id] = node.stat.czxid
+            except ZnodeFormatError as exc:
+                view.bad_znodes.append(exc.one_line())
+        for name, node in zip(names, nodes[len(ids):]):
+            if node is None:
+                continue
+            try:
+                self._remember_topic(ctx, name, decode_topic(node.data, paths.topic(name)))
+            except ZnodeFormatError as exc:
+                view.bad_znodes.append(exc.one_line())
+        ctx.states.update({tp: s for tp, s in self.read_states(sorted(ctx.assignments)).items() if s is not None})
+        ctx.topics_to_delete = set(deletions or [])
+        return ctx, view
+
+    @staticmethod
+    def _remember_topic(ctx: ControllerContext, name: str, topic: TopicAssignment) -> None:
+        ctx.topic_meta[name] = topic
+        for p, replicas in topic.replicas.items():
+            ctx.assignments[TopicPartition(name, p)] = Assignment(
+                replicas, topic.adding.get(p, ()), topic.removing.get(p, ()))
+
+    def read_topic(self, name: str) -> TopicAssignment | None:
+        node = self.client.get(paths.topic(name))
+        return None if node is None else decode_topic(node.data, paths.topic(name))
+
+    def read_broker(self, broker_id: int) -> Broker | None:
+        node = self.client.get(paths.broker(broker_id))
+        if node is None:
+            return None
+        return decode_broker(broker_id, node.data, paths.broker(broker_id), node.stat.czxid)
+
+    def read_states(self, tps: list[TopicPartition]) -> dict[TopicPartition, LeaderState | None]:
+        nodes = self.client.get_many([paths.partition_state(tp.topic, tp.partition) for tp in tps])
+        out: dict[TopicPartition, LeaderState | None] = {}
+        for tp, node in zip(tps, nodes):
+            if node is None:
+                out[tp] = None
+                continue
+            try:
+                s = decode_partition_state(node.data, paths.partition_state(tp.topic, tp.partition))
+            except ZnodeFormatError as exc:
+                log.warning("%s", exc.one_line())
+                out[tp] = None
+                continue
+            out[tp] = LeaderState(s.leader, s.leader_epoch, s.isr, node.stat.version)
+        return out
+
+    # -- admin requests ----------------------------------------------------------------------------------
+
+    def read_reassignment(self) -> tuple[list[ReassignmentTarget], int] | None:
+        """The requested targets and the znode's czxid (to process each creation once); None if absent."""
+        node = self.client.get(paths.REASSIGN_PARTITIONS)
+        if node is None:
+            return None
+        return decode_reassignment(node.data, paths.REASSIGN_PARTITIONS), node.stat.czxid
+
+    def remove_reassignments(self, done: Iterable[TopicPartition]) -> None:
+        """Drop completed entries from the reassignment znode (delete it when empty), as Kafka 2.4+ does."""
+        done_set = set(done)
+        while done_set:
+            node = self.client.get(paths.REASSIGN_PARTITIONS)
+            if node is None:
+                return
+            try:
+                targets = decode_reassignment(node.data, paths.REASSIGN_PARTITIONS)
+            except ZnodeFormatError:
+                return
+            remaining = [t for t in targets if TopicPartition(t.topic, t.partition) not in done_set]
+            if len(remaining) == len(targets):
+                return
+            try:
+                if remaining:
+                    self.client.set(paths.REASSIGN_PARTITIONS, encode_reassignment(remaining), node.stat.version)
+                else:
+                    self.client.delete(paths.REASSIGN_PARTITIONS, node.stat.version)
+                return
+            except (VersionConflict, NodeMissing):
+                continue
+
+    def read_preferred_election(self) -> list[TopicPartition] | None:
+        node = self.client.get(paths.PREFERRED_REPLICA_ELECTION)
+        if node is None:
+            return None
+        return [TopicPartition(tp.topic, tp.partition)
+                for tp in decode_partition_list(node.data, paths.PREFERRED_REPLICA_ELECTION)]
+
+    def delete_quietly(self, path: str) -> None:
+        try:
+            self.client.delete(path)
+        except NodeMissing:
+            pass
+
+    def take_isr_notifications(self, names: list[str]) -> set[TopicPartition]:
+        """Read then delete the named notifications; the partitions whose ISR changed."""
+        names = [n for n in names if n.startswith(paths.ISR_CHANGE_PREFIX)]
+        full = [f"{paths.ISR_CHANGE_NOTIFICATION}/{n}" for n in names]
+        changed: set[TopicPartition] = set()
+        for path, node in zip(full, self.client.get_many(full)):
+            if node is None:
+                continue
+            try:
+                changed.update(TopicPartition(tp.topic, tp.partition) for tp in decode_isr_change(node.data, path))
+            except ZnodeFormatError as exc:
+                log.warning("ignoring %s", exc.one_line())
+        for start in range(0, len(full), self.batch_ops):
+            txn = self.client.transaction()
+            for path in full[start:start + self.batch_ops]:
+                txn.delete(path)
+            try:
+                txn.commit()
+            except TransactionFailed:
+                for path in full[start:start + self.batch_ops]:
+                    self.delete_quietly(path)
+        return changed
+
+    # -- writes ------------------------------------------------------------------------------------------
+
+    def write(self, ctx: ControllerContext, effects: Effects, epoch_version: int) -> None:
+        """Write the effects' znodes in fenced multi-ops. Raises ControllerMoved or StateConflict.
+
+        On StateConflict the batches before the failing one are committed (`committed` names their partitions).
+        """
+        ops: list[tuple[str, str, bytes | None, int, TopicPartition | None]] = []  # kind, path, data, version, tp
+        topics = sorted({tp.topic for tp in effects.assignments} - effects.deleted_topics)
+        for name in topics:
+            ops.append(("set", paths.topic(name), self._encode_topic(ctx, effects, name), -1, None))
+        missing_parents = self._missing_partition_parents(effects)
+        for tp, state in sorted(effects.states.items()):
+            data = encode_partition_state(PartitionState(state.leader, state.leader_epoch, state.isr, ctx.epoch))
+            path = paths.partition_state(tp.topic, tp.partition)
+            if tp in effects.created_states:
+                if tp.topic in missing_parents:
+                    ops.append(("create", paths.partitions(tp.topic), None, -1, tp))
+                    missing_parents.discard(tp.topic)
+                ops.append(("create", paths.partition(tp.topic, tp.partition), None, -1, tp))
+                ops.append(("create", path, data, -1, tp))
+            else:
+                ops.append(("set", path, data, state.zk_version, tp))
+        for name in sorted(effects.deleted_topics):
+            ops.extend(("delete", p, None, -1, None) for p in self._topic_tree(name))
+        committed: set[TopicPartition] = set()
+        for start in range(0, len(ops), self.batch_ops):
+            chunk = ops[start:start + self.batch_ops]
+            txn = self.client.transaction().check(paths.CONTROLLER_EPOCH, epoch_version)
+            for kind, path, data, version, _tp in chunk:
+                if kind == "create":
+                    txn.create(path, data)
+                elif kind == "set":
+                    txn.set(path, data or b"", version)
+                else:
+                    txn.delete(path)
+            try:
+                txn.commit()
+            except TransactionFailed as exc:
+                if exc.index == 0:
+                    raise ControllerMoved("controller epoch moved on; another broker is controller") from exc
+                failed = chunk[exc.index - 1]
+                if isinstance(exc.cause, VersionConflict) and failed[4] is not None:
+                    raise StateConflict({tp for *_, tp in chunk if tp is not None}, committed) from exc
+                raise
+            committed.update(tp for *_, tp in chunk if tp is not None)
+
+    def _encode_topic(self, ctx: ControllerContext, effects: Effects, name: str) -> bytes:
+        meta = ctx.topic_meta.get(name) or TopicAssignment({})
+        replicas, adding, removing = {}, {}, {}
+        merged = {tp: a for tp, a in ctx.assignments.items() if tp.topic == name}
+        merged.update({tp: a for tp, a in effects.assignments.items() if tp.topic == name})
+        for tp, a in merged.items():
+            replicas[tp.partition] = a.replicas
+            if a.adding:
+                adding[tp.partition] = a.adding
+            if a.removing:
+                removing[tp.partition] = a.removing
+        version = max(meta.version, 2)
+        return encode_topic(TopicAssignment(replicas, adding, removing, meta.topic_id, version,
+                                            meta.initial_partition_count, meta.undeleted_partition_count))
+
+    def _missing_partition_parents(self, effects: Effects) -> set[str]:
+        topics = sorted({tp.topic for tp in effects.created_states})
+        if not topics:
+            return set()
+        found = self.client.children_many([paths.partitions(t) for t in topics])
+        return {t for t, children in zip(topics, found) if children is None}
+
+    def _topic_tree(self, name: str) -> list[str]:
+        """Znodes of a topic, children first, then its config and deletion marker."""
+        out: list[str] = []
+        partitions = self.client.children(paths.partitions(name))
+        if partitions is not None:
+            numbers = sorted(partitions, key=lambda p: (len(p), p))
+            states = self.client.children_many([paths.partition(name, int(p)) for p in numbers if p.isdigit()])
+            for p, children in zip([p for p in numbers if p.isdigit()], states):
+                if children and "state" in children:
+                    out.append(paths.partition_state(name, int(p)))
+                out.append(paths.partition(name, int(p)))
+            out.append(paths.partitions(name))
+        if self.client.exists(paths.topic(name)):
+            out.append(paths.topic(name))
+        if self.client.exists(paths.config("topics", name)):
+            out.append(paths.config("topics", name))
+        if self.client.exists(paths.delete_topic(name)):
+            out.append(paths.delete_topic(name))
+        return out

@@ -1,0 +1,240 @@
+"""A lab cluster: a real ZooKeeper and N broker processes on loopback, described by `<dir>/lab.json`.
+
+`up` starts ZooKeeper (unless given one), then brokers 1..N (racks round-robin), and returns once every
+broker is registered and a controller is elected; the connect string, with its chroot, goes to
+`<dir>/zookeeper`. Brokers started by the CLI are detached (they outlive the command, found again through
+lab.json and checked against /proc); brokers started by tests are managed (the kernel kills them with the
+test process). Simulated time is shared: every broker gets the same monotonic origin and scale.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kops.errors import EnvironmentProblem, KopsError, UsageError
+from kops.kafka import paths
+from kops.kafka.client import ZkClient, ZkSettings
+from kops.kafka.connect import parse_connect
+from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
+from kops.lab.zookeeper import ZooKeeperServer
+
+STATE_FILE = "lab.json"
+CONNECT_FILE = "zookeeper"
+DEFAULT_CHROOT = "/kops-lab"
+BROKER_MODULE = "kops.broker"
+
+
+@dataclass
+class LabState:
+    connect: str
+    time_scale: float
+    clock_origin: float
+    wall_origin_ms: int
+    managed_zookeeper: bool
+    session_timeout: float
+    bandwidth: float
+    racks: dict[int, str] = field(default_factory=dict)
+    pids: dict[int, int] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "LabState":
+        doc = json.loads(text)
+        doc["racks"] = {int(k): v for k, v in doc.get("racks", {}).items()}
+        doc["pids"] = {int(k): v for k, v in doc.get("pids", {}).items()}
+        return cls(**doc)
+
+
+class Lab:
+    def __init__(self, directory: Path | str, *, detached: bool = True) -> None:
+        self.directory = Path(directory)
+        self.detached = detached
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    # -- state -------------------------------------------------------------------------------------------
+
+    @property
+    def state_file(self) -> Path:
+        return self.directory / STATE_FILE
+
+    def state(self) -> LabState:
+        try:
+            return LabState.from_json(self.state_file.read_text())
+        except FileNotFoundError:
+            raise UsageError("no lab here", where=str(self.directory), hint="run: kops lab up") from None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise KopsError(f"unreadable lab state ({exc})", where=str(self.state_file),
+                            hint="run: kops lab down, then kops lab up") from None
+
+    def _save(self, state: LabState) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(state.to_json())
+        tmp.replace(self.state_file)
+
+    def exists(self) -> bool:
+        return self.state_file.exists()
+
+    def client(self, state: LabState | None = None) -> ZkClient:
+        state = state or self.state()
+        return ZkClient(ZkSettings(state.connect, connect_timeout=10.0)).start()
+
+    # -- up / down ---------------------------------------------------------------------------------------
+
+    def up(self, brokers: int = 3, racks: int = 3, time_scale: float = 1.0, zookeeper: str | None = None,
+           session_timeout: float = 6.0, bandwidth: float = 100 * 1024 * 1024, timeout: float = 90.0) -> LabState:
+        if brokers < 1 or racks < 1:
+            raise UsageError("--brokers and --racks must be at least 1")
+        if time_scale <= 0:
+            raise UsageError("--time-scale must be positive")
+        if self.exists():
+            raise UsageError("a lab is already up here", where=str(self.directory), hint="run: kops lab down first")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        managed = zookeeper is None
+        if managed:
+            server = ZooKeeperServer(self.directory / "zk", detached=self.detached).start()
+            zookeeper = server.connect + DEFAULT_CHROOT
+        assert zookeeper is not None
+        connect = parse_connect(zookeeper)
+        if not connect.chroot:
+            zookeeper = zookeeper.rstrip("/") + DEFAULT_CHROOT
+            connect = parse_connect(zookeeper)
+        with ZkClient(ZkSettings(connect.hosts_text)) as root:
+            root.ensure_path(connect.chroot or DEFAULT_CHROOT)
+        state = LabState(zookeeper, time_scale, time.monotonic(), int(time.time() * 1000), managed,
+                         session_timeout, bandwidth, {b: f"rack-{(b - 1) % racks + 1}" for b in range(1, brokers + 1)})
+        self._save(state)
+        (self.directory / CONNECT_FILE).write_text(zookeeper + "\n")
+        try:
+            for broker in sorted(state.racks):
+                self._spawn(state, broker)
+            self._save(state)
+            self.wait_ready(set(state.racks), timeout)
+        except BaseException:
+            self.down()
+            raise
+        return state
+
+    def down(self) -> list[int]:
+        """Kill every broker (SIGKILL: the lab is going away), stop a ZooKeeper we started; what was stopped."""
+        stopped = []
+        try:
+            state = self.state()
+        except UsageError:
+            state = None
+        if state is not None:
+            for broker, pid in sorted(state.pids.items()):
+                if self._is_broker(pid) and signal_and_wait(pid, signal.SIGKILL, 5.0):
+                    stopped.append(broker)
+        for process in self._processes.values():
+            if process.poll() is None:
+                process.kill()
+            process.wait(5)
+        self._processes.clear()
+        if state is None or state.managed_zookeeper:
+            server = ZooKeeperServer.attach(self.directory / "zk")
+            if server is not None:
+                server.stop()
+        self.state_file.unlink(missing_ok=True)
+        (self.directory / CONNECT_FILE).unlink(missing_ok=True)
+        return stopped
+
+    # -- brokers -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _is_broker(pid: int) -> bool:
+        return pid_alive(pid) and cmdline_contains(pid, BROKER_MODULE.encode())
+
+    def _spawn(self, state: LabState, broker: int) -> int:
+        logs = self.directory / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", BROKER_MODULE, "--id", str(broker), "--zookeeper", state.connect,
+                   "--dir", str(self.directory.resolve()), "--rack", state.racks[broker],
+                   "--time-scale", repr(state.time_scale), "--clock-origin", repr(state.clock_origin),
+                   "--wall-origin-ms", str(state.wall_origin_ms), "--session-timeout", repr(state.session_timeout),
+                   "--bandwidth", repr(state.bandwidth)]
+        with open(logs / f"broker-{broker}.out", "ab") as out:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                       start_new_session=self.detached,
+                                       preexec_fn=None if self.detached else die_with_parent)
+        self._processes[broker] = process
+        state.pids[broker] = process.pid
+        return process.pid
+
+    def running(self, broker: int, state: LabState | None = None) -> bool:
+        state = state or self.state()
+        pid = state.pids.get(broker)
+        return pid is not None and self._is_broker(pid)
+
+    def start_broker(self, broker: int, timeout: float = 60.0) -> None:
+        state = self.state()
+        if broker not in state.racks:
+            raise UsageError(f"broker {broker} is not part of this lab", hint=f"brokers are {sorted(state.racks)}")
+        if self.running(broker, state):
+            raise UsageError(f"broker {broker} is already running")
+        self._spawn(state, broker)
+        self._save(state)
+        self.wait_ready({broker}, timeout, need_controller=False)
+
+    def stop_broker(self, broker: int, timeout: float = 60.0) -> None:
+        """Controlled shutdown (SIGTERM): leadership moves away before the process exits."""
+        self._signal_broker(broker, signal.SIGTERM, timeout)
+
+    def kill_broker(self, broker: int) -> None:
+        """A crash (SIGKILL): the registration vanishes only when the ZooKeeper session expires."""
+        self._signal_broker(broker, signal.SIGKILL, 5.0)
+
+    def _signal_broker(self, broker: int, sig: int, timeout: float) -> None:
+        state = self.state()
+        if broker not in state.racks:
+            raise UsageError(f"broker {broker} is not part of this lab", hint=f"brokers are {sorted(state.racks)}")
+        pid = state.pids.get(broker)
+        if pid is None or not self._is_broker(pid):
+            raise UsageError(f"broker {broker} is not running", hint=f"start it: kops lab broker start {broker}")
+        signal_and_wait(pid, sig, timeout)
+        process = self._processes.pop(broker, None)
+        if process is not None:
+            process.wait(5)
+
+    def wait_ready(self, brokers: set[int], timeout: float, need_controller: bool = True) -> None:
+        """Until `brokers` are registered (and a controller is elected); a broker that dies is reported."""
+        state = self.state()
+        deadline = time.monotonic() + timeout
+        with self.client(state) as client:
+            while True:
+                registered = {int(b) for b in client.children(paths.BROKER_IDS) or [] if b.isdigit()}
+                has_controller = client.exists(paths.CONTROLLER) is not None
+                if brokers <= registered and (has_controller or not need_controller):
+                    return
+                for broker in sorted(brokers - registered):
+                    pid = state.pids.get(broker)
+                    if pid is None or not pid_alive(pid):
+                        raise EnvironmentProblem(f"broker {broker} exited during startup",
+                                                 where=str(self.directory / "logs" / f"broker-{broker}.out"),
+                                                 hint=f"last lines: {self.log_tail(broker)}")
+                if time.monotonic() > deadline:
+                    raise EnvironmentProblem(
+                        f"brokers {sorted(brokers - registered)} did not register within {timeout:g}s"
+                        + ("" if has_controller else " (no controller elected)"),
+                        where=str(self.directory / "logs"), hint="see the broker logs")
+                time.sleep(0.1)
+
+    def log_tail(self, broker: int, lines: int = 3) -> str:
+        text = ""
+        for name in (f"broker-{broker}.out", f"broker-{broker}.log"):
+            path = self.directory / "logs" / name
+            if path.exists():
+                text += path.read_text(errors="replace")
+        tail = [line for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(tail) or "(empty)"
+
+    def pids(self) -> dict[int, int]:
+        state = self.state()
+        return {b: pid for b, pid in state.pids.items() if self._is_broker(pid)}
