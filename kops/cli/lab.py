@@ -1,31 +1,181 @@
 """`kops lab`: a local cluster on this machine, for the demo, the tests and rehearsals.
 
-Today: the lab's real ZooKeeper server and a static sample cluster written in Kafka's formats. The broker
-processes and the controller arrive with the lab issue and plug in here (`kops lab up`).
+`kops lab up` starts a real ZooKeeper and N broker processes (each with the seeds' controller), `down`
+removes them, `status` shows them, `broker stop|start|kill` injects faults, `produce` adds data. The
+ZooKeeper-only commands (`zookeeper`, `sample`) remain for a static sample cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from kops.cli import console
+from kops.cli.options import Format, OutputFormat
 from kops.errors import UsageError
 from kops.kafka.client import ZkClient, ZkSettings
+from kops.kafka.reader import read_snapshot
 from kops.kafka.writer import write_snapshot
+from kops.lab import traffic
+from kops.lab.cluster import Lab
 from kops.lab.sample import sample_snapshot
 from kops.lab.zookeeper import ZooKeeperServer
+from kops.units import format_size, parse_rate, parse_size
 
 DEFAULT_DIR = Path(".kops/lab")
 CONNECT_FILE = "zookeeper"  # <dir>/zookeeper: the cluster's connect string, with its chroot
 
 LabDir = Annotated[Path, typer.Option("--dir", "-d", help="The lab's folder (state, logs, connect string).")]
 
-app = typer.Typer(help="A local cluster on this machine: a real ZooKeeper, a sample cluster.", no_args_is_help=True)
+app = typer.Typer(help="A local cluster on this machine: real ZooKeeper, broker processes, the seeds' controller.",
+                  no_args_is_help=True)
 zookeeper_app = typer.Typer(help="The lab's ZooKeeper server (a real one, from PySpark's jars).", no_args_is_help=True)
+broker_app = typer.Typer(help="Fault injection: stop (controlled), kill (SIGKILL) or start one broker.", no_args_is_help=True)
 app.add_typer(zookeeper_app, name="zookeeper")
+app.add_typer(broker_app, name="broker")
+
+
+@app.command("up")
+def up(
+    lab_dir: LabDir = DEFAULT_DIR,
+    brokers: Annotated[int, typer.Option(help="Number of brokers (ids 1..N).")] = 3,
+    racks: Annotated[int, typer.Option(help="Number of racks; brokers are assigned round-robin.")] = 3,
+    time_scale: Annotated[float, typer.Option(help="Simulated time runs this many times faster than real time.")] = 1.0,
+    zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", "-z", help=(
+        "Use this ZooKeeper (HOST:PORT[/chroot]) instead of starting one; default chroot /kops-lab."))] = None,
+    bandwidth: Annotated[str, typer.Option(help="Each broker's replication bandwidth, per simulated second.")] = "100MB/s",
+) -> None:
+    """Start a lab cluster and return once every broker is registered and a controller is elected.
+
+    Writes the connect string (with its chroot) to DIR/zookeeper. Example:
+    kops lab up --brokers 6 --racks 3 && kops state -z "$(cat .kops/lab/zookeeper)"
+    """
+    rate = _amount(parse_rate, bandwidth, "--bandwidth")
+    with console.err.status(f"starting ZooKeeper and {brokers} brokers"):
+        state = Lab(lab_dir).up(brokers, racks, time_scale, zookeeper, bandwidth=float(rate))
+    console.out.print(f"lab up: {brokers} brokers on {min(racks, brokers)} racks at [bold]{state.connect}[/] "
+                      f"(time x{time_scale:g}); connect string in {lab_dir / CONNECT_FILE}")
+
+
+@app.command("down")
+def down(lab_dir: LabDir = DEFAULT_DIR) -> None:
+    """Stop every broker of the lab (SIGKILL) and the ZooKeeper it started. Logs and log-dir snapshots stay.
+
+    Example: kops lab down
+    """
+    stopped = Lab(lab_dir).down()
+    console.out.print(f"lab down ({len(stopped)} brokers stopped)")
+
+
+@app.command("status")
+def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) -> None:
+    """Brokers (rack, process, registration), controller, topics, under-replicated and offline partitions.
+
+    Example: kops lab status --format json
+    """
+    lab = Lab(lab_dir)
+    state = lab.state()
+    with lab.client(state) as client:
+        snapshot = read_snapshot(client)
+    registered = {b.id: b for b in snapshot.brokers}
+    live = frozenset(registered)
+    partitions = [(name, p, part) for name, topic in snapshot.topics.items() for p, part in topic.partitions.items()]
+    under = sorted(f"{n}-{p}" for n, p, part in partitions if part.is_under_replicated())
+    offline = sorted(f"{n}-{p}" for n, p, part in partitions if part.is_offline(live))
+    brokers = [{"id": b, "rack": state.racks[b], "pid": state.pids.get(b), "process": lab.running(b, state),
+                "registered": b in registered} for b in sorted(state.racks)]
+    doc = {"connect": state.connect, "time_scale": state.time_scale, "brokers": brokers,
+           "controller": {"id": snapshot.controller.id, "epoch": snapshot.controller.epoch},
+           "topics": len(snapshot.topics), "partitions": len(partitions),
+           "under_replicated": under, "offline": offline,
+           "reassigning": sorted(f"{r.topic}-{r.partition}" for r in snapshot.in_flight())}
+    if output == OutputFormat.json:
+        console.print_json(doc)
+        return
+    table = console.table(f"lab at {state.connect} (time x{state.time_scale:g})", ">broker", "rack", ">pid", "process",
+                          "registered", "role")
+    for b in brokers:
+        table.add_row(str(b["id"]), b["rack"], str(b["pid"] or "-"), "running" if b["process"] else "[red]stopped[/]",
+                      "yes" if b["registered"] else "[red]no[/]",
+                      "controller" if b["id"] == snapshot.controller.id else "")
+    console.out.print(table)
+    console.out.print(f"controller: broker {snapshot.controller.id} (epoch {snapshot.controller.epoch}); "
+                      f"{len(snapshot.topics)} topics, {len(partitions)} partitions; "
+                      f"under-replicated {len(under)}, offline {len(offline)}, reassigning {len(doc['reassigning'])}")
+    for label, items in (("under-replicated", under), ("offline", offline)):
+        if items:
+            console.out.print(f"{label}: {', '.join(items[:20])}{' ...' if len(items) > 20 else ''}")
+
+
+def _amount(parse: Callable[[object], int], value: str, option: str) -> int:
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+BrokerId = Annotated[int, typer.Argument(help="The broker's id (1..N).")]
+
+
+@broker_app.command("stop")
+def broker_stop(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
+    """Controlled shutdown: the controller moves leadership off the broker, then it exits.
+
+    Example: kops lab broker stop 2
+    """
+    Lab(lab_dir).stop_broker(broker)
+    console.out.print(f"broker {broker} stopped (controlled shutdown)")
+
+
+@broker_app.command("kill")
+def broker_kill(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
+    """Crash a broker (SIGKILL); ZooKeeper notices when its session expires.
+
+    Example: kops lab broker kill 1
+    """
+    Lab(lab_dir).kill_broker(broker)
+    console.out.print(f"broker {broker} killed")
+
+
+@broker_app.command("start")
+def broker_start(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
+    """Start a stopped or killed broker again; returns once it is registered.
+
+    Example: kops lab broker start 1
+    """
+    Lab(lab_dir).start_broker(broker)
+    console.out.print(f"broker {broker} started")
+
+
+@app.command("produce")
+def produce(
+    topic: Annotated[str, typer.Argument(help="Topic to write to.")],
+    size: Annotated[Optional[str], typer.Option("--bytes", help="Append this much now (e.g. 200MB), at the leaders.")] = None,
+    partition: Annotated[Optional[int], typer.Option(help="Only this partition (default: spread evenly).")] = None,
+    rate: Annotated[Optional[str], typer.Option(help="Steady ingest for the whole topic, e.g. 5MB/s; 0 stops it.")] = None,
+    lab_dir: LabDir = DEFAULT_DIR,
+) -> None:
+    """Add data to a topic: once (--bytes) and/or steadily (--rate), in simulated time.
+
+    Examples: kops lab produce payments --bytes 1GB ;  kops lab produce payments --rate 2MB/s
+    """
+    if size is None and rate is None:
+        raise UsageError("say how much: --bytes SIZE and/or --rate RATE", hint="e.g. kops lab produce t --bytes 100MB")
+    lab = Lab(lab_dir)
+    with lab.client() as client:
+        if size is not None:
+            count = _amount(parse_size, size, "--bytes")
+            ends = traffic.produce(client, topic, count, partition)
+            console.out.print(f"appended {format_size(count)} to {len(ends)} partitions of {topic}")
+        if rate is not None:
+            per_partition = traffic.set_ingest(client, topic, float(_amount(parse_rate, rate, "--rate")))
+            if per_partition:
+                console.out.print(f"{topic}: steady ingest {rate} ({format_size(per_partition)}/s per partition)")
+            else:
+                console.out.print(f"{topic}: steady ingest stopped")
 
 
 def server_dir(lab_dir: Path) -> Path:

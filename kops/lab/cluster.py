@@ -58,6 +58,7 @@ class Lab:
         self.directory = Path(directory)
         self.detached = detached
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
+        self._started: list[int] = []
 
     # -- state -------------------------------------------------------------------------------------------
 
@@ -165,6 +166,7 @@ class Lab:
                                        start_new_session=self.detached,
                                        preexec_fn=None if self.detached else die_with_parent)
         self._processes[broker] = process
+        self._started.append(process.pid)
         state.pids[broker] = process.pid
         return process.pid
 
@@ -235,6 +237,7 @@ class Lab:
         tail = [line for line in text.splitlines() if line.strip()][-lines:]
         return " | ".join(tail) or "(empty)"
 
-    def pids(self) -> dict[int, int]:
-        state = self.state()
-        return {b: pid for b, pid in state.pids.items() if self._is_broker(pid)}
+    def pids_alive(self) -> list[int]:
+        """Pids of broker processes this object started that still run (after `down`: none)."""
+        return [p.pid for p in self._processes.values() if p.poll() is None] + [
+            pid for pid in self._started if self._is_broker(pid)]

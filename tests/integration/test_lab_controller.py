@@ -1,0 +1,212 @@
+"""The lab's controller and brokers as real processes on a real ZooKeeper, driven from outside in Kafka's
+formats (what kafka-topics.sh / kafka-reassign-partitions.sh / kafka-configs.sh write)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from kops.controller.store import ControllerMoved, ControllerStore
+from kops.controller.effects import Effects
+from kops.controller.context import LeaderState
+from kops.kafka import admin, paths
+from kops.kafka.client import ZkClient, ZkSettings
+from kops.kafka.codecs.admin_requests import ReassignmentTarget
+from kops.kafka.codecs.controller import decode_controller_epoch
+from kops.lab import traffic
+from kops.model.partitions import TopicPartition
+from kops.rpc import RpcClient, RpcError
+from tests.labtools import broker_status, controller, replica, replicas, running_lab, state, wait_until
+
+pytestmark = pytest.mark.lab
+MB = 1024 * 1024
+
+
+@pytest.fixture
+def lab_dir(tmp_path: Path) -> Path:
+    return tmp_path / "lab"
+
+
+def test_election_and_failover_of_the_controller(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=3) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        first = wait_until(lambda: controller(zk), what="a controller")
+        assert decode_controller_epoch(zk.get(paths.CONTROLLER_EPOCH).data, "epoch") == 1
+        assert zk.get(paths.CONTROLLER).stat.ephemeral_owner != 0
+        lab.kill_broker(first)
+        second = wait_until(lambda: (c := controller(zk)) not in (None, first) and c, what="a new controller")
+        assert second != first
+        assert decode_controller_epoch(zk.get(paths.CONTROLLER_EPOCH).data, "epoch") == 2
+        figures = broker_status(zk, second)["controller"]
+        assert figures["active"] and figures["epoch"] == 2
+
+
+def test_topic_create_partition_add_and_delete(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=3) as _lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        admin.create_topic(zk, "orders", {0: (1, 2), 1: (2, 3), 2: (3, 1)}, {"retention.ms": "86400000"})
+        for p, leader in ((0, 1), (1, 2), (2, 3)):
+            s = wait_until(lambda p=p: state(zk, "orders", p), what=f"state of orders-{p}")
+            assert s.leader == leader and s.leader_epoch == 0 and len(s.isr) == 2
+        assert replica(zk, 1, "orders", 0)["role"] == "leader"
+        wait_until(lambda: replica(zk, 2, "orders", 0), what="broker 2 follows orders-0")
+
+        admin.add_partitions(zk, "orders", {3: (1, 3)})
+        s = wait_until(lambda: state(zk, "orders", 3), what="state of the added partition")
+        assert s.leader == 1 and set(s.isr) == {1, 3}
+
+        admin.delete_topic(zk, "orders")
+        wait_until(lambda: zk.exists(paths.topic("orders")) is None, what="topic znode removed")
+        assert zk.exists(paths.config("topics", "orders")) is None
+        assert zk.exists(paths.delete_topic("orders")) is None
+        for broker in (1, 2, 3):
+            assert not [r for r in broker_status(zk, broker)["replicas"] if r[0] == "orders"]
+
+
+def test_broker_kill_moves_leaders_to_isr_members(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=3) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        active = wait_until(lambda: controller(zk), what="a controller")
+        victim = next(b for b in (1, 2, 3) if b != active)
+        others = tuple(b for b in (1, 2, 3) if b != victim)
+        admin.create_topic(zk, "events", {p: (victim,) + (others if p % 2 else others[::-1]) for p in range(6)})
+        wait_until(lambda: all(state(zk, "events", p) for p in range(6)), what="partitions created")
+        lab.kill_broker(victim)
+        for p in range(6):
+            s = wait_until(lambda p=p: (x := state(zk, "events", p)) and x.leader != victim and x, what=f"events-{p} moves")
+            assert s.leader in others and victim not in s.isr and s.leader != -1
+
+
+def test_controlled_shutdown_moves_leadership_before_exit(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=3) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        admin.create_topic(zk, "jobs", {p: (1, 2, 3) if p % 2 else (1, 3, 2) for p in range(4)})
+        wait_until(lambda: all((s := state(zk, "jobs", p)) and s.leader == 1 for p in range(4)), what="led by 1")
+        lab.stop_broker(1)
+        gone = zk.exists(paths.BROKER_IDS).pzxid  # the zxid of broker 1's deregistration
+        for p in range(4):
+            s = state(zk, "jobs", p)
+            assert s.leader in (2, 3) and 1 not in s.isr
+            assert zk.exists(paths.partition_state("jobs", p)).mzxid < gone, "leadership moved after the broker left"
+
+
+def test_throttled_reassignment_takes_bytes_over_throttle(lab_dir: Path, zk_connect: str) -> None:
+    scale, size, rate = 20.0, 200 * MB, 2 * MB  # 100 simulated seconds = 5 real seconds
+    with running_lab(lab_dir, zk_connect, brokers=3, time_scale=scale) as _lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        admin.create_topic(zk, "logs", {0: (1, 2)})
+        wait_until(lambda: state(zk, "logs", 0), what="partition created")
+        wait_until(lambda: traffic.produce(zk, "logs", size, 0), what="produce")
+        wait_until(lambda: (r := replica(zk, 2, "logs", 0)) and r["end"] == size, what="follower caught up")
+        admin.alter_config(zk, "topics", "logs", {"leader.replication.throttled.replicas": "0:1,0:2",
+                                                  "follower.replication.throttled.replicas": "0:3"})
+        for broker in (1, 3):
+            admin.alter_config(zk, "brokers", str(broker), {"leader.replication.throttled.rate": str(rate),
+                                                            "follower.replication.throttled.rate": str(rate)})
+        time.sleep(0.5)  # brokers apply config_change_ notifications asynchronously, as Kafka's do
+        admin.start_reassignment(zk, [ReassignmentTarget("logs", 0, (3, 2))])
+        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, timeout=60, what="reassignment done")
+        assert replicas(zk, "logs") == {0: (3, 2)}
+        assert state(zk, "logs", 0).leader == 3
+        moved = replica(zk, 3, "logs", 0)
+        simulated = moved["caught_up_at"] - moved["created_at"]
+        expected = size / rate
+        print(f"throttled move: {simulated:.1f}s simulated, bytes/throttle {expected:.1f}s")
+        assert abs(simulated - expected) <= 0.25 * expected, f"{simulated:.1f}s simulated vs {expected:.1f}s"
+        wait_until(lambda: replica(zk, 1, "logs", 0) is None, what="the removed replica is deleted")
+
+
+def test_new_controller_finishes_a_reassignment_when_the_old_one_dies(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=4, time_scale=20.0) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        active = wait_until(lambda: controller(zk), what="a controller")
+        source, target = [b for b in (1, 2, 3, 4) if b != active][:2], None
+        target = next(b for b in (1, 2, 3, 4) if b not in source and b != active)
+        admin.create_topic(zk, "moving", {0: tuple(source)})
+        wait_until(lambda: state(zk, "moving", 0), what="partition created")
+        wait_until(lambda: traffic.produce(zk, "moving", 100 * MB, 0), what="produce")
+        admin.alter_config(zk, "brokers", str(target), {"follower.replication.throttled.rate": str(20 * MB)})
+        admin.alter_config(zk, "topics", "moving", {"follower.replication.throttled.replicas": f"0:{target}"})
+        time.sleep(0.5)
+        admin.start_reassignment(zk, [ReassignmentTarget("moving", 0, (target, source[1]))])
+        wait_until(lambda: replicas(zk, "moving")[0][0] == target, what="reassignment started")
+        lab.kill_broker(active)  # 100 MB at 20 MB/s: 5 simulated seconds, still copying
+        wait_until(lambda: controller(zk) not in (None, active), what="a new controller")
+        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, timeout=60, what="reassignment finished")
+        assert replicas(zk, "moving") == {0: (target, source[1])}
+        s = state(zk, "moving", 0)
+        assert s.leader == target and set(s.isr) == {target, source[1]}
+
+
+def test_isr_shrinks_for_a_lagging_follower_and_expands_when_it_catches_up(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=2, time_scale=20.0, bandwidth=1 * MB) as _lab, \
+            ZkClient(ZkSettings(zk_connect)) as zk:
+        admin.create_topic(zk, "busy", {0: (1, 2)})
+        wait_until(lambda: state(zk, "busy", 0), what="partition created")
+        traffic.set_ingest(zk, "busy", 2 * MB)  # twice what the follower can fetch
+        s = wait_until(lambda: (x := state(zk, "busy", 0)) and x.isr == (1,) and x, what="ISR shrink")
+        assert s.leader == 1 and s.leader_epoch == 0  # the leader changed the ISR, not the controller
+        wait_until(lambda: not zk.children(paths.ISR_CHANGE_NOTIFICATION), what="notification consumed")
+        traffic.set_ingest(zk, "busy", 0)
+        wait_until(lambda: (x := state(zk, "busy", 0)) and set(x.isr) == {1, 2}, timeout=60, what="ISR expand")
+
+
+def test_preferred_replica_election(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=2) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        admin.create_topic(zk, "pref", {0: (1, 2)})
+        wait_until(lambda: state(zk, "pref", 0), what="partition created")
+        lab.stop_broker(1)
+        assert state(zk, "pref", 0).leader == 2
+        lab.start_broker(1)
+        wait_until(lambda: set(state(zk, "pref", 0).isr) == {1, 2}, what="broker 1 back in sync")
+        assert state(zk, "pref", 0).leader == 2
+        admin.request_preferred_election(zk, [TopicPartition("pref", 0)])
+        wait_until(lambda: state(zk, "pref", 0).leader == 1, what="preferred leader elected")
+        wait_until(lambda: zk.exists(paths.PREFERRED_REPLICA_ELECTION) is None, what="request znode deleted")
+
+
+def test_brokers_refuse_a_stale_controller_epoch(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=2) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        wait_until(lambda: controller(zk), what="a controller")
+        lab.kill_broker(controller(zk))  # epoch 2 now reaches the survivor
+        survivor = wait_until(lambda: controller(zk) if controller(zk) in (1, 2) and zk.exists(paths.broker(3 - controller(zk))) is None else None,
+                              what="the survivor is controller")
+        assert broker_status(zk, survivor)["controller"]["epoch"] == 2
+        node = zk.get(paths.broker(survivor))
+        from kops.kafka.codecs.brokers import decode_broker
+        b = decode_broker(survivor, node.data, "b")
+        rpc = RpcClient(b.host, b.port)
+        try:
+            with pytest.raises(RpcError, match="stale controller epoch 1"):
+                rpc.call("controller_batch", {"controller_id": 9, "controller_epoch": 1,
+                                              "stop_replica": [["x", 0, True]]})
+        finally:
+            rpc.close()
+
+
+def test_a_replaced_controller_cannot_write(zk: ZkClient) -> None:
+    """ZooKeeper fencing: every multi-op checks /controller_epoch's version."""
+    for path in paths.PERSISTENT_PATHS:
+        zk.ensure_path(path)
+    store = ControllerStore(zk)
+    epoch, version = store.register_controller(7)
+    assert (epoch, version) == (1, 1)
+    admin.create_topic(zk, "t", {0: (7,)})
+    ctx, _view = store.load(7, epoch)
+    zk.set(paths.CONTROLLER_EPOCH, b"2")  # a successor's election
+    effects = Effects(states={TopicPartition("t", 0): LeaderState(7, 0, (7,), 0)},
+                      created_states={TopicPartition("t", 0)})
+    with pytest.raises(ControllerMoved):
+        store.write(ctx, effects, version)
+    assert zk.exists(paths.partition_state("t", 0)) is None
+
+
+def test_lab_down_leaves_no_process(lab_dir: Path, zk_connect: str) -> None:
+    with running_lab(lab_dir, zk_connect, brokers=2) as lab:
+        pids = list(lab.state().pids.values())
+    import os
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        assert not alive, f"broker pid {pid} survived"
+    assert signal.SIGKILL  # lab.down() kills; nothing else to clean

@@ -1,0 +1,82 @@
+"""Helpers for tests that drive a lab cluster from outside, as an operator or Kafka's tools would."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kops.kafka import paths
+from kops.kafka.client import ZkClient
+from kops.kafka.codecs.controller import decode_controller
+from kops.kafka.codecs.partition_state import decode_partition_state
+from kops.kafka.codecs.topics import decode_topic
+from kops.lab.cluster import Lab
+from kops.model.partitions import PartitionState
+from kops.rpc import RpcClient
+
+T = TypeVar("T")
+
+
+def wait_until(check: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:
+    """Poll `check` until it returns something truthy; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+
+
+@contextmanager
+def running_lab(directory: Path, zookeeper: str, brokers: int = 3, **options: Any) -> Iterator[Lab]:
+    """A lab whose brokers die with the test process, torn down even when the test fails."""
+    lab = Lab(directory, detached=False)
+    lab.up(brokers=brokers, zookeeper=zookeeper, session_timeout=options.pop("session_timeout", 3.0), **options)
+    try:
+        yield lab
+    finally:
+        lab.down()
+        assert not lab.pids_alive(), "a broker process survived lab.down()"
+
+
+def state(client: ZkClient, topic: str, partition: int) -> PartitionState | None:
+    node = client.get(paths.partition_state(topic, partition))
+    return None if node is None else decode_partition_state(node.data, "state")
+
+
+def replicas(client: ZkClient, topic: str) -> dict[int, tuple[int, ...]]:
+    node = client.get(paths.topic(topic))
+    return {} if node is None else decode_topic(node.data, "topic").replicas
+
+
+def controller(client: ZkClient) -> int | None:
+    node = client.get(paths.CONTROLLER)
+    return None if node is None else decode_controller(node.data, "controller").broker_id
+
+
+def broker_status(client: ZkClient, broker: int) -> dict[str, Any]:
+    """The broker's own view (RPC `status`): its replicas and, if active, its controller's figures."""
+    from kops.kafka.codecs.brokers import decode_broker
+
+    node = client.get(paths.broker(broker))
+    assert node is not None, f"broker {broker} is not registered"
+    b = decode_broker(broker, node.data, "broker")
+    rpc = RpcClient(b.host or "127.0.0.1", b.port)
+    try:
+        return rpc.call("status")
+    finally:
+        rpc.close()
+
+
+def replica(client: ZkClient, broker: int, topic: str, partition: int) -> dict[str, Any] | None:
+    keys = ("topic", "partition", "role", "online", "start", "end", "hw", "leader", "leader_epoch", "isr",
+            "created_at", "caught_up_at", "fetch_error")
+    for row in broker_status(client, broker)["replicas"]:
+        if row[0] == topic and row[1] == partition:
+            return dict(zip(keys, row))
+    return None
