@@ -81,6 +81,7 @@ class ReplicaManager:
         self.bandwidth_in = RateLimiter(bandwidth, burst_seconds)
         self.ingest: dict[str, float] = {}  # topic -> bytes per simulated second per partition
         self.pending_isr: dict[TopicPartition, tuple[int, ...]] = {}
+        self.leading: set[TopicPartition] = set()  # online replicas this broker leads
         self.deleted_bytes = 0
 
     # -- controller requests -----------------------------------------------------------------------------
@@ -111,10 +112,10 @@ class ReplicaManager:
                     continue
                 if delete:
                     del self.replicas[tp]
-                    self.pending_isr.pop(tp, None)
                 else:
                     r.online = False
-                    self.pending_isr.pop(tp, None)
+                self.pending_isr.pop(tp, None)
+                self.leading.discard(tp)
             return {"stale_partitions": ignored}
 
     def _become(self, r: Replica | None, tp: TopicPartition, leader: int, epoch: int, isr: tuple[int, ...],
@@ -127,6 +128,7 @@ class ReplicaManager:
         r.fetch_error = None
         self.pending_isr.pop(tp, None)
         if leader == self.broker_id:
+            self.leading.add(tp)
             if not was_leader:  # a new leader gives every follower a full lag window (Kafka resets these too)
                 r.followers = {b: FollowerProgress(0, now) for b in replicas if b != self.broker_id}
                 r.last_ingest = now
@@ -135,6 +137,7 @@ class ReplicaManager:
                                if b != self.broker_id}
             self._update_hw(r)
         else:
+            self.leading.discard(tp)
             r.followers = {}
             r.in_sync = self.broker_id in r.isr
             if r.log.end > r.log.hw:  # a follower truncates to its high watermark before fetching
@@ -192,26 +195,32 @@ class ReplicaManager:
             self._update_hw(r)
             return r.log.end
 
-    def tick(self) -> None:
-        """Ingest, retention, high watermarks, and ISR shrink for lagging followers."""
+    def tick(self, retention: bool = True) -> None:
+        """Ingest and ISR shrink for lagging followers at every tick; retention when asked (less often).
+
+        Only partitions this broker leads need work at every tick, so a broker hosting 10,000 followers
+        spends nothing here (it would compete with the controller thread for the interpreter otherwise).
+        """
         now = self.clock.now()
         with self.lock:
-            for tp, r in self.replicas.items():
-                if not r.online:
-                    continue
-                config = self.topic_configs.get(tp.topic, {})
-                if r.leader == self.broker_id:
-                    rate = self.ingest.get(tp.topic)
-                    if rate and r.last_ingest is not None:
-                        r.log.append(int(rate * (now - r.last_ingest)), now)
-                    r.last_ingest = now
+            for tp, r in self.replicas.items() if retention else ():
+                if r.online:
+                    config = self.topic_configs.get(tp.topic, {})
+                    self.deleted_bytes += r.log.apply_retention(
+                        now, _int(config.get("retention.ms"), DEFAULT_RETENTION_MS), _int(config.get("retention.bytes"), -1))
+            for tp in self.leading:
+                r = self.replicas[tp]
+                rate = self.ingest.get(tp.topic)
+                if rate and r.last_ingest is not None:
+                    r.log.append(int(rate * (now - r.last_ingest)), now)
+                r.last_ingest = now
+                if len(r.isr) > 1:
                     lagging = [b for b in r.isr if b != self.broker_id and b in r.followers
                                and now - r.followers[b].caught_up_at > self.lag_max]
                     if lagging and tp not in self.pending_isr:
                         self.pending_isr[tp] = tuple(b for b in r.isr if b not in lagging)
+                if rate or len(r.isr) > 1:
                     self._update_hw(r)
-                self.deleted_bytes += r.log.apply_retention(
-                    now, _int(config.get("retention.ms"), DEFAULT_RETENTION_MS), _int(config.get("retention.bytes"), -1))
 
     def take_isr_updates(self) -> list[IsrUpdate]:
         with self.lock:

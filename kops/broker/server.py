@@ -233,9 +233,13 @@ class BrokerServer:
     # -- periodic work -----------------------------------------------------------------------------------
 
     def _tick_loop(self) -> None:
+        last_retention = 0.0
         while not self.stopping.wait(self.settings.tick):
             try:
-                self.replicas.tick()
+                retention = time.monotonic() - last_retention >= 1.0
+                if retention:
+                    last_retention = time.monotonic()
+                self.replicas.tick(retention)
                 self._write_isr_updates(self.replicas.take_isr_updates())
                 self._ensure_fetchers()
                 if self.clock.now() >= self._next_logdirs:

@@ -256,8 +256,8 @@ class ControllerStore:
                 ops.append(("set", path, data, state.zk_version, tp))
         for name in sorted(effects.deleted_topics):
             ops.extend(("delete", p, None, -1, None) for p in self._topic_tree(name))
-        committed: set[TopicPartition] = set()
-        for start in range(0, len(ops), self.batch_ops):
+        pending = []
+        for start in range(0, len(ops), self.batch_ops):  # every batch in flight at once, in order
             chunk = ops[start:start + self.batch_ops]
             txn = self.client.transaction().check(paths.CONTROLLER_EPOCH, epoch_version)
             for kind, path, data, version, _tp in chunk:
@@ -267,16 +267,24 @@ class ControllerStore:
                     txn.set(path, data or b"", version)
                 else:
                     txn.delete(path)
+            pending.append((chunk, txn.commit_async()))
+        committed: set[TopicPartition] = set()
+        failures: list[tuple[list, TransactionFailed]] = []
+        for chunk, sent in pending:
             try:
-                txn.commit()
+                sent.result()
+                committed.update(tp for *_, tp in chunk if tp is not None)
             except TransactionFailed as exc:
-                if exc.index == 0:
-                    raise ControllerMoved("controller epoch moved on; another broker is controller") from exc
-                failed = chunk[exc.index - 1]
-                if isinstance(exc.cause, VersionConflict) and failed[4] is not None:
-                    raise StateConflict({tp for *_, tp in chunk if tp is not None}, committed) from exc
-                raise
-            committed.update(tp for *_, tp in chunk if tp is not None)
+                failures.append((chunk, exc))
+        for chunk, exc in failures:
+            if exc.index == 0:
+                raise ControllerMoved("controller epoch moved on; another broker is controller") from exc
+        for chunk, exc in failures:
+            failed = chunk[exc.index - 1]
+            if not (isinstance(exc.cause, VersionConflict) and failed[4] is not None):
+                raise exc
+        if failures:
+            raise StateConflict({tp for chunk, _ in failures for *_, tp in chunk if tp is not None}, committed)
 
     def _encode_topic(self, ctx: ControllerContext, effects: Effects, name: str) -> bytes:
         meta = ctx.topic_meta.get(name) or TopicAssignment({})
