@@ -9,11 +9,14 @@ from kops.controller.decisions import (
     on_broker_failure,
     on_broker_startup,
     on_controlled_shutdown,
+    on_failover,
     on_preferred_election,
+    on_replicas_deleted,
     on_topic_creation,
+    on_topic_deletion,
     start_reassignment,
 )
-from kops.controller.effects import apply_to_memory
+from kops.controller.effects import apply_to_memory, restrict
 from kops.model.partitions import TopicPartition
 
 T0, T1, T2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
@@ -122,3 +125,56 @@ def test_controlled_shutdown_moves_leadership_first() -> None:
     assert effects.states[T0].leader == 2 and 1 not in effects.states[T0].isr
     assert effects.states[T1].isr == (2,) and (T1, False) in effects.requests[1].stop_replica
     assert T2 not in effects.states  # nobody else can lead it
+
+
+def test_failover_resends_state_and_elects_where_the_leader_is_gone() -> None:
+    ctx = context((T0, (1, 2, 3), 1, (1, 2, 3)), (T1, (4, 2), 4, (4, 2)), live=(1, 2, 3))
+    effects = on_failover(ctx)
+    assert set(effects.states) == {T1}  # only the partition whose leader is not live is written
+    assert effects.states[T1] == LeaderState(2, 4, (2,), 5)
+    resent = {b: [e.tp for e in r.leader_and_isr] for b, r in effects.requests.items()}
+    assert resent[1] == [T0] and resent[3] == [T0] and sorted(resent[2]) == [T0, T1]
+    t0 = effects.requests[1].leader_and_isr[0]
+    assert (t0.leader, t0.leader_epoch, t0.zk_version) == (1, 3, 5)  # as it is: no epoch bump, no write
+    assert 4 not in effects.requests and all(effects.requests[b].update_metadata for b in (1, 2, 3))
+
+
+def test_topic_deletion_stops_and_deletes_every_replica_then_removes_the_znodes() -> None:
+    ctx = context((T0, (1, 2), 1, (1, 2)), (T1, (2, 3), 2, (2, 3)))
+    effects = on_topic_deletion(ctx, {"t"})
+    assert effects.deleting_topics == {"t"} and not effects.deleted_topics
+    assert effects.requests[2].stop_replica == [(T0, True), (T1, True)]
+    assert effects.requests[1].stop_replica == [(T0, True)] and effects.requests[3].stop_replica == [(T1, True)]
+    apply_to_memory(ctx, effects)
+    assert ctx.topics_to_delete == {"t"}
+    assert start_reassignment(ctx, {T0: (3, 4)}).reassignments_done == [T0]  # no moves of a dying topic
+    done = on_replicas_deleted(ctx, "t")
+    assert done.deleted_topics == {"t"}
+    apply_to_memory(ctx, done)
+    assert not ctx.assignments and not ctx.states and not ctx.topics_to_delete
+
+
+def test_topic_deletion_waits_for_dead_replicas_and_ignores_unknown_topics() -> None:
+    ctx = context((T0, (1, 2), 1, (1, 2)), live=(1,))
+    effects = on_topic_deletion(ctx, {"t", "ghost"})
+    assert effects.deleting_topics == {"t"} and not effects.requests  # broker 2 is down: ineligible
+    assert effects.deleted_topics == {"ghost"}  # a marker for a topic that does not exist is just removed
+    assert any("waits for brokers [2]" in line for line in effects.log)
+    assert not on_replicas_deleted(context(), "t").deleted_topics  # not marked: nothing to delete
+
+
+def test_reassignment_already_in_flight_is_resumed_not_restarted() -> None:
+    ctx = context((T0, (1, 2, 3), 1, (1, 2, 3)))
+    apply_to_memory(ctx, start_reassignment(ctx, {T0: (4, 5, 6)}))
+    again = start_reassignment(ctx, {T0: (4, 5, 6)})
+    assert not again.states and not again.assignments  # nothing written a second time
+    assert {b for b, r in again.requests.items() if r.leader_and_isr} == {1, 2, 3, 4, 5, 6}
+    assert again.requests[4].leader_and_isr[0].leader_epoch == ctx.states[T0].leader_epoch
+
+
+def test_restrict_keeps_only_the_committed_partitions() -> None:
+    ctx = context((T0, (1, 2), 1, (1, 2)), (T1, (1, 3), 1, (1, 3)))
+    effects = on_broker_failure(ctx, {1})
+    part = restrict(effects, {T0})
+    assert set(part.states) == {T0}
+    assert [e.tp for r in part.requests.values() for e in r.leader_and_isr] == [T0]

@@ -1,0 +1,149 @@
+"""The lab broker's replica logic in one process: two replica managers exchanging fetches directly."""
+
+from __future__ import annotations
+
+import pytest
+
+from kops.broker.quotas import RateLimiter
+from kops.broker.replicas import ReplicaManager
+from kops.broker.simlog import SimulatedLog
+from kops.broker.throttles import ALL, Throttles, parse_rate, throttled_partitions
+from kops.controller.effects import LeaderAndIsrEntry
+from kops.controller.wire import BrokerAddress, ControllerBatch, decode_batch, encode_batch
+from kops.controller.effects import BrokerRequests
+from kops.kafka.codecs.partition_state import encode_partition_state
+from kops.jsondoc import dumps_compact
+from kops.model.partitions import PartitionState, TopicPartition
+from kops.rpc import RpcError
+
+TP = TopicPartition("t", 0)
+
+
+class FakeClock:
+    """Simulated time under the test's control."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.scale = 1.0
+
+    def now(self) -> float:
+        return self.t
+
+
+def pair(rate: float | None = None) -> tuple[FakeClock, ReplicaManager, ReplicaManager]:
+    clock = FakeClock()
+    leader, follower = ReplicaManager(1, clock, None), ReplicaManager(2, clock, None)  # type: ignore[arg-type]
+    for rm in (leader, follower):
+        rm.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 1, 0, (1,), (1, 2), 0, True)]))
+    return clock, leader, follower
+
+
+def fetch_round(leader: ReplicaManager, follower: ReplicaManager) -> int:
+    plan = follower.fetch_plan(1)
+    return follower.apply_fetch(plan, leader.handle_fetch({"replica_id": 2, "partitions": plan}))
+
+
+def test_throttle_lists_keep_only_this_brokers_entries() -> None:
+    assert throttled_partitions("0:1, 1:2,2:1,", 1) == {0, 2}
+    assert throttled_partitions(" * ", 1) == ALL
+    assert throttled_partitions("", 1) == set() and throttled_partitions(None, 1) == set()
+    assert parse_rate("1048576") == 1048576.0 and parse_rate(str(2**63 - 1)) is None and parse_rate("x") is None
+    t = Throttles(2)
+    t.update_topic("t", {"leader.replication.throttled.replicas": "0:2", "follower.replication.throttled.replicas": "*"})
+    assert t.leader_throttled("t", 0) and not t.leader_throttled("t", 1) and t.follower_throttled("t", 9)
+
+
+def test_rate_limiter_meets_its_rate_and_returns_unused() -> None:
+    limiter = RateLimiter(100.0, burst_seconds=1.0)
+    assert limiter.take(1000, 0.0) == 0
+    assert limiter.take(1000, 0.5) == 50
+    assert limiter.take(1000, 10.0) == 100  # the bucket holds one second
+    limiter.give_back(30)
+    assert limiter.take(1000, 10.0) == 30
+    assert RateLimiter(None).take(12345, 0.0) == 12345
+
+
+def test_log_retention_by_bytes_and_by_time() -> None:
+    log = SimulatedLog(checkpoint_every=10.0)
+    for second in range(0, 100, 10):
+        log.append(1000, float(second))
+    log.hw = log.end
+    assert log.apply_retention(100.0, -1, 4000) == 6000 and log.size == 4000
+    assert log.apply_retention(100.0, 25_000, -1) > 0 and log.start == 8000  # appended before t=75 is gone
+    assert log.end == 10000
+
+
+def test_follower_catches_up_and_joins_the_isr() -> None:
+    clock, leader, follower = pair()
+    leader.append(TP, 5000)
+    clock.t = 1.0
+    assert fetch_round(leader, follower) == 5000
+    assert follower.replicas[TP].log.end == 5000
+    fetch_round(leader, follower)  # the fetch at the log end proves it caught up
+    updates = leader.take_isr_updates()
+    assert [(u.tp, u.isr, u.zk_version) for u in updates] == [(TP, (1, 2), 0)]
+    leader.isr_written(updates[0], 1)
+    assert leader.replicas[TP].isr == (1, 2) and leader.replicas[TP].zk_version == 1
+
+
+def test_leader_and_follower_throttles_limit_an_out_of_sync_follower() -> None:
+    clock, leader, follower = pair()
+    leader.append(TP, 10_000_000)
+    leader.throttles.update_topic("t", {"leader.replication.throttled.replicas": "0:1"})
+    leader.leader_quota.set_rate(1000.0)
+    fetch_round(leader, follower)  # learns the leader's end; the bucket starts empty
+    for second in range(1, 11):
+        clock.t = float(second)
+        fetch_round(leader, follower)
+    assert follower.replicas[TP].log.end == 10 * 1000  # 1000 bytes per simulated second
+    follower.throttles.update_topic("t", {"follower.replication.throttled.replicas": "0:2"})
+    follower.follower_quota.set_rate(100.0)
+    before = follower.replicas[TP].log.end
+    for second in range(11, 21):
+        clock.t = float(second)
+        fetch_round(leader, follower)
+    assert follower.replicas[TP].log.end - before <= 100 * 10 + 100  # the lower of the two rates wins
+
+
+def test_lagging_follower_leaves_the_isr_after_the_lag_window() -> None:
+    clock, leader, follower = pair()
+    leader.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 1, 1, (1, 2), (1, 2), 1)]))
+    leader.append(TP, 100)
+    clock.t = 31.0  # the follower never fetched
+    leader.tick()
+    assert [u.isr for u in leader.take_isr_updates()] == [(1,)]
+
+
+def test_requests_from_an_older_controller_epoch_are_refused() -> None:
+    _clock, leader, _follower = pair()
+    with pytest.raises(RpcError, match="stale controller epoch 4"):
+        leader.handle_controller_batch(ControllerBatch(9, 4, stop_replica=[(TP, True)]))
+    assert TP in leader.replicas
+    leader.handle_controller_batch(ControllerBatch(2, 6, stop_replica=[(TP, True)]))
+    assert TP not in leader.replicas
+
+
+def test_stale_leader_epoch_in_a_request_is_ignored() -> None:
+    _clock, leader, _follower = pair()
+    leader.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 1, 3, (1, 2), (1, 2), 3)]))
+    reply = leader.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 2, 2, (2,), (1, 2), 2)]))
+    assert reply["stale_partitions"] == ["t-0"] and leader.replicas[TP].leader == 1
+
+
+def test_controller_batch_round_trips_through_the_wire_format() -> None:
+    requests = BrokerRequests([LeaderAndIsrEntry(TP, 1, 2, (1, 2), (1, 2, 3), 4, True)], [(TP, False)], True)
+    body = encode_batch(3, 9, requests, {1: BrokerAddress(1, "127.0.0.1", 9092, "r1")})
+    batch = decode_batch(body)
+    assert batch.leader_and_isr == requests.leader_and_isr and batch.stop_replica == [(TP, False)]
+    assert batch.brokers == {1: BrokerAddress(1, "127.0.0.1", 9092, "r1")} and batch.controller_epoch == 9
+
+
+@pytest.mark.parametrize("state", [
+    PartitionState(1, 0, (1, 2, 3), 1),
+    PartitionState(-1, 12, (), 4, version=1),
+    PartitionState(1001, 2**31 - 1, (5,), 2**31 - 1),
+])
+def test_fast_state_encoding_is_byte_identical(state: PartitionState) -> None:
+    doc = {"controller_epoch": state.controller_epoch, "leader": state.leader, "version": state.version,
+           "leader_epoch": state.leader_epoch, "isr": list(state.isr)}
+    assert encode_partition_state(state) == dumps_compact(doc)
