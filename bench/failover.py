@@ -147,7 +147,7 @@ def main() -> None:
                     found = _states(zk, pending)
                     pending = [k for k, (s, _) in zip(pending, found) if s is None or s.leader == leader]
                     if pending:
-                        time.sleep(0.25)  # light polling: the measure is the znodes' mtime, not this loop
+                        time.sleep(0.5)  # light polling: the measure is the znodes' mtime, not this loop
                 observed = time.monotonic() - seen_gone
                 if pending:
                     raise SystemExit(f"{len(pending)} partitions still led by the dead broker")

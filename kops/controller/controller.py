@@ -234,15 +234,20 @@ class Controller:
         return {}
 
     def _apply(self, ctx: ControllerContext, effects: Effects) -> dict[int, dict[str, Any] | None]:
-        for line in effects.log:
-            state_change_log.info("%s", line)
         if effects.empty:
+            self._log_state_changes(effects)
             return {}
         self.store.write(ctx, effects, self.epoch_version)
         return self._after_write(ctx, effects)
 
+    @staticmethod
+    def _log_state_changes(effects: Effects) -> None:
+        for line in effects.log:
+            state_change_log.info("%s", line)
+
     def _after_write(self, ctx: ControllerContext, effects: Effects) -> dict[int, dict[str, Any] | None]:
         apply_to_memory(ctx, effects)
+        self._log_state_changes(effects)  # after ZooKeeper accepted them: the log says what happened
         replies = self.channel.send(self.broker_id, ctx.epoch, effects.requests) if effects.requests else {}
         if effects.reassignments_done:
             self.store.remove_reassignments(effects.reassignments_done)
