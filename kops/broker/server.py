@@ -83,6 +83,7 @@ class BrokerServer:
             "controlled_shutdown": self._controlled_shutdown_request,
         })
         self.controller = Controller(self.id, self.client, on_session_lost=self._register)
+        self.configs = ConfigFollower(self.client, self.id, self._topic_config, self._broker_config)
         self.stopping = threading.Event()
         self._work: queue.Queue[Callable[[], None]] = queue.Queue()
         self._fetchers: dict[int, threading.Thread] = {}
@@ -102,7 +103,7 @@ class BrokerServer:
                 pass
         self.rpc.start()
         self._start_thread(self._work_loop, "zk-worker")
-        configs = ConfigFollower(self.client, self.id, self._topic_config, self._broker_config)
+        configs = self.configs
         configs.load_all()
         self.client.watch_children(paths.CONFIG_CHANGES, lambda names: self._work.put(lambda: configs.process(names)))
         self.client.watch_data(paths.LAB_INGEST, lambda node: self._work.put(lambda: self._ingest(node)))
@@ -176,7 +177,13 @@ class BrokerServer:
     # -- RPC handlers ------------------------------------------------------------------------------------
 
     def _controller_batch(self, body: dict[str, Any]) -> dict[str, Any]:
-        reply = self.replicas.handle_controller_batch(decode_batch(body))
+        batch = decode_batch(body)
+        reply = self.replicas.handle_controller_batch(batch)
+        # A topic created after startup sent no config notification (Kafka's topic creation does not):
+        # read its config when its first replica arrives, as a Kafka broker does when it creates the log.
+        for topic in sorted({e.tp.topic for e in batch.leader_and_isr} - set(self.replicas.topic_configs)):
+            self.replicas.topic_configs.setdefault(topic, {})
+            self._work.put(lambda topic=topic: self._topic_config(topic, self.configs.read_entity("topics", topic)))
         self._ensure_fetchers()
         return reply
 

@@ -210,3 +210,24 @@ def test_lab_down_leaves_no_process(lab_dir: Path, zk_connect: str) -> None:
             alive = False
         assert not alive, f"broker pid {pid} survived"
     assert signal.SIGKILL  # lab.down() kills; nothing else to clean
+
+
+def test_brokers_write_log_dir_snapshots_and_apply_retention(lab_dir: Path, zk_connect: str) -> None:
+    from kops.kafka.codecs.log_dirs import parse_log_dirs
+
+    with running_lab(lab_dir, zk_connect, brokers=1, time_scale=300.0) as _lab, ZkClient(ZkSettings(zk_connect)) as zk:
+        admin.create_topic(zk, "capped", {0: (1,), 1: (1,)}, {"retention.bytes": str(1 * MB)})
+        wait_until(lambda: state(zk, "capped", 1), what="partitions created")
+        traffic.produce(zk, "capped", 6 * MB)
+        wait_until(lambda: (r := replica(zk, 1, "capped", 0)) and r["end"] - r["start"] == MB, what="retention")
+
+        def latest_sizes() -> dict[int, int] | None:
+            files = sorted(lab_dir.joinpath("logdirs").glob("broker-1-*.json"),
+                           key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+            if not files:
+                return None
+            report = parse_log_dirs(files[-1].read_text(), str(files[-1]))
+            sizes = {r.partition: r.size for d in report.brokers[0].log_dirs for r in d.replicas if r.topic == "capped"}
+            return sizes if sizes == {0: MB, 1: MB} else None
+
+        assert wait_until(latest_sizes, timeout=30, what="a log-dir snapshot with the retained sizes")
