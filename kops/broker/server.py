@@ -36,13 +36,14 @@ from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, Rep
 from kops.kafka.codecs.notifications import encode_isr_change
 from kops.kafka.codecs.partition_state import encode_partition_state
 from kops.model.brokers import Broker, FeatureRange
+from kops.model.features import KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE
 from kops.model.partitions import PartitionState, TopicPartition
 from kops.rpc import RpcClient, RpcError, RpcServer, RpcUnavailable
 
 log = logging.getLogger(__name__)
 
 # What the lab advertises in its registration (DESIGN.md §2): a real Kafka advertises none of these.
-LAB_FEATURES = {"kops.lab": FeatureRange(1, 1)}
+LAB_FEATURES = {name: FeatureRange(1, 1) for name in ("kops.lab", KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE)}
 SHUTDOWN_ATTEMPTS = 3
 LOG_DIR_FILES_KEPT = 500
 

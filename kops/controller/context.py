@@ -28,6 +28,14 @@ class ControllerContext:
     shutting_down: set[int] = field(default_factory=set)
     topics_to_delete: set[str] = field(default_factory=set)
     topic_meta: dict[str, TopicAssignment] = field(default_factory=dict)  # last topic znode: id, version, counts
+    # The order of a moving partition's original replicas, for cancellation. The topic znode keeps only the set
+    # (RS = target ++ original, distinct); after a failover the order falls back to RS order.
+    original_order: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+
+    def originals(self, tp: TopicPartition) -> tuple[int, ...]:
+        recorded = self.original_order.get(tp)
+        fallback = self.assignments[tp].original_replicas
+        return recorded if recorded is not None and set(recorded) == set(fallback) else fallback
 
     def partitions_of(self, topic: str) -> list[TopicPartition]:
         return sorted(tp for tp in self.assignments if tp.topic == topic)

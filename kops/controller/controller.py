@@ -18,7 +18,7 @@ from kops.controller.context import ControllerContext
 from kops.controller.effects import Effects, apply_to_memory, restrict
 from kops.controller.eventloop import EventLoop
 from kops.controller.events import (
-    BrokerChange, ControlledShutdown, ControllerChange, Event, Expire, IsrChanged, PartitionModifications,
+    BrokerChange, CancelRequested, FreezeChanged, QueueChanged, ControlledShutdown, ControllerChange, Event, Expire, IsrChanged, PartitionModifications,
     PreferredElectionRequested, ReassignmentRequested, Reelect, ReplicasDeleted, Startup, TopicChange,
     TopicDeletion)
 from kops.controller.channel import BrokerChannel
@@ -128,6 +128,12 @@ class Controller:
             self._reassignment()
         elif isinstance(event, PreferredElectionRequested):
             self._preferred_election()
+        elif isinstance(event, CancelRequested):
+            self._cancel()
+        elif isinstance(event, FreezeChanged):
+            self._freeze()
+        elif isinstance(event, QueueChanged):
+            self._queue()
         elif isinstance(event, IsrChanged):
             self._isr_changed()
         elif isinstance(event, ControlledShutdown):
@@ -192,6 +198,9 @@ class Controller:
         client.watch_children(paths.ISR_CHANGE_NOTIFICATION, self._watch(IsrChanged))
         client.watch_data(paths.REASSIGN_PARTITIONS, self._watch(ReassignmentRequested))
         client.watch_data(paths.PREFERRED_REPLICA_ELECTION, self._watch(PreferredElectionRequested))
+        client.watch_data(paths.REASSIGN_CANCEL, self._watch(FreezeChanged))
+        client.watch_data(paths.CANCEL_REASSIGNMENT, self._watch(CancelRequested))
+        client.watch_data(paths.REASSIGN_QUEUE, self._watch(QueueChanged))
         for topic in sorted(ctx.topic_meta):
             self._watch_topic(topic)
 
@@ -367,6 +376,12 @@ class Controller:
         if czxid == self._reassign_czxid:
             return  # our own rewrite of the znode (entries removed), not a new request
         self._reassign_czxid = czxid
+        if self._frozen(paths.REASSIGN_PARTITIONS, len(targets)):
+            return
+        requested = self._valid_targets(targets)
+        self._decide(lambda c: decisions.start_reassignment(c, requested))
+
+    def _valid_targets(self, targets: list[Any]) -> dict[TopicPartition, tuple[int, ...]]:
         requested: dict[TopicPartition, tuple[int, ...]] = {}
         for t in targets:
             tp = TopicPartition(t.topic, t.partition)
@@ -375,7 +390,67 @@ class Controller:
                 self.store.remove_reassignments([tp])
                 continue
             requested[tp] = t.replicas
-        self._decide(lambda c: decisions.start_reassignment(c, requested))
+        return requested
+
+    def _frozen(self, path: str, entries: int) -> bool:
+        """KIP-236 freeze: while /admin/reassign_cancel exists, requests are skipped and removed."""
+        if self.client.exists(paths.REASSIGN_CANCEL) is None:
+            return False
+        state_change_log.warning("[controller %d epoch %d] %s: %d reassignments skipped and removed: "
+                                 "reassignments are frozen while %s exists", self.broker_id,
+                                 self.ctx.epoch if self.ctx else -1, path, entries, paths.REASSIGN_CANCEL)
+        self.store.delete_quietly(path)
+        return True
+
+    def _cancel_pending(self) -> int:
+        ctx = self.ctx
+        assert ctx is not None
+        pending = sorted(tp for tp, a in ctx.assignments.items() if a.reassigning)
+        if pending:
+            self._decide(lambda c: decisions.cancel_reassignments(c, pending))
+        return len(pending)
+
+    def _cancel(self) -> None:
+        """KIP-236 cancel: roll back what is pending, then delete the reassignment and the cancel znodes."""
+        if self.client.exists(paths.CANCEL_REASSIGNMENT) is None:
+            return
+        count = self._cancel_pending()
+        self.store.delete_quietly(paths.REASSIGN_PARTITIONS)
+        self._reassign_czxid = None
+        self.store.delete_quietly(paths.CANCEL_REASSIGNMENT)
+        state_change_log.info("[controller %d epoch %d] cancellation of %d pending reassignments done",
+                              self.broker_id, self.ctx.epoch if self.ctx else -1, count)
+
+    def _freeze(self) -> None:
+        """KIP-236 freeze: creating /admin/reassign_cancel cancels what is pending; it stays until removed."""
+        if self.client.exists(paths.REASSIGN_CANCEL) is None:
+            return
+        self._cancel_pending()
+        self.store.delete_quietly(paths.REASSIGN_PARTITIONS)
+        self._reassign_czxid = None
+
+    def _queue(self) -> None:
+        """KIP-236 queue: new moves start at once; a pending partition is rolled back, then re-targeted."""
+        ctx = self.ctx
+        assert ctx is not None
+        try:
+            targets = self.store.read_queue()
+        except ZnodeFormatError as exc:
+            log.warning("queued reassignments ignored: %s", exc.one_line())
+            self.store.delete_quietly(paths.REASSIGN_QUEUE)
+            return
+        if targets is None or self._frozen(paths.REASSIGN_QUEUE, len(targets)):
+            return
+        requested = self._valid_targets(targets)
+        pending = sorted(tp for tp in requested if tp in ctx.assignments and ctx.assignments[tp].reassigning
+                         and ctx.assignments[tp].target_replicas != requested[tp])
+        if pending:
+            self._decide(lambda c: decisions.cancel_reassignments(c, pending))
+        if requested:
+            self._reassign_czxid = self.store.merge_reassignments(
+                [t for t in targets if TopicPartition(t.topic, t.partition) in requested])
+            self._decide(lambda c: decisions.start_reassignment(c, requested))
+        self.store.delete_quietly(paths.REASSIGN_QUEUE)
 
     def _preferred_election(self) -> None:
         try:

@@ -151,8 +151,9 @@ def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tup
                 tp, state.leader, state.leader_epoch, state.isr, current.replicas, state.zk_version))
             resumed.append(tp)
             continue
-        original = current.original_replicas
+        original = ctx.originals(tp) if current.reassigning else current.replicas
         replicas = tuple(dict.fromkeys(tuple(target) + original))
+        effects.original_order[tp] = original
         assignment = Assignment(replicas, tuple(r for r in replicas if r not in original),
                                 tuple(r for r in replicas if r not in target))
         effects.assignments[tp] = assignment
@@ -289,4 +290,48 @@ def on_replicas_deleted(ctx: ControllerContext, topic: str) -> Effects:
         effects.deleted_topics.add(topic)
         _log(ctx, effects, f"topic {topic}: deleted")
         effects.metadata_to(ctx.live_ids())
+    return effects
+
+
+def cancel_reassignments(ctx: ControllerContext, tps: list[TopicPartition]) -> Effects:
+    """KIP-236 (seed 000): roll pending reassignments back to their original replicas, in original order.
+
+    Original = replicas minus adding, as the topic znode records them (OAR); new = adding (RAR − OAR).
+    Steps, per partition:
+    1. AR = OAR (in memory, then in ZooKeeper with the state, step 5);
+    2. leader: kept if it is in OAR and live, else elected from OAR's live in-sync replicas; the leader epoch
+       is bumped either way and LeaderAndIsr carries AR = OAR, so the leader cannot re-add a dropped replica;
+    3–4. the new replicas leave the ISR and get StopReplica(delete);
+    6. the entry leaves /admin/reassign_partitions (done by the loop, as for a completed move);
+    7. UpdateMetadata to every live broker.
+    Skip rule: when no original replica is live and in sync while a new one is live, rolling back would take
+    the partition offline; it is left moving and reported. When everything is offline it is rolled back.
+    Worked example: [1,2,3] → [4,5,6] in flight, RS [4,5,6,1,2,3], ISR [1,2,3,4], leader 1: AR [1,2,3],
+    leader 1 (epoch +1), ISR [1,2,3], StopReplica(delete) to 4, 5, 6.
+    """
+    effects = Effects()
+    live = ctx.live_ids()
+    for tp in sorted(set(tps)):
+        assignment, state = ctx.assignments.get(tp), ctx.states.get(tp)
+        if assignment is None or state is None or not assignment.reassigning:
+            continue
+        original, new = ctx.originals(tp), assignment.adding
+        in_sync_originals = [r for r in original if r in state.isr and r in live]
+        if not in_sync_originals and any(r in live for r in new):
+            _log(ctx, effects, f"{tp}: cancellation skipped: no original replica of {list(original)} is in sync "
+                               f"and a new one is live; rolling back would take it offline")
+            continue
+        if state.leader in original and state.leader in live:
+            leader, isr = state.leader, tuple(r for r in state.isr if r in original)
+        else:
+            choice = elections.offline(original, tuple(r for r in state.isr if r in original), live)
+            leader, isr = choice.leader, choice.isr
+        effects.assignments[tp] = Assignment(original)
+        _set_state(ctx, effects, tp, leader, isr, replicas=original, live=live)
+        for r in new:
+            if r in live:
+                effects.to(r).stop_replica.append((tp, True))
+        effects.reassignments_done.append(tp)
+        _log(ctx, effects, f"{tp}: reassignment cancelled, back to {list(original)}, leader {leader}, isr {list(isr)}")
+    effects.metadata_to(live)
     return effects

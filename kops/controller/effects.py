@@ -39,6 +39,7 @@ class Effects:
     created_states: set[TopicPartition] = field(default_factory=set)  # written with create, not set
     assignments: dict[TopicPartition, Assignment] = field(default_factory=dict)
     reassignments_done: list[TopicPartition] = field(default_factory=list)
+    original_order: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)  # moves started
     deleting_topics: set[str] = field(default_factory=set)  # marked: replicas told to stop and delete
     deleted_topics: set[str] = field(default_factory=set)  # znodes removed (topic, partitions, config, marker)
     requests: dict[int, BrokerRequests] = field(default_factory=dict)
@@ -68,6 +69,7 @@ def restrict(effects: Effects, partitions: set[TopicPartition]) -> Effects:
         created_states=effects.created_states & partitions,
         assignments={tp: a for tp, a in effects.assignments.items() if tp in partitions},
         reassignments_done=[tp for tp in effects.reassignments_done if tp in partitions],
+        original_order={tp: o for tp, o in effects.original_order.items() if tp in partitions},
     )
     for broker, reqs in effects.requests.items():
         mine = out.to(broker)
@@ -83,6 +85,10 @@ def apply_to_memory(ctx: ControllerContext, effects: Effects) -> None:
         version = 0 if tp in effects.created_states else state.zk_version + 1
         ctx.states[tp] = LeaderState(state.leader, state.leader_epoch, state.isr, version)
     ctx.assignments.update(effects.assignments)
+    ctx.original_order.update(effects.original_order)
+    for tp in effects.reassignments_done:
+        if not ctx.assignments.get(tp, Assignment(())).reassigning:
+            ctx.original_order.pop(tp, None)
     ctx.topics_to_delete |= effects.deleting_topics
     for topic in effects.deleted_topics:
         for tp in ctx.partitions_of(topic):

@@ -65,6 +65,21 @@ class ReassignmentRequested:
 
 
 @dataclass(frozen=True)
+class CancelRequested:
+    """/admin/cancel_reassignment_in_progress was created (KIP-236 cancel)."""
+
+
+@dataclass(frozen=True)
+class FreezeChanged:
+    """/admin/reassign_cancel was created or deleted (KIP-236 freeze)."""
+
+
+@dataclass(frozen=True)
+class QueueChanged:
+    """/admin/reassign_partitions_queue was created or changed (KIP-236 queue)."""
+
+
+@dataclass(frozen=True)
 class PreferredElectionRequested:
     """/admin/preferred_replica_election was created."""
 
@@ -85,4 +100,4 @@ class ControlledShutdown:
 
 Event = (Startup | Reelect | ControllerChange | Expire | BrokerChange | TopicChange | PartitionModifications
          | TopicDeletion | ReplicasDeleted | ReassignmentRequested | PreferredElectionRequested | IsrChanged
-         | ControlledShutdown)
+         | ControlledShutdown | CancelRequested | FreezeChanged | QueueChanged)

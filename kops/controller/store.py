@@ -172,6 +172,29 @@ class ControllerStore:
             return None
         return decode_reassignment(node.data, paths.REASSIGN_PARTITIONS), node.stat.czxid
 
+    def read_queue(self) -> list[ReassignmentTarget] | None:
+        node = self.client.get(paths.REASSIGN_QUEUE)
+        return None if node is None else decode_reassignment(node.data, paths.REASSIGN_QUEUE)
+
+    def merge_reassignments(self, targets: list[ReassignmentTarget]) -> int:
+        """Add (or replace) entries of /admin/reassign_partitions, creating it if absent; its czxid."""
+        while True:
+            node = self.client.get(paths.REASSIGN_PARTITIONS)
+            if node is None:
+                try:
+                    self.client.create(paths.REASSIGN_PARTITIONS, encode_reassignment(sorted(targets)))
+                except NodeExists:
+                    continue
+                stat = self.client.exists(paths.REASSIGN_PARTITIONS)
+                return stat.czxid if stat else 0
+            merged = {(t.topic, t.partition): t for t in decode_reassignment(node.data, paths.REASSIGN_PARTITIONS)}
+            merged.update({(t.topic, t.partition): t for t in targets})
+            try:
+                self.client.set(paths.REASSIGN_PARTITIONS, encode_reassignment(sorted(merged.values())), node.stat.version)
+                return node.stat.czxid
+            except (VersionConflict, NodeMissing):
+                continue
+
     def remove_reassignments(self, done: Iterable[TopicPartition]) -> None:
         """Drop completed entries from the reassignment znode (delete it when empty), as Kafka 2.4+ does."""
         done_set = set(done)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kops import __version__
+from kops.model.features import KIP253_PARTITION_DELETION
 from kops.model.problems import Problem, ProblemsError
 from kops.model import topic_configs
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
@@ -51,7 +52,7 @@ from kops.planner.leaders import balance_leaders
 from kops.planner.rebalance import balance_bytes, balance_replicas, bounds, replica_lower_bound, smallest_on
 from kops.planner.throttles import batch_throttle
 
-KIP253_FEATURE = "kip253.partition.deletion"
+KIP253_FEATURE = KIP253_PARTITION_DELETION
 DEFAULT_BANDWIDTH = 125_000_000  # bytes/s per broker port assumed when unthrottled (1 Gbit/s)
 DESTRUCTIVE_CONFIGS = ("retention.ms", "retention.bytes")
 

@@ -178,3 +178,31 @@ def test_restrict_keeps_only_the_committed_partitions() -> None:
     part = restrict(effects, {T0})
     assert set(part.states) == {T0}
     assert [e.tp for r in part.requests.values() for e in r.leader_and_isr] == [T0]
+
+
+def test_cancel_rolls_back_to_the_original_replicas_in_order() -> None:
+    ctx = context((T0, (1, 2, 3), 1, (1, 2, 3)))
+    apply_to_memory(ctx, start_reassignment(ctx, {T0: (4, 5, 6)}))
+    ctx.states[T0] = LeaderState(1, ctx.states[T0].leader_epoch, (1, 2, 3, 4), 9)  # 4 caught up, 5 and 6 not yet
+    from kops.controller.decisions import cancel_reassignments
+    effects = cancel_reassignments(ctx, [T0])
+    assert effects.assignments[T0] == Assignment((1, 2, 3))
+    assert effects.states[T0] == LeaderState(1, 5, (1, 2, 3), 9)  # epoch bumped although the leader stays
+    assert {b for b in (4, 5, 6) if (T0, True) in effects.requests[b].stop_replica} == {4, 5, 6}
+    assert effects.requests[1].leader_and_isr[0].replicas == (1, 2, 3)
+    assert effects.reassignments_done == [T0]
+
+
+def test_cancel_elects_from_the_originals_and_honours_the_skip_rule() -> None:
+    from kops.controller.decisions import cancel_reassignments
+    ctx = context((T0, (1, 2), 1, (1, 2)), (T1, (1, 2), 1, (1, 2)))
+    apply_to_memory(ctx, start_reassignment(ctx, {T0: (3, 2), T1: (3, 4)}))
+    ctx.states[T0] = LeaderState(3, 9, (3, 2), 9)  # leader moved to a new replica; 2 (original) still in sync
+    ctx.states[T1] = LeaderState(3, 9, (3, 4), 9)  # no original in sync, new ones live: skip
+    effects = cancel_reassignments(ctx, [T0, T1])
+    assert effects.states[T0].leader == 2 and effects.states[T0].isr == (2,)
+    assert effects.assignments[T0] == Assignment((1, 2))
+    assert T1 not in effects.assignments and T1 not in effects.reassignments_done
+    assert any("cancellation skipped" in line for line in effects.log)
+    ctx.live = {}  # everything offline: rolled back anyway
+    assert cancel_reassignments(ctx, [T1]).assignments[T1] == Assignment((1, 2))
