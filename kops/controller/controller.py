@@ -10,6 +10,7 @@ ISR write raced with us) re-reads those partitions and decides again.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +35,7 @@ from kops.model.partitions import TopicPartition
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("kops.state_change")
 
-MAX_CONFLICT_RETRIES = 5
+MAX_CONFLICT_RETRIES = 10
 
 
 def _address(broker: Broker) -> BrokerAddress:
@@ -239,8 +240,7 @@ class Controller:
             except ControllerMoved as moved:
                 self._resign(moved.what)
                 return {}
-        log.error("gave up after %d state conflicts in a row", MAX_CONFLICT_RETRIES)
-        return {}
+        raise RuntimeError(f"gave up after {MAX_CONFLICT_RETRIES} rounds of state znode conflicts")
 
     def _apply(self, ctx: ControllerContext, effects: Effects) -> dict[int, dict[str, Any] | None]:
         if effects.empty:
@@ -257,9 +257,13 @@ class Controller:
     def _after_write(self, ctx: ControllerContext, effects: Effects) -> dict[int, dict[str, Any] | None]:
         apply_to_memory(ctx, effects)
         self._log_state_changes(effects)  # after ZooKeeper accepted them: the log says what happened
+        started = time.perf_counter()
         replies = self.channel.send(self.broker_id, ctx.epoch, effects.requests) if effects.requests else {}
+        sent = time.perf_counter()
         if effects.reassignments_done:
             self.store.remove_reassignments(effects.reassignments_done)
+        log.debug("requests to %d brokers in %.3fs, bookkeeping %.3fs", len(effects.requests), sent - started,
+                 time.perf_counter() - sent)
         return replies
 
     def _refresh_states(self, tps: list[TopicPartition]) -> None:

@@ -54,11 +54,7 @@ class ClusterView:
     bad_znodes: list[str] = field(default_factory=list)
 
 
-def _tp_of_state_path(path: str) -> TopicPartition | None:
-    parts = path.strip("/").split("/")
-    if len(parts) == 6 and parts[0] == "brokers" and parts[4].isdigit():
-        return TopicPartition(parts[2], int(parts[4]))
-    return None
+Op = tuple[str, str, "bytes | None", int, "TopicPartition | None"]  # kind, path, data, expected version, partition
 
 
 class ControllerStore:
@@ -259,9 +255,9 @@ class ControllerStore:
     def write(self, ctx: ControllerContext, effects: Effects, epoch_version: int) -> None:
         """Write the effects' znodes in fenced multi-ops. Raises ControllerMoved or StateConflict.
 
-        On StateConflict the batches before the failing one are committed (`committed` names their partitions).
+        On StateConflict only the raced partitions (`partitions`) were not written; `committed` were.
         """
-        ops: list[tuple[str, str, bytes | None, int, TopicPartition | None]] = []  # kind, path, data, version, tp
+        ops: list[Op] = []
         topics = sorted({tp.topic for tp in effects.assignments} - effects.deleted_topics)
         for name in topics:
             ops.append(("set", paths.topic(name), self._encode_topic(ctx, effects, name), -1, None))
@@ -279,35 +275,54 @@ class ControllerStore:
                 ops.append(("set", path, data, state.zk_version, tp))
         for name in sorted(effects.deleted_topics):
             ops.extend(("delete", p, None, -1, None) for p in self._topic_tree(name))
-        pending = []
-        for start in range(0, len(ops), self.batch_ops):  # every batch in flight at once, in order
-            chunk = ops[start:start + self.batch_ops]
-            txn = self.client.transaction().check(paths.CONTROLLER_EPOCH, epoch_version)
-            for kind, path, data, version, _tp in chunk:
-                if kind == "create":
-                    txn.create(path, data)
-                elif kind == "set":
-                    txn.set(path, data or b"", version)
-                else:
-                    txn.delete(path)
-            pending.append((chunk, txn.commit_async()))
+        pending = [(chunk, self._send(chunk, epoch_version))
+                   for chunk in (ops[i:i + self.batch_ops] for i in range(0, len(ops), self.batch_ops))]
         committed: set[TopicPartition] = set()
-        failures: list[tuple[list, TransactionFailed]] = []
-        for chunk, sent in pending:
+        conflicted: list[Op] = []
+        for chunk, sent in pending:  # every batch in flight at once, answered in order
             try:
                 sent.result()
-                committed.update(tp for *_, tp in chunk if tp is not None)
+                committed.update(op[4] for op in chunk if op[4] is not None)
             except TransactionFailed as exc:
-                failures.append((chunk, exc))
-        for chunk, exc in failures:
-            if exc.index == 0:
-                raise ControllerMoved("controller epoch moved on; another broker is controller") from exc
-        for chunk, exc in failures:
-            failed = chunk[exc.index - 1]
-            if not (isinstance(exc.cause, VersionConflict) and failed[4] is not None):
-                raise exc
-        if failures:
-            raise StateConflict({tp for chunk, _ in failures for *_, tp in chunk if tp is not None}, committed)
+                self._raise_unless_conflict(exc, chunk)
+                conflicted.extend(chunk)
+        if not conflicted:
+            return
+        # One raced state znode rolled its whole batch back. Resend that batch one partition per multi-op (all
+        # in flight at once), so only the partitions that really changed under us are left to decide again.
+        groups: dict[object, list[Op]] = {}
+        for op in conflicted:
+            groups.setdefault(op[4] if op[4] is not None else op[1], []).append(op)
+        resent = [(group, self._send(group, epoch_version)) for group in groups.values()]
+        raced: set[TopicPartition] = set()
+        for group, sent in resent:
+            try:
+                sent.result()
+                committed.update(op[4] for op in group if op[4] is not None)
+            except TransactionFailed as exc:
+                self._raise_unless_conflict(exc, group)
+                raced.update(op[4] for op in group if op[4] is not None)
+        if raced:
+            raise StateConflict(raced, committed)
+
+    def _send(self, ops: list["Op"], epoch_version: int):  # type: ignore[no-untyped-def]
+        txn = self.client.transaction().check(paths.CONTROLLER_EPOCH, epoch_version)
+        for kind, path, data, version, _tp in ops:
+            if kind == "create":
+                txn.create(path, data)
+            elif kind == "set":
+                txn.set(path, data or b"", version)
+            else:
+                txn.delete(path)
+        return txn.commit_async()
+
+    @staticmethod
+    def _raise_unless_conflict(exc: TransactionFailed, ops: list["Op"]) -> None:
+        if exc.index == 0:
+            raise ControllerMoved("controller epoch moved on; another broker is controller") from exc
+        failed = ops[exc.index - 1]
+        if not (isinstance(exc.cause, VersionConflict) and failed[4] is not None):
+            raise exc
 
     def _encode_topic(self, ctx: ControllerContext, effects: Effects, name: str) -> bytes:
         meta = ctx.topic_meta.get(name) or TopicAssignment({})

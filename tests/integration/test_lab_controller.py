@@ -231,3 +231,26 @@ def test_brokers_write_log_dir_snapshots_and_apply_retention(lab_dir: Path, zk_c
             return sizes if sizes == {0: MB, 1: MB} else None
 
         assert wait_until(latest_sizes, timeout=30, what="a log-dir snapshot with the retained sizes")
+
+
+def test_a_raced_state_znode_fails_only_its_own_partition(zk: ZkClient) -> None:
+    """A leader's ISR write racing the controller rolls back a whole multi-op; the store resends that batch
+    one partition per multi-op so only the raced partition is left to decide again."""
+    from kops.controller.store import StateConflict
+
+    for path in paths.PERSISTENT_PATHS:
+        zk.ensure_path(path)
+    store = ControllerStore(zk, batch_ops=50)
+    epoch, version = store.register_controller(1)
+    admin.create_topic(zk, "t", {p: (1,) for p in range(40)})
+    ctx, _view = store.load(1, epoch)
+    created = Effects(states={TopicPartition("t", p): LeaderState(1, 0, (1,), 0) for p in range(40)},
+                      created_states={TopicPartition("t", p) for p in range(40)})
+    store.write(ctx, created, version)
+    zk.set(paths.partition_state("t", 7), b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}')
+    bump = Effects(states={TopicPartition("t", p): LeaderState(1, 1, (1,), 0) for p in range(40)})
+    with pytest.raises(StateConflict) as raised:
+        store.write(ctx, bump, version)
+    assert raised.value.partitions == {TopicPartition("t", 7)}
+    assert len(raised.value.committed) == 39
+    assert zk.get(paths.partition_state("t", 8)).stat.version == 1 and state(zk, "t", 8).leader_epoch == 1
