@@ -191,13 +191,18 @@ def maybe_complete_reassignments(ctx: ControllerContext, tps: list[TopicPartitio
         effects.states[tp] = new
         effects.leader_and_isr([b for b in target if b in live],
                                LeaderAndIsrEntry(tp, leader, epoch, isr, target, new.zk_version + 1))
-        for removed in assignment.removing:
-            if removed in live:
-                effects.to(removed).stop_replica.append((tp, True))
-        effects.reassignments_done.append(tp)
+        _drop_replicas(effects, tp, assignment.removing, live)
         _log(ctx, effects, f"{tp}: reassignment complete, replicas {list(target)}, leader {leader}")
     effects.metadata_to(live)
     return effects
+
+
+def _drop_replicas(effects: Effects, tp: TopicPartition, dropped: tuple[int, ...], live: set[int]) -> None:
+    """A move ended (completed or cancelled): replicas leaving the partition stop and delete; the entry is done."""
+    for r in dropped:
+        if r in live:
+            effects.to(r).stop_replica.append((tp, True))
+    effects.reassignments_done.append(tp)
 
 
 def _merge(into: Effects, other: Effects) -> None:
@@ -328,10 +333,7 @@ def cancel_reassignments(ctx: ControllerContext, tps: list[TopicPartition]) -> E
             leader, isr = choice.leader, choice.isr
         effects.assignments[tp] = Assignment(original)
         _set_state(ctx, effects, tp, leader, isr, replicas=original, live=live)
-        for r in new:
-            if r in live:
-                effects.to(r).stop_replica.append((tp, True))
-        effects.reassignments_done.append(tp)
+        _drop_replicas(effects, tp, new, live)
         _log(ctx, effects, f"{tp}: reassignment cancelled, back to {list(original)}, leader {leader}, isr {list(isr)}")
     effects.metadata_to(live)
     return effects
