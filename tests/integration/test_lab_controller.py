@@ -39,8 +39,9 @@ def test_election_and_failover_of_the_controller(lab_dir: Path, zk_connect: str)
         second = wait_until(lambda: (c := controller(zk)) not in (None, first) and c, what="a new controller")
         assert second != first
         assert decode_controller_epoch(zk.get(paths.CONTROLLER_EPOCH).data, "epoch") == 2
-        figures = broker_status(zk, second)["controller"]
-        assert figures["active"] and figures["epoch"] == 2
+        figures = wait_until(lambda: (f := broker_status(zk, second)["controller"])["active"] and f,
+                             what="the new controller finished its failover")
+        assert figures["epoch"] == 2
 
 
 def test_topic_create_partition_add_and_delete(lab_dir: Path, zk_connect: str) -> None:
@@ -168,7 +169,7 @@ def test_brokers_refuse_a_stale_controller_epoch(lab_dir: Path, zk_connect: str)
         lab.kill_broker(controller(zk))  # epoch 2 now reaches the survivor
         survivor = wait_until(lambda: controller(zk) if controller(zk) in (1, 2) and zk.exists(paths.broker(3 - controller(zk))) is None else None,
                               what="the survivor is controller")
-        assert broker_status(zk, survivor)["controller"]["epoch"] == 2
+        wait_until(lambda: broker_status(zk, survivor)["controller"]["epoch"] == 2, what="failover done")
         node = zk.get(paths.broker(survivor))
         from kops.kafka.codecs.brokers import decode_broker
         b = decode_broker(survivor, node.data, "b")
