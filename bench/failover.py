@@ -24,31 +24,20 @@ import threading
 import time
 from pathlib import Path
 
+from kops.controller.channel import call_registered_broker
 from kops.controller.eventloop import EventLoop
 from kops.kafka import admin, paths
 from kops.kafka.client import Node, ZkClient, ZkSettings
-from kops.kafka.codecs.brokers import decode_broker
 from kops.kafka.codecs.controller import decode_controller
 from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
 from kops.lab.cluster import Lab
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.model.partitions import PartitionState
-from kops.rpc import RpcClient
 
 
 def _states(client: ZkClient, keys: list[tuple[str, int]]) -> list[tuple[PartitionState | None, Node | None]]:
     nodes = client.get_many([paths.partition_state(t, p) for t, p in keys])
     return [(None if n is None else decode_partition_state(n.data, "state"), n) for n in nodes]
-
-
-def controller_status(zk: ZkClient, broker: int) -> dict:
-    """The active controller's own figures (events processed, busy time), over the lab RPC."""
-    b = decode_broker(broker, zk.get(paths.broker(broker)).data, "broker")
-    rpc = RpcClient(b.host or "127.0.0.1", b.port)
-    try:
-        return rpc.call("status")["controller"]
-    finally:
-        rpc.close()
 
 
 def queue_throughput(events: int = 200_000) -> float:
@@ -156,7 +145,7 @@ def main() -> None:
                 failover = max(0.0, last_write - vanished[0])
                 assert all(s is not None and s.leader != leader and s.leader != -1 for s, _ in final)
                 new_isr = final[0][0].isr if final[0][0] else (active,)
-                controller_figures = controller_status(zk, active)
+                controller_figures = call_registered_broker(zk, active, "status")["controller"]
             per_write = per_write_baseline(server.connect, keys, active, new_isr)
         finally:
             lab.down()

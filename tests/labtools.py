@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kops.controller.channel import call_registered_broker
 from kops.kafka import paths
 from kops.kafka.client import ZkClient
 from kops.kafka.codecs.controller import decode_controller
@@ -15,7 +16,6 @@ from kops.kafka.codecs.partition_state import decode_partition_state
 from kops.kafka.codecs.topics import decode_topic
 from kops.lab.cluster import Lab
 from kops.model.partitions import PartitionState
-from kops.rpc import RpcClient
 
 T = TypeVar("T")
 
@@ -61,16 +61,7 @@ def controller(client: ZkClient) -> int | None:
 
 def broker_status(client: ZkClient, broker: int) -> dict[str, Any]:
     """The broker's own view (RPC `status`): its replicas and, if active, its controller's figures."""
-    from kops.kafka.codecs.brokers import decode_broker
-
-    node = client.get(paths.broker(broker))
-    assert node is not None, f"broker {broker} is not registered"
-    b = decode_broker(broker, node.data, "broker")
-    rpc = RpcClient(b.host or "127.0.0.1", b.port)
-    try:
-        return rpc.call("status")
-    finally:
-        rpc.close()
+    return call_registered_broker(client, broker, "status")
 
 
 def replica(client: ZkClient, broker: int, topic: str, partition: int) -> dict[str, Any] | None:

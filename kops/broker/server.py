@@ -25,6 +25,7 @@ from kops.broker.clock import SimClock
 from kops.broker.configs import ConfigFollower
 from kops.broker.replicas import IsrUpdate, ReplicaManager
 from kops.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
+from kops.controller.channel import call_registered_broker
 from kops.controller.controller import Controller
 from kops.controller.events import ControlledShutdown
 from kops.controller.wire import decode_batch
@@ -165,14 +166,8 @@ class BrokerServer:
         controller_id = self.controller.store.active_controller()
         if controller_id is None:
             raise RuntimeError("no controller")
-        address = self.controller.store.read_broker(controller_id)
-        if address is None or address.host is None:
-            raise RuntimeError(f"controller {controller_id} is not registered")
-        client = RpcClient(address.host, address.port, timeout=30.0)
-        try:
-            reply = client.call("controlled_shutdown", {"broker_id": self.id, "broker_epoch": self.broker_epoch or 0})
-        finally:
-            client.close()
+        reply = call_registered_broker(self.client, controller_id, "controlled_shutdown",
+                                       {"broker_id": self.id, "broker_epoch": self.broker_epoch or 0})
         return int(reply.get("remaining", -1))
 
     # -- RPC handlers ------------------------------------------------------------------------------------

@@ -12,6 +12,10 @@ from typing import Any
 
 from kops.controller.effects import BrokerRequests
 from kops.controller.wire import METHOD, BrokerAddress, encode_batch
+from kops.errors import ZnodeFormatError
+from kops.kafka import paths
+from kops.kafka.client import ZkClient
+from kops.kafka.codecs.brokers import decode_broker
 from kops.rpc import RpcClient, RpcError, RpcUnavailable
 
 log = logging.getLogger(__name__)
@@ -63,3 +67,23 @@ class BrokerChannel:
             client.close()
         self._clients.clear()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def call_registered_broker(client: ZkClient, broker_id: int, method: str, body: dict[str, Any] | None = None,
+                           timeout: float = 30.0) -> dict[str, Any]:
+    """One call to a broker found through its registration znode (controlled shutdown, status, tests, benches).
+
+    Raises RpcUnavailable when the broker is not registered or does not answer, RpcError when it refuses.
+    """
+    node = client.get(paths.broker(broker_id))
+    try:
+        broker = None if node is None else decode_broker(broker_id, node.data, paths.broker(broker_id))
+    except ZnodeFormatError as exc:
+        raise RpcUnavailable(f"broker {broker_id}: {exc.what}", where=exc.where) from None
+    if broker is None or broker.host is None:
+        raise RpcUnavailable(f"broker {broker_id} is not registered", hint="start it, or wait for it to register")
+    rpc = RpcClient(broker.host, broker.port, timeout)
+    try:
+        return rpc.call(method, body, timeout)
+    finally:
+        rpc.close()

@@ -99,21 +99,22 @@ class Lab:
             raise UsageError("a lab is already up here", where=str(self.directory), hint="run: kops lab down first")
         self.directory.mkdir(parents=True, exist_ok=True)
         managed = zookeeper is None
-        if managed:
-            server = ZooKeeperServer(self.directory / "zk", detached=self.detached).start()
-            zookeeper = server.connect + DEFAULT_CHROOT
-        assert zookeeper is not None
-        connect = parse_connect(zookeeper)
-        if not connect.chroot:
-            zookeeper = zookeeper.rstrip("/") + DEFAULT_CHROOT
+        try:  # whatever fails after this point, nothing this call started is left running
+            if managed:
+                server = ZooKeeperServer(self.directory / "zk", detached=self.detached).start()
+                zookeeper = server.connect + DEFAULT_CHROOT
+            assert zookeeper is not None
             connect = parse_connect(zookeeper)
-        with ZkClient(ZkSettings(connect.hosts_text)) as root:
-            root.ensure_path(connect.chroot or DEFAULT_CHROOT)
-        state = LabState(zookeeper, time_scale, time.monotonic(), int(time.time() * 1000), managed,
-                         session_timeout, bandwidth, {b: f"rack-{(b - 1) % racks + 1}" for b in range(1, brokers + 1)})
-        self._save(state)
-        (self.directory / CONNECT_FILE).write_text(zookeeper + "\n")
-        try:
+            if not connect.chroot:
+                zookeeper = zookeeper.rstrip("/") + DEFAULT_CHROOT
+                connect = parse_connect(zookeeper)
+            with ZkClient(ZkSettings(connect.hosts_text)) as root:
+                root.ensure_path(connect.chroot or DEFAULT_CHROOT)
+            state = LabState(zookeeper, time_scale, time.monotonic(), int(time.time() * 1000), managed,
+                             session_timeout, bandwidth,
+                             {b: f"rack-{(b - 1) % racks + 1}" for b in range(1, brokers + 1)})
+            self._save(state)
+            (self.directory / CONNECT_FILE).write_text(zookeeper + "\n")
             for broker in sorted(state.racks):
                 self._spawn(state, broker)
             self._save(state)

@@ -18,7 +18,8 @@ from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.codecs.controller import decode_controller_epoch
 from kops.lab import traffic
 from kops.model.partitions import TopicPartition
-from kops.rpc import RpcClient, RpcError
+from kops.rpc import RpcError
+from kops.controller.channel import call_registered_broker
 from tests.labtools import broker_status, controller, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -170,16 +171,9 @@ def test_brokers_refuse_a_stale_controller_epoch(lab_dir: Path, zk_connect: str)
         survivor = wait_until(lambda: controller(zk) if controller(zk) in (1, 2) and zk.exists(paths.broker(3 - controller(zk))) is None else None,
                               what="the survivor is controller")
         wait_until(lambda: broker_status(zk, survivor)["controller"]["epoch"] == 2, what="failover done")
-        node = zk.get(paths.broker(survivor))
-        from kops.kafka.codecs.brokers import decode_broker
-        b = decode_broker(survivor, node.data, "b")
-        rpc = RpcClient(b.host, b.port)
-        try:
-            with pytest.raises(RpcError, match="stale controller epoch 1"):
-                rpc.call("controller_batch", {"controller_id": 9, "controller_epoch": 1,
-                                              "stop_replica": [["x", 0, True]]})
-        finally:
-            rpc.close()
+        with pytest.raises(RpcError, match="stale controller epoch 1"):
+            call_registered_broker(zk, survivor, "controller_batch",
+                                   {"controller_id": 9, "controller_epoch": 1, "stop_replica": [["x", 0, True]]})
 
 
 def test_a_replaced_controller_cannot_write(zk: ZkClient) -> None:
