@@ -91,7 +91,8 @@ def test_freeze_cancels_what_is_pending_and_starts_nothing_while_present(tmp_pat
         admin.start_reassignment(zk, [ReassignmentTarget("frozen", 0, (3, 2))])
         wait_until(lambda: in_flight(zk, "frozen") == {0: (3,)}, what="move in flight")
         zk.create(paths.REASSIGN_CANCEL, b"")
-        wait_until(lambda: in_flight(zk, "frozen") == {}, what="pending move cancelled")
+        wait_until(lambda: in_flight(zk, "frozen") == {} and zk.exists(paths.REASSIGN_PARTITIONS) is None,
+                   what="pending move cancelled and its znode removed")
         assert replicas(zk, "frozen") == {0: (1, 2), 1: (2, 3)}
         zk.create(paths.REASSIGN_PARTITIONS, encode_reassignment([ReassignmentTarget("frozen", 1, (1, 3))]))
         wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, what="frozen request removed")
