@@ -19,6 +19,7 @@ from kops.broker.quotas import RateLimiter
 from kops.broker.simlog import SimulatedLog
 from kops.broker.throttles import Throttles
 from kops.controller.wire import BrokerAddress, ControllerBatch
+from kops.model.partitioner import key_shares
 from kops.model.partitions import TopicPartition
 from kops.rpc import RpcError
 
@@ -79,7 +80,8 @@ class ReplicaManager:
         self.follower_quota = RateLimiter(None, burst_seconds)
         self.bandwidth_out = RateLimiter(bandwidth, burst_seconds)
         self.bandwidth_in = RateLimiter(bandwidth, burst_seconds)
-        self.ingest: dict[str, float] = {}  # topic -> bytes per simulated second per partition
+        self.ingest: dict[str, float] = {}  # topic -> bytes per simulated second, whole topic (keyed, see below)
+        self.topic_counts: dict[str, tuple[int, int]] = {}  # KIP-253 (initial, undeleted), from LeaderAndIsr
         self.pending_isr: dict[TopicPartition, tuple[int, ...]] = {}
         self.leading: set[TopicPartition] = set()  # online replicas this broker leads
         self.deleted_bytes = 0
@@ -94,6 +96,7 @@ class ReplicaManager:
             self.controller_epoch = batch.controller_epoch
             if batch.brokers is not None:
                 self.brokers = batch.brokers
+            self.topic_counts.update(batch.topic_counts)
             now = self.clock.now()
             ignored = []
             for e in batch.leader_and_isr:
@@ -191,6 +194,10 @@ class ReplicaManager:
             r = self.replicas.get(tp)
             if r is None or not r.online or r.leader != self.broker_id:
                 raise RpcError(f"broker {self.broker_id} is not the leader of {tp}")
+            counts = self.topic_counts.get(tp.topic)
+            if counts is not None and tp.partition >= counts[1]:  # KIP-253 InvalidPartitionMetadata
+                raise RpcError(f"{tp} is marked for deletion (undeleted_partition_count {counts[1]}): "
+                               f"producers no longer write to it")
             r.log.append(count, self.clock.now())
             self._update_hw(r)
             return r.log.end
@@ -210,7 +217,7 @@ class ReplicaManager:
                         now, _int(config.get("retention.ms"), DEFAULT_RETENTION_MS), _int(config.get("retention.bytes"), -1))
             for tp in self.leading:
                 r = self.replicas[tp]
-                rate = self.ingest.get(tp.topic)
+                rate = self._ingest_rate(tp)
                 if rate and r.last_ingest is not None:
                     r.log.append(int(rate * (now - r.last_ingest)), now)
                 r.last_ingest = now
@@ -221,6 +228,25 @@ class ReplicaManager:
                         self.pending_isr[tp] = tuple(b for b in r.isr if b not in lagging)
                 if rate or len(r.isr) > 1:
                     self._update_hw(r)
+
+    def _ingest_rate(self, tp: TopicPartition) -> float:
+        """This partition's share of its topic's keyed ingest: keys spread by KIP-253 linear hashing, so a
+        partition marked for deletion (>= undeleted count) gets nothing and a split one half of its bucket."""
+        total = self.ingest.get(tp.topic)
+        counts = self.topic_counts.get(tp.topic)
+        if not total or counts is None or tp.partition >= counts[1]:
+            return 0.0
+        return total * key_shares(*counts)[tp.partition]
+
+    def log_offsets(self, body: dict[str, Any]) -> dict[str, Any]:
+        """ListOffsets for the controller's drain check: log start and end of the named partitions led here."""
+        out = []
+        with self.lock:
+            for topic, p in body.get("partitions", []):
+                r = self.replicas.get(TopicPartition(str(topic), int(p)))
+                if r is not None and r.online and r.leader == self.broker_id:
+                    out.append([topic, p, r.log.start, r.log.end])
+        return {"offsets": out}
 
     def take_isr_updates(self) -> list[IsrUpdate]:
         with self.lock:

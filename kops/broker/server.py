@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from kops.broker.configs import ConfigFollower
 from kops.broker.replicas import IsrUpdate, ReplicaManager
 from kops.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from kops.controller.channel import call_registered_broker
-from kops.controller.controller import Controller
+from kops.controller.controller import LOG_OFFSETS, Controller
 from kops.controller.events import ControlledShutdown
 from kops.controller.wire import decode_batch
 from kops.kafka import paths
@@ -35,16 +35,17 @@ from kops.kafka.codecs.brokers import encode_broker
 from kops.kafka.codecs.cluster import encode_cluster_id
 from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize, encode_log_dirs
 from kops.kafka.codecs.notifications import encode_isr_change
-from kops.kafka.codecs.partition_state import encode_partition_state
+from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
 from kops.model.brokers import Broker, FeatureRange
-from kops.model.features import KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE
+from kops.model.features import KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION
 from kops.model.partitions import PartitionState, TopicPartition
 from kops.rpc import RpcClient, RpcError, RpcServer, RpcUnavailable
 
 log = logging.getLogger(__name__)
 
 # What the lab advertises in its registration (DESIGN.md §2): a real Kafka advertises none of these.
-LAB_FEATURES = {name: FeatureRange(1, 1) for name in ("kops.lab", KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE)}
+LAB_FEATURES = {name: FeatureRange(1, 1) for name in (
+    "kops.lab", KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION)}
 SHUTDOWN_ATTEMPTS = 3
 LOG_DIR_FILES_KEPT = 500
 
@@ -82,6 +83,7 @@ class BrokerServer:
             "fetch": self.replicas.handle_fetch,
             "produce": self._produce,
             "status": self._status,
+            LOG_OFFSETS: self.replicas.log_offsets,
             "controlled_shutdown": self._controlled_shutdown_request,
         })
         self.controller = Controller(self.id, self.client, on_session_lost=self._register)
@@ -255,10 +257,9 @@ class BrokerServer:
         """Each changed state with a version check, then one `isr_change_` notification (seed 004 §G)."""
         written: list[TopicPartition] = []
         for u in updates:
-            state = PartitionState(u.leader, u.leader_epoch, u.isr, u.controller_epoch)
+            path = paths.partition_state(u.tp.topic, u.tp.partition)
             try:
-                stat = self.client.set(paths.partition_state(u.tp.topic, u.tp.partition),
-                                       encode_partition_state(state), u.zk_version)
+                stat = self.client.set(path, encode_partition_state(self._isr_state(path, u)), u.zk_version)
             except VersionConflict:
                 log.info("%s: state znode changed since version %d, ISR update %s skipped (waiting for the "
                          "controller)", u.tp, u.zk_version, list(u.isr))
@@ -269,6 +270,16 @@ class BrokerServer:
         if written:
             self.client.create(f"{paths.ISR_CHANGE_NOTIFICATION}/{paths.ISR_CHANGE_PREFIX}",
                                encode_isr_change(written), sequence=True)
+
+    def _isr_state(self, path: str, u: IsrUpdate) -> PartitionState:
+        """The new state; fields the broker does not own (KIP-253 epoch maps) kept from the znode, which the
+        version check guarantees is the one this broker last knew."""
+        node = self.client.get(path)
+        if node is None or node.stat.version != u.zk_version:
+            raise VersionConflict(f"{path} changed since version {u.zk_version}")
+        current = decode_partition_state(node.data, path)
+        return replace(current, leader=u.leader, leader_epoch=u.leader_epoch, isr=u.isr,
+                       controller_epoch=u.controller_epoch)
 
     def write_log_dirs(self) -> Path:
         """A kafka-log-dirs.sh-style snapshot of this broker's replica sizes, in DIR/logdirs/."""

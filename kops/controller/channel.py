@@ -7,6 +7,7 @@ znode vanishing) is what the controller acts on, as in Kafka's ControllerChannel
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -46,21 +47,36 @@ class BrokerChannel:
             client = self._clients[broker_id] = RpcClient(address.host, address.port, self.timeout)
         return client
 
-    def send(self, controller_id: int, epoch: int, requests: dict[int, BrokerRequests]) -> dict[int, dict[str, Any] | None]:
-        """Send every broker its batch; the replies (None where the broker refused or did not answer)."""
+    def send(self, controller_id: int, epoch: int, requests: dict[int, BrokerRequests],
+             counts: Mapping[str, tuple[int, int]] | None = None) -> dict[int, dict[str, Any] | None]:
+        """Send every broker its batch; the replies (None where the broker refused or did not answer).
+
+        `counts`: the topics' KIP-253 (initial, undeleted) partition counts, carried with LeaderAndIsr.
+        """
 
         def one(broker_id: int, reqs: BrokerRequests) -> dict[str, Any] | None:
             client = self._client(broker_id)
             if client is None:
                 return None
             try:
-                return client.call(METHOD, encode_batch(controller_id, epoch, reqs, self.brokers))
+                return client.call(METHOD, encode_batch(controller_id, epoch, reqs, self.brokers, counts))
             except (RpcUnavailable, RpcError) as exc:
                 log.warning("broker %d: %s", broker_id, exc.what)
                 return None
 
         futures = {b: self._pool.submit(one, b, r) for b, r in sorted(requests.items())}
         return {b: f.result() for b, f in futures.items()}
+
+    def call(self, broker_id: int, method: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """One request to one broker from the event thread (e.g. log offsets); None if it cannot answer."""
+        client = self._client(broker_id)
+        if client is None:
+            return None
+        try:
+            return client.call(method, body)
+        except (RpcUnavailable, RpcError) as exc:
+            log.warning("broker %d: %s: %s", broker_id, method, exc.what)
+            return None
 
     def close(self) -> None:
         for client in self._clients.values():

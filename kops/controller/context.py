@@ -16,6 +16,10 @@ class LeaderState:
     leader_epoch: int
     isr: tuple[int, ...]
     zk_version: int = 0  # the state znode's version: the partition epoch, for compare-and-set
+    # KIP-253 (seed 003): lower partitions' leader epochs when this partition was created / marked for deletion.
+    # Carried through every rewrite of the state znode (use `dataclasses.replace`, never rebuild by hand).
+    after_creation: dict[int, int] = field(default_factory=dict)
+    before_deletion: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -31,6 +35,7 @@ class ControllerContext:
     # The order of a moving partition's original replicas, for cancellation. The topic znode keeps only the set
     # (RS = target ++ original, distinct); after a failover the order falls back to RS order.
     original_order: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    marked: set[TopicPartition] = field(default_factory=set)  # KIP-253: marked for deletion, not yet drained
 
     def originals(self, tp: TopicPartition) -> tuple[int, ...]:
         recorded = self.original_order.get(tp)

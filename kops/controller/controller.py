@@ -10,18 +10,19 @@ ISR write raced with us) re-reads those partitions and decides again.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kops.controller import decisions
+from kops.controller import decisions, partition_counts
 from kops.controller.context import ControllerContext
 from kops.controller.effects import Effects, apply_to_memory, restrict
 from kops.controller.eventloop import EventLoop
 from kops.controller.events import (
-    BrokerChange, CancelRequested, FreezeChanged, QueueChanged, ControlledShutdown, ControllerChange, Event, Expire, IsrChanged, PartitionModifications,
-    PreferredElectionRequested, ReassignmentRequested, Reelect, ReplicasDeleted, Startup, TopicChange,
-    TopicDeletion)
+    BrokerChange, CancelRequested, ControlledShutdown, ControllerChange, DrainCheck, Event, Expire, FreezeChanged,
+    IsrChanged, PartitionModifications, PreferredElectionRequested, QueueChanged, ReassignmentRequested, Reelect,
+    ReplicasDeleted, Startup, TopicChange, TopicDeletion)
 from kops.controller.channel import BrokerChannel
 from kops.controller.store import ControllerMoved, ControllerStore, StateConflict
 from kops.controller.wire import BrokerAddress
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("kops.state_change")
 
 MAX_CONFLICT_RETRIES = 10
+LOG_OFFSETS = "log_offsets"  # the brokers' ListOffsets: [topic, partition, log start, log end] for partitions led
 
 
 def _address(broker: Broker) -> BrokerAddress:
@@ -43,8 +45,11 @@ def _address(broker: Broker) -> BrokerAddress:
 
 
 class Controller:
-    def __init__(self, broker_id: int, client: ZkClient, on_session_lost: Callable[[], None] | None = None) -> None:
+    def __init__(self, broker_id: int, client: ZkClient, on_session_lost: Callable[[], None] | None = None,
+                 drain_check_seconds: float = 1.0) -> None:
         self.broker_id = broker_id
+        self.drain_check_seconds = drain_check_seconds
+        self._stopped = threading.Event()
         self.client = client
         self.store = ControllerStore(client)
         self.channel = BrokerChannel()
@@ -65,9 +70,18 @@ class Controller:
         self.client.add_state_listener(self._session_state)
         self.loop.put(Startup())
         self.client.watch_data(paths.CONTROLLER, self._controller_znode)
+        threading.Thread(target=self._drain_timer, name="controller-drain-timer", daemon=True).start()
         return self
 
+    def _drain_timer(self) -> None:
+        """KIP-253: while partitions are marked for deletion, check every few seconds whether they drained."""
+        while not self._stopped.wait(self.drain_check_seconds):
+            ctx = self.ctx
+            if ctx is not None and ctx.marked:
+                self.loop.put(DrainCheck())
+
     def stop(self) -> None:
+        self._stopped.set()
         self.loop.stop()
         self._resign("broker stopping")
         self.channel.close()
@@ -139,6 +153,8 @@ class Controller:
             self._isr_changed()
         elif isinstance(event, ControlledShutdown):
             self._controlled_shutdown(event)
+        elif isinstance(event, DrainCheck):
+            self._drain_check()
 
     def _failed(self, event: Event, exc: Exception) -> None:
         if isinstance(event, ControlledShutdown) and not event.reply.done():
@@ -187,6 +203,7 @@ class Controller:
                               self.broker_id, epoch, len(ctx.live), len(ctx.assignments))
         self._generation += 1
         self._decide(decisions.on_failover)
+        self._decide(partition_counts.settle)
         reassigning = sorted(tp for tp, a in ctx.assignments.items() if a.reassigning)
         if reassigning:
             self._decide(lambda c: decisions.maybe_complete_reassignments(c, reassigning))
@@ -258,13 +275,26 @@ class Controller:
         apply_to_memory(ctx, effects)
         self._log_state_changes(effects)  # after ZooKeeper accepted them: the log says what happened
         started = time.perf_counter()
-        replies = self.channel.send(self.broker_id, ctx.epoch, effects.requests) if effects.requests else {}
+        replies = self.channel.send(self.broker_id, ctx.epoch, effects.requests, self._counts(ctx, effects)) \
+            if effects.requests else {}
         sent = time.perf_counter()
         if effects.reassignments_done:
             self.store.remove_reassignments(effects.reassignments_done)
         log.debug("requests to %d brokers in %.3fs, bookkeeping %.3fs", len(effects.requests), sent - started,
                  time.perf_counter() - sent)
         return replies
+
+    @staticmethod
+    def _counts(ctx: ControllerContext, effects: Effects) -> dict[str, tuple[int, int]]:
+        """KIP-253 counts of the topics this event's LeaderAndIsr entries name."""
+        topics = {e.tp.topic for reqs in effects.requests.values() for e in reqs.leader_and_isr}
+        out = {}
+        for topic in topics:
+            meta = ctx.topic_meta.get(topic)
+            if meta is not None and meta.initial_partition_count is not None \
+                    and meta.undeleted_partition_count is not None:
+                out[topic] = (meta.initial_partition_count, meta.undeleted_partition_count)
+        return out
 
     def _refresh_states(self, tps: list[TopicPartition]) -> None:
         if self.ctx is None or not tps:
@@ -320,13 +350,14 @@ class Controller:
             for tp in ctx.partitions_of(gone):  # removed behind our back: forget it
                 ctx.assignments.pop(tp, None)
                 ctx.states.pop(tp, None)
+                ctx.marked.discard(tp)
             ctx.topic_meta.pop(gone, None)
         for topic in sorted(names - set(ctx.topic_meta)):
             self._partition_modifications(topic)
             self._watch_topic(topic)
 
     def _partition_modifications(self, topic: str) -> None:
-        """New topic or new partitions: create their state znodes and elect leaders."""
+        """The topic znode was created or changed: new partitions, KIP-253 counts (see `partition_counts`)."""
         ctx = self.ctx
         assert ctx is not None
         try:
@@ -338,17 +369,35 @@ class Controller:
             return
         known = ctx.topic_meta.get(topic)
         ctx.topic_meta[topic] = assignment
-        new = {TopicPartition(topic, p): r for p, r in assignment.replicas.items()
-               if TopicPartition(topic, p) not in ctx.assignments}
-        if not new:
-            return
+        previous = None if known is None else (known.initial_partition_count, known.undeleted_partition_count)
         if known is None:  # a topic we have not seen: its states may exist already (written by someone else)
-            existing = {tp: s for tp, s in self.store.read_states(sorted(new)).items() if s is not None}
-            for tp, state in existing.items():
-                ctx.states[tp] = state
-                ctx.assignments[tp] = decisions.Assignment(new.pop(tp))
-        if new:
-            self._decide(lambda c: decisions.on_topic_creation(c, new))
+            new = sorted(TopicPartition(topic, p) for p in assignment.replicas
+                         if TopicPartition(topic, p) not in ctx.assignments)
+            for tp, state in self.store.read_states(new).items():
+                if state is not None:
+                    ctx.states[tp] = state
+                    ctx.assignments[tp] = decisions.Assignment(assignment.replicas[tp.partition])
+                    if state.before_deletion:
+                        ctx.marked.add(tp)
+        self._decide(lambda c: partition_counts.on_topic_znode(c, topic, assignment, previous))
+
+    def _drain_check(self) -> None:
+        """KIP-253: ask the leaders of marked partitions for their log offsets; delete those that drained."""
+        ctx = self.ctx
+        assert ctx is not None
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in sorted(ctx.marked):
+            state = ctx.states.get(tp)
+            if state is not None and state.leader in ctx.live_ids():
+                by_leader.setdefault(state.leader, []).append(tp)
+        drained: set[TopicPartition] = set()
+        for leader, tps in sorted(by_leader.items()):
+            reply = self.channel.call(leader, LOG_OFFSETS, {"partitions": [[tp.topic, tp.partition] for tp in tps]})
+            for topic, p, start, end in (reply or {}).get("offsets", []):
+                if int(start) == int(end):
+                    drained.add(TopicPartition(str(topic), int(p)))
+        if drained:
+            self._decide(lambda c: partition_counts.delete_drained(c, drained))
 
     def _topic_deletion(self) -> None:
         ctx = self.ctx

@@ -16,18 +16,20 @@ leader 4, ISR [4,5,6], StopReplica(delete) to 1, 2, 3.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kops.controller import elections
 from kops.controller.context import Assignment, ControllerContext, LeaderState
 from kops.controller.effects import Effects, LeaderAndIsrEntry
 from kops.model.partitions import TopicPartition
 
 
-def _set_state(ctx: ControllerContext, effects: Effects, tp: TopicPartition, leader: int, isr: tuple[int, ...],
+def set_state(ctx: ControllerContext, effects: Effects, tp: TopicPartition, leader: int, isr: tuple[int, ...],
                replicas: tuple[int, ...] | None = None, bump: bool = True, live: set[int] | None = None) -> LeaderState:
     """Record a new leader/ISR and tell the replicas that are live as this event sees it."""
     current = ctx.states[tp]
     epoch = current.leader_epoch + 1 if bump else current.leader_epoch
-    new = LeaderState(leader, epoch, isr, current.zk_version)
+    new = replace(current, leader=leader, leader_epoch=epoch, isr=isr)
     effects.states[tp] = new
     replicas = replicas if replicas is not None else ctx.assignments[tp].replicas
     live = ctx.live_ids() if live is None else live
@@ -55,11 +57,11 @@ def on_broker_failure(ctx: ControllerContext, dead: set[int]) -> Effects:
                 _log(ctx, effects, f"{tp}: unclean election of {choice.leader}, no ISR member alive (data loss risk)")
             elif choice.leader == elections.NO_LEADER:
                 _log(ctx, effects, f"{tp}: offline, no live replica among {list(assignment.replicas)}")
-            _set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
+            set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
             _log(ctx, effects, f"{tp}: leader {state.leader} -> {choice.leader}, isr {list(choice.isr)}")
         elif set(state.isr) & dead:
             isr = tuple(r for r in state.isr if r not in dead)
-            _set_state(ctx, effects, tp, state.leader, isr, live=live)
+            set_state(ctx, effects, tp, state.leader, isr, live=live)
             _log(ctx, effects, f"{tp}: isr shrunk to {list(isr)}")
     effects.metadata_to(live)
     return effects
@@ -83,7 +85,7 @@ def on_failover(ctx: ControllerContext) -> Effects:
             if choice.leader != state.leader or choice.isr != state.isr:
                 if choice.unclean:
                     _log(ctx, effects, f"{tp}: unclean election of {choice.leader}, no ISR member alive (data loss risk)")
-                _set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
+                set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
                 _log(ctx, effects, f"{tp}: leader {state.leader} -> {choice.leader} at failover")
                 continue
         effects.leader_and_isr([b for b in assignment.replicas if b in live], LeaderAndIsrEntry(
@@ -104,7 +106,7 @@ def on_broker_startup(ctx: ControllerContext, broker: int) -> Effects:
         if state.leader == elections.NO_LEADER or state.leader not in live:
             choice = elections.offline(assignment.replicas, state.isr, live)
             if choice.leader != elections.NO_LEADER:
-                _set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
+                set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
                 _log(ctx, effects, f"{tp}: back online with leader {choice.leader}")
                 continue
         effects.to(broker).leader_and_isr.append(LeaderAndIsrEntry(
@@ -158,10 +160,10 @@ def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tup
                                 tuple(r for r in replicas if r not in target))
         effects.assignments[tp] = assignment
         state = ctx.states[tp]
-        _set_state(ctx, effects, tp, state.leader, state.isr, replicas)
+        set_state(ctx, effects, tp, state.leader, state.isr, replicas)
         _log(ctx, effects, f"{tp}: reassigning {list(original)} -> {list(target)} (RS {list(replicas)})")
     complete = maybe_complete_reassignments(ctx, sorted(set(effects.assignments) | set(resumed)), pending=effects)
-    _merge(effects, complete)
+    effects.merge(complete)
     effects.metadata_to(ctx.live_ids())
     return effects
 
@@ -187,7 +189,7 @@ def maybe_complete_reassignments(ctx: ControllerContext, tps: list[TopicPartitio
         isr = tuple(r for r in state.isr if r in target)
         effects.assignments[tp] = Assignment(target)
         epoch = state.leader_epoch + 1
-        new = LeaderState(leader, epoch, isr, state.zk_version)  # one write per partition per event
+        new = replace(state, leader=leader, leader_epoch=epoch, isr=isr)  # one write per partition per event
         effects.states[tp] = new
         effects.leader_and_isr([b for b in target if b in live],
                                LeaderAndIsrEntry(tp, leader, epoch, isr, target, new.zk_version + 1))
@@ -205,19 +207,6 @@ def _drop_replicas(effects: Effects, tp: TopicPartition, dropped: tuple[int, ...
     effects.reassignments_done.append(tp)
 
 
-def _merge(into: Effects, other: Effects) -> None:
-    """Later decisions of one event win for the same partition; requests accumulate."""
-    into.states.update(other.states)
-    into.assignments.update(other.assignments)
-    into.reassignments_done.extend(tp for tp in other.reassignments_done if tp not in into.reassignments_done)
-    for broker, reqs in other.requests.items():
-        mine = into.to(broker)
-        mine.leader_and_isr.extend(reqs.leader_and_isr)
-        mine.stop_replica.extend(reqs.stop_replica)
-        mine.update_metadata |= reqs.update_metadata
-    into.log.extend(other.log)
-
-
 def on_preferred_election(ctx: ControllerContext, tps: list[TopicPartition]) -> Effects:
     """Move leadership to the first replica where it is live, in sync and not already leader."""
     effects = Effects()
@@ -232,7 +221,7 @@ def on_preferred_election(ctx: ControllerContext, tps: list[TopicPartition]) -> 
         if choice is None:
             _log(ctx, effects, f"{tp}: preferred replica {assignment.replicas[0]} not in sync, election skipped")
             continue
-        _set_state(ctx, effects, tp, choice.leader, state.isr)
+        set_state(ctx, effects, tp, choice.leader, state.isr)
         _log(ctx, effects, f"{tp}: preferred leader {choice.leader} elected")
     effects.metadata_to(live)
     return effects
@@ -251,10 +240,10 @@ def on_controlled_shutdown(ctx: ControllerContext, broker: int) -> Effects:
             if choice is None:
                 _log(ctx, effects, f"{tp}: no other in-sync replica, stays led by {broker} until it stops")
                 continue
-            _set_state(ctx, effects, tp, choice.leader, choice.isr, live=live | {broker})
+            set_state(ctx, effects, tp, choice.leader, choice.isr, live=live | {broker})
             _log(ctx, effects, f"{tp}: leadership moved {broker} -> {choice.leader} for controlled shutdown")
         elif broker in state.isr:
-            _set_state(ctx, effects, tp, state.leader, tuple(r for r in state.isr if r != broker), live=live)
+            set_state(ctx, effects, tp, state.leader, tuple(r for r in state.isr if r != broker), live=live)
             effects.to(broker).stop_replica.append((tp, False))
         else:
             effects.to(broker).stop_replica.append((tp, False))
@@ -332,7 +321,7 @@ def cancel_reassignments(ctx: ControllerContext, tps: list[TopicPartition]) -> E
             choice = elections.offline(original, tuple(r for r in state.isr if r in original), live)
             leader, isr = choice.leader, choice.isr
         effects.assignments[tp] = Assignment(original)
-        _set_state(ctx, effects, tp, leader, isr, replicas=original, live=live)
+        set_state(ctx, effects, tp, leader, isr, replicas=original, live=live)
         _drop_replicas(effects, tp, new, live)
         _log(ctx, effects, f"{tp}: reassignment cancelled, back to {list(original)}, leader {leader}, isr {list(isr)}")
     effects.metadata_to(live)

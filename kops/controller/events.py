@@ -89,6 +89,11 @@ class IsrChanged:
     """Children appeared under /isr_change_notification."""
 
 
+@dataclass(frozen=True)
+class DrainCheck:
+    """Time to ask leaders whether partitions marked for deletion have drained (KIP-253)."""
+
+
 @dataclass(frozen=True, eq=False)
 class ControlledShutdown:
     """A broker asks to leave: reply with how many partitions it still leads."""
@@ -100,4 +105,4 @@ class ControlledShutdown:
 
 Event = (Startup | Reelect | ControllerChange | Expire | BrokerChange | TopicChange | PartitionModifications
          | TopicDeletion | ReplicasDeleted | ReassignmentRequested | PreferredElectionRequested | IsrChanged
-         | ControlledShutdown | CancelRequested | FreezeChanged | QueueChanged)
+         | ControlledShutdown | CancelRequested | FreezeChanged | QueueChanged | DrainCheck)

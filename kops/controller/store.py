@@ -123,6 +123,7 @@ class ControllerStore:
             except ZnodeFormatError as exc:
                 view.bad_znodes.append(exc.one_line())
         ctx.states.update({tp: s for tp, s in self.read_states(sorted(ctx.assignments)).items() if s is not None})
+        ctx.marked = {tp for tp, s in ctx.states.items() if s.before_deletion}
         ctx.topics_to_delete = set(deletions or [])
         return ctx, view
 
@@ -156,7 +157,8 @@ class ControllerStore:
                 log.warning("%s", exc.one_line())
                 out[tp] = None
                 continue
-            out[tp] = LeaderState(s.leader, s.leader_epoch, s.isr, node.stat.version)
+            out[tp] = LeaderState(s.leader, s.leader_epoch, s.isr, node.stat.version,
+                                  s.leader_epoch_after_creation, s.leader_epoch_before_deletion)
         return out
 
     # -- admin requests ----------------------------------------------------------------------------------
@@ -258,12 +260,16 @@ class ControllerStore:
         On StateConflict only the raced partitions (`partitions`) were not written; `committed` were.
         """
         ops: list[Op] = []
-        topics = sorted({tp.topic for tp in effects.assignments} - effects.deleted_topics)
+        rewritten = ({tp.topic for tp in effects.assignments} | set(effects.topic_counts)
+                     | {tp.topic for tp in effects.deleted_partitions})
+        topics = sorted(rewritten - effects.deleted_topics)
         for name in topics:
             ops.append(("set", paths.topic(name), self._encode_topic(ctx, effects, name), -1, None))
         missing_parents = self._missing_partition_parents(effects)
         for tp, state in sorted(effects.states.items()):
-            data = encode_partition_state(PartitionState(state.leader, state.leader_epoch, state.isr, ctx.epoch))
+            data = encode_partition_state(PartitionState(
+                state.leader, state.leader_epoch, state.isr, ctx.epoch,
+                leader_epoch_after_creation=state.after_creation, leader_epoch_before_deletion=state.before_deletion))
             path = paths.partition_state(tp.topic, tp.partition)
             if tp in effects.created_states:
                 if tp.topic in missing_parents:
@@ -273,6 +279,9 @@ class ControllerStore:
                 ops.append(("create", path, data, -1, tp))
             else:
                 ops.append(("set", path, data, state.zk_version, tp))
+        for tp in sorted(effects.deleted_partitions):  # KIP-253: after the topic znode stopped naming them
+            ops.append(("delete", paths.partition_state(tp.topic, tp.partition), None, -1, tp))
+            ops.append(("delete", paths.partition(tp.topic, tp.partition), None, -1, tp))
         for name in sorted(effects.deleted_topics):
             ops.extend(("delete", p, None, -1, None) for p in self._topic_tree(name))
         pending = [(chunk, self._send(chunk, epoch_version))
@@ -329,6 +338,10 @@ class ControllerStore:
         replicas, adding, removing = {}, {}, {}
         merged = {tp: a for tp, a in ctx.assignments.items() if tp.topic == name}
         merged.update({tp: a for tp, a in effects.assignments.items() if tp.topic == name})
+        for tp in effects.deleted_partitions:
+            merged.pop(tp, None)
+        initial, undeleted = effects.topic_counts.get(
+            name, (meta.initial_partition_count, meta.undeleted_partition_count))
         for tp, a in merged.items():
             replicas[tp.partition] = a.replicas
             if a.adding:
@@ -336,8 +349,7 @@ class ControllerStore:
             if a.removing:
                 removing[tp.partition] = a.removing
         version = max(meta.version, 2)
-        return encode_topic(TopicAssignment(replicas, adding, removing, meta.topic_id, version,
-                                            meta.initial_partition_count, meta.undeleted_partition_count))
+        return encode_topic(TopicAssignment(replicas, adding, removing, meta.topic_id, version, initial, undeleted))
 
     def _missing_partition_parents(self, effects: Effects) -> set[str]:
         topics = sorted({tp.topic for tp in effects.created_states})

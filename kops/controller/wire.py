@@ -7,6 +7,7 @@ the broker refuses whole when the epoch is older than one it has already seen.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,10 +32,12 @@ class ControllerBatch:
     leader_and_isr: list[LeaderAndIsrEntry] = field(default_factory=list)
     stop_replica: list[tuple[TopicPartition, bool]] = field(default_factory=list)
     brokers: dict[int, BrokerAddress] | None = None  # UpdateMetadata: the live brokers, when sent
+    # KIP-253 (seed 003): LeaderAndIsr carries each topic's (initial, undeleted) partition counts
+    topic_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def encode_batch(controller_id: int, epoch: int, requests: BrokerRequests,
-                 brokers: dict[int, BrokerAddress]) -> dict[str, Any]:
+def encode_batch(controller_id: int, epoch: int, requests: BrokerRequests, brokers: dict[int, BrokerAddress],
+                 counts: Mapping[str, tuple[int, int]] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"controller_id": controller_id, "controller_epoch": epoch}
     if requests.leader_and_isr:
         body["leader_and_isr"] = [
@@ -42,6 +45,9 @@ def encode_batch(controller_id: int, epoch: int, requests: BrokerRequests,
              e.is_new]
             for e in requests.leader_and_isr
         ]
+        if counts:
+            topics = sorted({e.tp.topic for e in requests.leader_and_isr} & set(counts))
+            body["topic_counts"] = [[t, counts[t][0], counts[t][1]] for t in topics]
         requests_brokers = True
     else:
         requests_brokers = False
@@ -58,6 +64,7 @@ def decode_batch(body: dict[str, Any]) -> ControllerBatch:
         batch.leader_and_isr.append(LeaderAndIsrEntry(
             TopicPartition(str(topic), int(p)), int(leader), int(epoch), tuple(isr), tuple(replicas),
             int(zk_version), bool(is_new)))
+    batch.topic_counts = {str(t): (int(n), int(u)) for t, n, u in body.get("topic_counts", [])}
     batch.stop_replica = [(TopicPartition(str(t), int(p)), bool(d)) for t, p, d in body.get("stop_replica", [])]
     if "brokers" in body:
         batch.brokers = {int(i): BrokerAddress(int(i), str(h), int(port), r) for i, h, port, r in body["brokers"]}

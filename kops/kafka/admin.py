@@ -133,14 +133,22 @@ def alter_config(
     )
 
 
-def add_partitions(client: ZkClient, name: str, new: Mapping[int, tuple[int, ...]]) -> None:
-    """Append partitions, preserving topic_id and in-flight adding/removing (AdminZkClient.addPartitions)."""
+def _read_topic(client: ZkClient, name: str) -> tuple[TopicAssignment, int]:
+    """The topic znode and its version, for a conditional rewrite."""
     path = paths.topic(name)
     node = client.get(path)
     if node is None:
         raise AdminRefused(f"topic {name!r} does not exist")
-    current = decode_topic(node.data, path)
+    return decode_topic(node.data, path), node.stat.version
+
+
+def add_partitions(client: ZkClient, name: str, new: Mapping[int, tuple[int, ...]]) -> None:
+    """Append partitions, preserving topic_id and in-flight adding/removing (AdminZkClient.addPartitions)."""
+    current, version = _read_topic(client, name)
     start = len(current.replicas)
+    if current.undeleted_partition_count is not None and current.undeleted_partition_count < start:
+        raise AdminRefused(f"topic {name!r}: partitions {current.undeleted_partition_count}..{start - 1} are marked "
+                           f"for deletion; it cannot be expanded until they have drained and been removed (KIP-253)")
     if sorted(new) != list(range(start, start + len(new))):
         raise AdminRefused(f"topic {name!r}: new partitions must be numbered from {start}")
     rf = len(current.replicas.get(0, ()))
@@ -157,7 +165,24 @@ def add_partitions(client: ZkClient, name: str, new: Mapping[int, tuple[int, ...
         initial_partition_count=current.initial_partition_count,
         undeleted_partition_count=current.undeleted_partition_count,
     )
-    client.set(path, encode_topic(updated), node.stat.version)
+    client.set(paths.topic(name), encode_topic(updated), version)
+
+
+def mark_partitions_for_deletion(client: ZkClient, name: str, undeleted: int) -> None:
+    """KIP-253 (lab clusters): lower `undeleted_partition_count`; the controller marks, drains and deletes.
+
+    As the KIP's tool does: only lower, never below `initial_partition_count`; conditional on the version.
+    """
+    current, version = _read_topic(client, name)
+    count = len(current.replicas)
+    now = current.undeleted_partition_count if current.undeleted_partition_count is not None else count
+    initial = current.initial_partition_count if current.initial_partition_count is not None else count
+    if not initial <= undeleted < now:
+        raise AdminRefused(f"topic {name!r}: undeleted_partition_count must be lowered from {now} and stay at or "
+                           f"above initial_partition_count {initial}, got {undeleted}")
+    updated = TopicAssignment(current.replicas, current.adding, current.removing, current.topic_id,
+                              max(current.version, 2), initial, undeleted)
+    client.set(paths.topic(name), encode_topic(updated), version)
 
 
 def start_reassignment(client: ZkClient, targets: Iterable[ReassignmentTarget]) -> None:

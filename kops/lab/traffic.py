@@ -1,8 +1,10 @@
 """Data for the lab: one-off appends at partition leaders and steady ingest rates.
 
-`produce` finds each partition's leader in ZooKeeper and appends there over the broker RPC (followers then
-replicate it). `set_ingest` records a steady rate in `/kops/lab/ingest`, which every broker watches: leaders
-grow their partitions by rate ÷ partitions per simulated second.
+The lab's traffic is keyed: a topic's bytes are spread over a uniform key space by KIP-253 linear hashing
+(`kops.model.partitioner`), so partitions marked for deletion receive nothing and a partition split by an
+expansion gives half of its keys to the new one. `produce` finds each partition's leader in ZooKeeper and
+appends there over the broker RPC (followers then replicate it). `set_ingest` records a steady rate for the
+whole topic in `/kops/lab/ingest`, which every broker watches; leaders grow their partitions by their share.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import json
 from kops.errors import KopsError, UsageError
 from kops.kafka import paths
 from kops.kafka.client import NodeExists, VersionConflict, ZkClient
+from kops.kafka.codecs.topics import decode_topic
 from kops.kafka.reader import read_snapshot
+from kops.model.partitioner import key_shares
 from kops.rpc import RpcClient, RpcError, RpcUnavailable
 
 
@@ -25,13 +29,17 @@ def produce(client: ZkClient, topic: str, count: int, partition: int | None = No
     if found is None:
         raise UsageError(f"no topic {topic!r} in the lab", hint="create it first (kops apply, or Kafka's tools)")
     numbers = sorted(found.partitions)
+    initial = found.initial_partition_count or len(numbers)
+    undeleted = found.undeleted_partition_count or len(numbers)
     if partition is not None:
         if partition not in found.partitions:
             raise UsageError(f"topic {topic!r} has no partition {partition}", hint=f"partitions are 0..{len(numbers) - 1}")
+        if partition >= undeleted:
+            raise UsageError(f"{topic}-{partition} is marked for deletion (undeleted_partition_count {undeleted})",
+                             hint=f"produce to partitions 0..{undeleted - 1}; it is removed once it has drained")
         shares = {partition: count}
     else:
-        base, extra = divmod(count, len(numbers))
-        shares = {p: base + (1 if i < extra else 0) for i, p in enumerate(numbers)}
+        shares = _keyed_split(count, key_shares(initial, undeleted))
     brokers = {b.id: b for b in snapshot.brokers}
     ends: dict[int, int] = {}
     clients: dict[int, RpcClient] = {}
@@ -54,6 +62,15 @@ def produce(client: ZkClient, topic: str, count: int, partition: int | None = No
     return ends
 
 
+def _keyed_split(count: int, weights: tuple[float, ...]) -> dict[int, int]:
+    """`count` bytes split by the key shares, whole bytes, largest remainders first, summing to `count`."""
+    exact = [count * w for w in weights]
+    out = {p: int(x) for p, x in enumerate(exact)}
+    for p in sorted(range(len(exact)), key=lambda p: (out[p] - exact[p], p))[: count - sum(out.values())]:
+        out[p] += 1
+    return out
+
+
 def read_ingest(client: ZkClient) -> dict[str, float]:
     node = client.get(paths.LAB_INGEST)
     if node is None or not node.data:
@@ -62,29 +79,35 @@ def read_ingest(client: ZkClient) -> dict[str, float]:
 
 
 def set_ingest(client: ZkClient, topic: str, rate: float) -> float:
-    """Give `topic` a steady ingest of `rate` bytes per simulated second in total (0 stops it).
+    """Give `topic` a steady keyed ingest of `rate` bytes per simulated second in total (0 stops it).
 
-    Stored per partition (rate ÷ the topic's partition count now); the per-partition rate is returned.
+    Stored for the whole topic; each leader takes its partition's key share. Returns the mean per-partition
+    rate over the partitions producers write to now.
     """
     if rate < 0:
         raise UsageError("--rate must not be negative")
     numbers = client.children(paths.partitions(topic))
     if rate and not numbers:
         raise UsageError(f"no topic {topic!r} in the lab")
-    per_partition = rate / len(numbers) if rate else 0.0
     while True:
         node = client.get(paths.LAB_INGEST)
         rates = {} if node is None or not node.data else json.loads(node.data).get("rates", {})
-        if per_partition:
-            rates[topic] = per_partition
+        if rate:
+            rates[topic] = rate
         else:
             rates.pop(topic, None)
-        data = json.dumps({"version": 1, "rates": dict(sorted(rates.items()))}, separators=(",", ":")).encode()
+        data = json.dumps({"version": 2, "rates": dict(sorted(rates.items()))}, separators=(",", ":")).encode()
         try:
             if node is None:
                 client.create(paths.LAB_INGEST, data, makepath=True)
             else:
                 client.set(paths.LAB_INGEST, data, node.stat.version)
-            return per_partition
+            return rate / _undeleted(client, topic, len(numbers or [])) if rate else 0.0
         except (NodeExists, VersionConflict):
             continue
+
+
+def _undeleted(client: ZkClient, topic: str, partitions: int) -> int:
+    node = client.get(paths.topic(topic))
+    counted = None if node is None else decode_topic(node.data, paths.topic(topic)).undeleted_partition_count
+    return counted or partitions or 1

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
+from kops.kafka.codecs.topics import decode_topic, encode_topic
 from kops.kafka.reader import read_snapshot
 from kops.kafka.writer import write_snapshot
 from kops.lab.sample import sample_snapshot
@@ -64,6 +66,23 @@ def test_add_partitions_preserves_topic_id_and_in_flight_state(zk: ZkClient) -> 
     assert payments.partitions[3].replicas == (1, 2, 3) and payments.partitions[1].adding == (4, 5, 6)
     with pytest.raises(admin.AdminRefused, match="numbered from 4"):
         admin.add_partitions(zk, "payments", {9: (1, 2, 3)})
+
+
+def test_marking_partitions_for_deletion_follows_the_kip253_rules(zk: ZkClient) -> None:
+    admin.create_topic(zk, "keyed", {p: (1, 2) for p in range(6)})
+    node = zk.get(paths.topic("keyed"))
+    counted = decode_topic(node.data, "t")
+    zk.set(paths.topic("keyed"), encode_topic(replace(counted, initial_partition_count=3, undeleted_partition_count=6)))
+    with pytest.raises(admin.AdminRefused, match="stay at or above initial_partition_count 3, got 2"):
+        admin.mark_partitions_for_deletion(zk, "keyed", 2)
+    with pytest.raises(admin.AdminRefused, match="must be lowered from 6"):
+        admin.mark_partitions_for_deletion(zk, "keyed", 6)
+    admin.mark_partitions_for_deletion(zk, "keyed", 4)
+    after = decode_topic(zk.get(paths.topic("keyed")).data, "t")
+    assert (after.initial_partition_count, after.undeleted_partition_count) == (3, 4)
+    assert after.replicas == counted.replicas  # the controller removes partitions once drained, not the tool
+    with pytest.raises(admin.AdminRefused, match="partitions 4..5 are marked for deletion"):
+        admin.add_partitions(zk, "keyed", {6: (1, 2)})
 
 
 def test_reassignment_and_election_refuse_while_in_progress(zk: ZkClient) -> None:
