@@ -32,6 +32,7 @@ FIRST_FETCH_BYTES = 1 << 40  # a follower that does not know the leader's log en
 class FollowerProgress:
     leo: int = 0
     caught_up_at: float = 0.0
+    fetched_at: float | None = None  # when the follower last fetched (its `leo` is as of then)
 
 
 @dataclass
@@ -174,7 +175,7 @@ class ReplicaManager:
                 if f is None:
                     out.append([topic, p, "not_a_replica"])
                     continue
-                f.leo = offset
+                f.leo, f.fetched_at = offset, now
                 if offset >= r.log.end:
                     f.caught_up_at = now
                 isr = self.pending_isr.get(tp, r.isr)
@@ -247,6 +248,22 @@ class ReplicaManager:
                 if r is not None and r.online and r.leader == self.broker_id:
                     out.append([topic, p, r.log.start, r.log.end])
         return {"offsets": out}
+
+    def follower_lag(self, tp: TopicPartition, broker: int) -> tuple[int, float] | str:
+        """KIP-179 ReplicaStatus at the leader: (bytes `broker` is behind, simulated seconds since that was
+        measured), or "not_leader" / "not_replica". A follower that has not fetched yet lags by the whole log."""
+        with self.lock:
+            r = self.replicas.get(tp)
+            if r is None or not r.online or r.leader != self.broker_id:
+                return "not_leader"
+            if broker == self.broker_id:
+                return 0, 0.0
+            f = r.followers.get(broker)
+            if f is None or broker not in r.replicas:
+                return "not_replica"
+            if f.fetched_at is None:
+                return r.log.size, 0.0
+            return max(0, r.log.end - max(f.leo, r.log.start)), max(0.0, self.clock.now() - f.fetched_at)
 
     def take_isr_updates(self) -> list[IsrUpdate]:
         with self.lock:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kops.adminapi.protocol import ALTER_TOPICS, REPLICA_STATUS
+from kops.broker.admin_endpoint import AdminEndpoint
 from kops.broker.clock import SimClock
 from kops.broker.configs import ConfigFollower
 from kops.broker.replicas import IsrUpdate, ReplicaManager
@@ -37,7 +39,7 @@ from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, Rep
 from kops.kafka.codecs.notifications import encode_isr_change
 from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
 from kops.model.brokers import Broker, FeatureRange
-from kops.model.features import KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION
+from kops.model.features import KIP179_ADMIN, KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION
 from kops.model.partitions import PartitionState, TopicPartition
 from kops.rpc import RpcClient, RpcError, RpcServer, RpcUnavailable
 
@@ -45,7 +47,7 @@ log = logging.getLogger(__name__)
 
 # What the lab advertises in its registration (DESIGN.md §2): a real Kafka advertises none of these.
 LAB_FEATURES = {name: FeatureRange(1, 1) for name in (
-    "kops.lab", KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION)}
+    "kops.lab", KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION, KIP179_ADMIN)}
 SHUTDOWN_ATTEMPTS = 3
 LOG_DIR_FILES_KEPT = 500
 
@@ -78,12 +80,15 @@ class BrokerServer:
         burst = max(1.0, 10 * settings.tick * settings.clock.scale)
         self.replicas = ReplicaManager(self.id, self.clock, settings.bandwidth, settings.lag_max, burst)
         self.client = ZkClient(ZkSettings(settings.connect, session_timeout=settings.session_timeout))
+        self.admin = AdminEndpoint(self.client, self.replicas, self.wall_ms)
         self.rpc = RpcServer({
             "controller_batch": self._controller_batch,
             "fetch": self.replicas.handle_fetch,
             "produce": self._produce,
             "status": self._status,
             LOG_OFFSETS: self.replicas.log_offsets,
+            ALTER_TOPICS: self.admin.alter_topics,
+            REPLICA_STATUS: self.admin.replica_status,
             "controlled_shutdown": self._controlled_shutdown_request,
         })
         self.controller = Controller(self.id, self.client, on_session_lost=self._register)
@@ -281,9 +286,13 @@ class BrokerServer:
         return replace(current, leader=u.leader, leader_epoch=u.leader_epoch, isr=u.isr,
                        controller_epoch=u.controller_epoch)
 
+    def wall_ms(self) -> int:
+        """Simulated time as wall-clock milliseconds (log-dir snapshots, ReplicaStatus status times)."""
+        return self.settings.wall_origin_ms + int(self.clock.now() * 1000)
+
     def write_log_dirs(self) -> Path:
         """A kafka-log-dirs.sh-style snapshot of this broker's replica sizes, in DIR/logdirs/."""
-        sim_ms = self.settings.wall_origin_ms + int(self.clock.now() * 1000)
+        sim_ms = self.wall_ms()
         sizes = tuple(ReplicaSize(tp.topic, tp.partition, size, lag) for tp, size, lag in self.replicas.sizes())
         report = LogDirsReport((BrokerLogDirs(self.id, (LogDir(f"/kops-lab/broker-{self.id}/data", None, sizes),)),),
                                timestamp_ms=sim_ms)
