@@ -13,8 +13,10 @@ try:  # typer >= 0.24 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
+_ClickAbort = getattr(click_errors, "Abort", typer.Abort)  # typer's vendored click has no Abort
+
 from kops import __version__
-from kops.cli import console, demo, lab, plan, state, validate
+from kops.cli import apply, console, demo, lab, plan, state, status, validate
 from kops.errors import ExitCode, KopsError
 
 HELP = """kops: declarative partition-layout operations for Apache Kafka.
@@ -45,6 +47,10 @@ app = typer.Typer(
 app.command("state")(state.state)
 app.command("validate")(validate.validate)
 app.command("plan")(plan.plan)
+app.command("apply")(apply.apply)
+app.command("status")(status.status)
+app.command("cancel")(status.cancel)
+app.command("rollback")(apply.rollback)
 lab.app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
 
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     except click_errors.ClickException as exc:
         console.error(exc.format_message())
         code = ExitCode.ERROR
-    except click_errors.Abort:
+    except (typer.Abort, _ClickAbort):
         console.error("aborted")
         code = ExitCode.ERROR
     except KeyboardInterrupt:

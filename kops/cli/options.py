@@ -16,6 +16,7 @@ import typer
 from kops.errors import UsageError
 from kops.kafka.client import ZkAuth, ZkSettings, ZkTls
 from kops.kafka.connect import parse_connect
+from kops.units import parse_rate
 
 
 class OutputFormat(str, Enum):
@@ -55,6 +56,16 @@ def _credentials(variable: str) -> tuple[str, str] | None:
     if not sep or not user:
         raise UsageError(f"{variable} must be user:password", where=variable)
     return user, password
+
+
+def parse_throttle(value: str | None) -> int | None:
+    """--throttle RATE (e.g. 50MiB/s) as bytes per second; None when not given."""
+    if value is None:
+        return None
+    try:
+        return parse_rate(value)
+    except ValueError as exc:
+        raise UsageError(f"--throttle: {exc}") from None
 
 
 def zk_settings(

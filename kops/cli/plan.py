@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kops.cli import console
-from kops.cli.options import ConnectTimeout, ExtraVars, Inventory, Limit, SessionTimeout, Zookeeper
+from kops.cli.options import ConnectTimeout, ExtraVars, Inventory, Limit, SessionTimeout, Zookeeper, parse_throttle
 from kops.cli.state import write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
 from kops.errors import ExitCode, UsageError
@@ -21,7 +21,7 @@ from kops.planner.markdown import duration, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import read_sizes
-from kops.units import format_size, parse_rate
+from kops.units import format_size
 
 
 class PlanFormat(str, Enum):
@@ -128,12 +128,7 @@ def plan(
 
     Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error.
     """
-    rate = None
-    if throttle is not None:
-        try:
-            rate = parse_rate(throttle)
-        except ValueError as exc:
-            raise UsageError(f"--throttle: {exc}") from None
+    rate = parse_throttle(throttle)
     size_map: dict[TopicPartition, int] = {}
     if sizes is not None:
         size_map = read_sizes(sizes).bytes

@@ -1,0 +1,163 @@
+"""`kops apply` and `kops rollback`: run an execution against the cluster, with progress and checkpoints."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kops.cli import console
+from kops.cli.execution import Reporter, cluster_connect, install_signals, load_plan
+from kops.cli.options import (
+    ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, parse_throttle, zk_settings)
+from kops.cli.plan import render_text
+from kops.errors import ExitCode, UsageError
+from kops.executor.executor import Controls, Executor, Outcome, Stale
+from kops.kafka.client import ZkClient, ZkSettings
+from kops.kafka.reader import read_snapshot
+from kops.planner.fingerprint import drift
+
+PlanArg = Annotated[Path, typer.Argument(help="The plan file (kops plan -o FILE).", show_default=False)]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (required without a terminal).")]
+BatchTimeout = Annotated[Optional[float], typer.Option(
+    "--batch-timeout", help="Stop (exit 3) when a batch runs longer than this many seconds. "
+                            "Default: 4 × the batch's estimate + 10 minutes.", min=1.0)]
+Poll = Annotated[float, typer.Option("--poll", help="Seconds between progress reads.", min=0.05)]
+
+
+def _confirm(question: str, yes: bool, output_format: OutputFormat) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty() or output_format is OutputFormat.json:
+        raise UsageError("confirmation needed and there is no terminal to ask", hint="pass --yes")
+    if not typer.confirm(question, default=False):
+        console.info("nothing done")
+        raise typer.Exit(ExitCode.ERROR)
+
+
+def apply(
+    plan_file: PlanArg,
+    inventory: Inventory = None,
+    limit: Limit = None,
+    zookeeper: Zookeeper = None,
+    yes: Yes = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the interrupted execution of this plan from its record.")] = False,
+    throttle: Annotated[Optional[str], typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides the plan's).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the plan against the cluster and show the steps; write nothing.")] = False,
+    output_format: Format = OutputFormat.text,
+    batch_timeout: BatchTimeout = None,
+    poll: Poll = 0.5,
+    connect_timeout: ConnectTimeout = 10.0,
+    session_timeout: SessionTimeout = 10.0,
+) -> None:
+    """Execute a plan: non-move changes first, then the batches of moves, each with its throttles, a checkpoint
+    at every batch boundary and the throttles restored after it; then the preferred-leader election.
+
+    Takes the cluster lock (/kops/lock) and records the execution (/kops/executions/<id> and a copy beside the
+    plan). Ctrl-C once: stop after the batch in flight; twice: cancel it (KIP-236, where the cluster offers it).
+
+    Examples:
+
+      kops apply plans/staging.json -z zk1:2181/kafka
+
+      kops apply plans/staging.json -i inventories/example -l staging --yes --format json
+
+      kops apply --resume plans/staging.json -z zk1:2181/kafka --yes
+
+    Exit codes: 0 done, 1 error or refused, 3 stopped at a checkpoint, 4 the cluster drifted from the plan,
+    5 another execution holds the lock.
+    """
+    plan, digest = load_plan(plan_file)
+    connect = cluster_connect(inventory, limit, zookeeper, plan)
+    rate = parse_throttle(throttle)
+    settings = zk_settings(connect, connect_timeout, session_timeout)
+    if dry_run:
+        _dry_run(settings, plan, resume, output_format)
+        return
+    if output_format is OutputFormat.text and not resume:
+        render_text(plan, details=False)
+    if not resume and not plan.has_changes:
+        console.info("the plan changes nothing")
+        return
+    _confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
+    run_execution(settings, output_format, poll, batch_timeout,
+                  lambda executor: executor.apply(plan, str(plan_file), digest, resume, rate))
+
+
+def _dry_run(settings, plan, resume: bool, output_format: OutputFormat) -> None:  # type: ignore[no-untyped-def]
+    with ZkClient(settings) as client:
+        snapshot = read_snapshot(client)
+    changes = [] if resume else drift(plan.fingerprint, snapshot)
+    if output_format is OutputFormat.json:
+        console.print_json({"drift": changes, "batches": len(plan.batches), "moves": len(plan.moves),
+                            "in_flight": len(snapshot.in_flight())})
+    else:
+        render_text(plan, details=False)
+        for change in changes:
+            console.warning(change)
+        if snapshot.requested_moves:
+            console.warning(f"a reassignment of {len(snapshot.requested_moves)} partitions is in progress")
+        console.info("dry run: nothing written")
+    if changes:
+        raise Stale("the cluster changed since the plan was made: " + "; ".join(changes), hint="make a new plan")
+
+
+def rollback(
+    plan_file: PlanArg,
+    inventory: Inventory = None,
+    limit: Limit = None,
+    zookeeper: Zookeeper = None,
+    execution: Annotated[Optional[str], typer.Option("--execution", help="The execution to undo (default: the last apply of this plan). A rollback's id rolls the rollback back.")] = None,
+    yes: Yes = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted rollback of this plan.")] = False,
+    output_format: Format = OutputFormat.text,
+    batch_timeout: BatchTimeout = None,
+    poll: Poll = 0.5,
+    connect_timeout: ConnectTimeout = 10.0,
+    session_timeout: SessionTimeout = 10.0,
+) -> None:
+    """Undo what an execution of this plan did: cancel its batch in flight (KIP-236 where offered, else wait for
+    it), move every completed partition back to its original replicas in their original order (last batch
+    first), restore the configs it changed, then elect the original preferred leaders. Itself an execution:
+    locked, recorded, resumable (--resume) and cancellable.
+
+    Examples:
+
+      kops rollback plans/staging.json -z zk1:2181/kafka
+
+      kops rollback plans/staging.json -z zk1:2181/kafka --execution 20261121T101500Z-3f2a9c1d-apply --yes
+
+    Exit codes: 0 done, 1 error, 3 stopped at a checkpoint, 4 the cluster changed since (cannot roll back
+    safely), 5 another execution holds the lock.
+    """
+    plan, digest = load_plan(plan_file)
+    connect = cluster_connect(inventory, limit, zookeeper, plan)
+    settings = zk_settings(connect, connect_timeout, session_timeout)
+    _confirm("roll back?", yes, output_format)
+    outcome = run_execution(settings, output_format, poll, batch_timeout,
+                            lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id, execution, resume),
+                            check=False)
+    for note in outcome.record.irreversible:
+        console.warning(f"not undone: {note}")
+    if outcome.exit_code is not ExitCode.OK:
+        raise typer.Exit(outcome.exit_code)
+
+
+def run_execution(settings: ZkSettings, output_format: OutputFormat, poll: float, batch_timeout: float | None,
+                  action: Callable[[Executor], Outcome], check: bool = True) -> Outcome:
+    """Signals, progress rendering and the session around one execution; exit 3/4/5 unless `check` is off."""
+    controls = Controls()
+    install_signals(controls)
+    reporter = Reporter(output_format)
+    try:
+        with ZkClient(settings) as client:
+            outcome = action(Executor(client, reporter, controls, poll_seconds=poll, batch_timeout=batch_timeout,
+                                      lock_wait=settings.session_timeout + 5))
+    finally:
+        reporter.close()
+    if check and outcome.exit_code is not ExitCode.OK:
+        raise typer.Exit(outcome.exit_code)
+    return outcome

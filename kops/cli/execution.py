@@ -1,0 +1,191 @@
+"""What `apply`, `rollback`, `status` and `cancel` share: naming the cluster, loading the plan, signals, and
+showing an execution's progress (rich bars on a terminal, plain lines when piped, JSON lines for machines)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+from kops.cli import console
+from kops.cli.options import OutputFormat
+from kops.declare.inventory import load_inventory
+from kops.declare.patterns import PatternError, select_hosts
+from kops.declare.problems import Problems
+from kops.errors import UsageError
+from kops.executor.executor import Controls
+from kops.kafka.connect import parse_connect
+from kops.model import plan_format
+from kops.model.plan import Plan
+from kops.units import format_size
+
+
+def load_plan(path: Path) -> tuple[Plan, str]:
+    """The plan and its digest (sha256 of the file, 16 hex digits): what records are keyed by."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read the plan: {exc.strerror}", where=str(path),
+                         hint="write one with `kops plan PLAYBOOK -o FILE`") from None
+    return plan_format.loads(data, str(path)), hashlib.sha256(data).hexdigest()[:16]
+
+
+def cluster_connect(inventory: Path | None, limit: str | None, zookeeper: str | None,
+                    plan: Plan | None = None) -> str:
+    """-z CONNECT, or the `zookeeper` variable of the one inventory host -l names, or the plan's own cluster."""
+    if zookeeper and inventory is not None:
+        raise UsageError("give either -i/--inventory or -z/--zookeeper, not both")
+    if zookeeper:
+        parse_connect(zookeeper)
+        return zookeeper
+    if inventory is not None:
+        if not inventory.exists():
+            raise UsageError("no such inventory file or folder", where=str(inventory))
+        problems = Problems()
+        inv = load_inventory(inventory, problems)
+        if problems.errors:
+            raise UsageError(str(problems.sorted_errors()[0]), where=str(inventory))
+        try:
+            hosts, _unmatched = select_hosts(limit or "all", inv)
+        except PatternError as exc:
+            raise UsageError(f"--limit: {exc}") from None
+        if len(hosts) != 1:
+            raise UsageError(f"{'--limit ' + repr(limit) if limit else 'the inventory'} names {len(hosts)} clusters"
+                             f"{' (' + ', '.join(sorted(hosts)) + ')' if hosts else ''}", where=str(inventory),
+                             hint="name exactly one with -l CLUSTER")
+        connect = inv.host_variables(hosts[0]).get("zookeeper")
+        if not connect or "{{" in str(connect):
+            raise UsageError(f"host {hosts[0]} has no plain zookeeper variable", where=str(inventory),
+                             hint="set zookeeper: HOST:PORT/chroot for it, or pass -z")
+        parse_connect(str(connect))
+        return str(connect)
+    if plan is not None and plan.connect:
+        console.info(f"cluster: {plan.connect} (from the plan)")
+        return plan.connect
+    raise UsageError("no cluster given", hint="pass -z HOST:PORT[/chroot], or -i INVENTORY -l CLUSTER")
+
+
+def install_signals(controls: Controls) -> None:
+    """First SIGINT/SIGTERM: stop at the next checkpoint. Second: cancel the batch in flight too."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if controls.stop.is_set():
+            controls.cancel_now.set()
+            console.warning("second interrupt: cancelling the batch in flight")
+        else:
+            controls.stop.set()
+            console.warning(f"{signal.Signals(signum).name}: stopping after the batch in flight "
+                            f"(interrupt again to cancel it)")
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+class Reporter:
+    """Turns executor events into what a person or a machine reads."""
+
+    def __init__(self, output_format: OutputFormat, plain_every: float = 5.0) -> None:
+        self.json = output_format is OutputFormat.json
+        self.live = not self.json and console.out.is_terminal
+        self.plain_every = plain_every
+        self._last_plain = 0.0
+        self._progress: Progress | None = None
+        self._overall: TaskID | None = None
+        self._batch: TaskID | None = None
+        self._by_bytes = False
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.json:
+            sys.stdout.write(json.dumps(event, sort_keys=True) + "\n")
+            sys.stdout.flush()
+            return
+        name = "_progress_event" if event["event"] == "progress" else f"_{event['event']}"
+        getattr(self, name, self._other)(event)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    # -- text rendering ------------------------------------------------------------------------------------
+
+    def _other(self, event: dict[str, Any]) -> None:
+        text = event.get("text")
+        if text:
+            self._print(text)
+
+    def _print(self, text: str, style: str = "") -> None:
+        target = self._progress.console if self._progress is not None else console.out
+        target.print(f"[{style}]{text}[/]" if style else text, markup=bool(style), highlight=False)
+
+    def _start(self, event: dict[str, Any]) -> None:
+        self._by_bytes = event["bytes"] > 0
+        total = event["bytes"] if self._by_bytes else event["partitions"]
+        self._print(f"execution {event['execution']} ({event['kind']}): {event['batches']} batch(es), "
+                    f"{event['partitions']} partition(s)" + (f", {format_size(event['bytes'])}" if self._by_bytes else ""),
+                    "bold")
+        if self.live:
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[amount]}"),
+                                      TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console.out,
+                                      transient=False)
+            self._progress.start()
+            self._overall = self._progress.add_task("overall", total=max(total, 1), amount="", rate="")
+
+    def _resume(self, event: dict[str, Any]) -> None:
+        self._print(f"resuming {event['kind']} {event['execution']}", "bold")
+
+    def _batch_start(self, event: dict[str, Any]) -> None:
+        estimate = event.get("estimate_seconds")
+        how = "re-attached to" if event.get("reattached") else "starting"
+        self._print(f"{how} batch {event['batch']}/{event['batches']}: {event['partitions']} partition(s)"
+                    + (f", {format_size(event['bytes'])}" if event["bytes"] else "")
+                    + (f", estimated {estimate:.0f} s" if estimate else ""))
+        if self._progress is not None:
+            if self._batch is not None:
+                self._progress.remove_task(self._batch)
+            total = event["bytes"] if self._by_bytes else event["partitions"]
+            self._batch = self._progress.add_task(f"batch {event['batch']}/{event['batches']}", total=max(total, 1),
+                                                  amount="", rate="")
+
+    def _progress_event(self, event: dict[str, Any]) -> None:
+        amount = (f"{format_size(event['bytes_done'])}/{format_size(event['bytes_total'])}" if self._by_bytes
+                  else f"{event['done']}/{event['partitions']} partitions")
+        rate = f"{format_size(event['rate'])}/s" if event.get("rate") else ""
+        if self._progress is not None and self._batch is not None and self._overall is not None:
+            self._progress.update(self._batch, completed=event["bytes_done"] if self._by_bytes else event["done"],
+                                  amount=amount, rate=rate)
+            if self._by_bytes:
+                self._progress.update(self._overall, completed=event["overall_bytes_done"],
+                                      amount=f"{format_size(event['overall_bytes_done'])}/{format_size(event['overall_bytes_total'])}",
+                                      rate=rate)
+            return
+        now = time.monotonic()
+        if now - self._last_plain >= self.plain_every:
+            self._last_plain = now
+            eta = f", ETA {event['eta']:.0f} s" if event.get("eta") else ""
+            self._print(f"batch {event['batch']}/{event['batches']}: {event['done']}/{event['partitions']} partitions"
+                        + (f", {amount}" if self._by_bytes else "") + (f", {rate}" if rate else "") + eta)
+
+    def _batch_done(self, event: dict[str, Any]) -> None:
+        if self._progress is not None and self._overall is not None and not self._by_bytes:
+            self._progress.advance(self._overall, 0)
+        self._print(f"batch {event['batch']}/{event['batches']} done in {event['seconds']:.1f} s", "green")
+
+    def _step(self, event: dict[str, Any]) -> None:
+        self._print(event["text"])
+
+    def _stopped(self, event: dict[str, Any]) -> None:
+        self.close()
+        self._print(f"stopped: {event['reason']}", "yellow")
+        self._print(f"the record is {event['execution']}; `kops apply --resume` continues, `kops rollback` undoes")
+
+    def _done(self, event: dict[str, Any]) -> None:
+        self.close()
+        self._print(f"execution {event['execution']} done", "bold green")

@@ -1,0 +1,204 @@
+"""`kops status` and `kops cancel`: what is running on a cluster, and asking it to stop."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+
+from kops.adminapi.client import AdminApiClient
+from kops.adminapi.protocol import ErrorCode
+from kops.cli import console
+from kops.cli.execution import cluster_connect
+from kops.cli.options import ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, zk_settings
+from kops.errors import KopsError
+from kops.executor.executor import Clock, request_kip236_cancel
+from kops.executor.journal import Journal
+from kops.executor.lock import describe, holder_info, read_holder
+from kops.executor.record import ExecutionRecord
+from kops.kafka.client import ZkClient
+from kops.kafka.reader import read_snapshot
+from kops.model.features import KIP179_ADMIN, KIP236_CANCEL
+from kops.model.partitions import TopicPartition
+from kops.model.snapshot import Snapshot
+from kops.planner.throttles import ALL_KEYS
+from kops.units import format_size
+
+
+def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    current = record.current
+    doc: dict[str, Any] = {
+        "id": record.id, "kind": record.kind, "of": record.of, "status": record.status,
+        "stop_reason": record.stop_reason, "plan": record.plan_path,
+        "batches": len(record.batches), "batches_done": sum(1 for b in record.batches if b.status == "done"),
+        "batch": current.index if current else None, "started_at": record.started_at, "updated_at": record.updated_at,
+    }
+    if current is not None:
+        done = [m for m in current.moves if (p := snapshot.partition(m.tp)) is not None
+                and not p.reassigning and p.replicas == tuple(m.to_replicas)]
+        doc["batch_partitions"], doc["batch_done"] = len(current.moves), len(done)
+        elapsed = time.time() - (current.started_at or time.time())
+        if done and elapsed > 0:
+            doc["batch_eta_seconds"] = round(elapsed / len(done) * (len(current.moves) - len(done)), 1)
+    return doc
+
+
+def _throttles(snapshot: Snapshot, record: ExecutionRecord | None) -> list[dict[str, Any]]:
+    ours = record.throttles_written if record is not None else {}
+    rows = []
+    entities = [("topics", name, t.config) for name, t in sorted(snapshot.topics.items())]
+    entities += [("brokers", name, c) for name, c in sorted(snapshot.broker_configs.items())]
+    for entity_type, name, config in entities:
+        for key in ALL_KEYS:
+            if key in config and config[key] != "":
+                by_kops = ours.get(f"{entity_type}/{name}", {}).get(key) == config[key]
+                rows.append({"entity": f"{entity_type}/{name}", "key": key, "value": config[key],
+                             "set_by": f"kops {record.id}" if by_kops and record else "not kops"})
+    return rows
+
+
+def _in_flight(snapshot: Snapshot, client: ZkClient) -> list[dict[str, Any]]:
+    rows = []
+    moving = snapshot.in_flight()
+    lags: dict[tuple[str, int, int], int] = {}
+    if moving and KIP179_ADMIN in snapshot.cluster_features():
+        try:
+            with AdminApiClient(client, timeout=5.0) as api:
+                for s in api.replica_status([(TopicPartition(m.topic, m.partition), b) for m in moving for b in m.adding]):
+                    if s.error is ErrorCode.NONE:
+                        lags[(s.tp.topic, s.tp.partition, s.broker)] = s.lag_bytes
+        except KopsError:
+            pass
+    for m in moving:
+        row: dict[str, Any] = {"topic": m.topic, "partition": m.partition, "replicas": list(m.replicas),
+                               "adding": list(m.adding), "removing": list(m.removing),
+                               "target": list(m.target) if m.target else None, "requested": m.requested}
+        lag = [lags[(m.topic, m.partition, b)] for b in m.adding if (m.topic, m.partition, b) in lags]
+        if lag:
+            row["lag_bytes"] = sum(lag)
+        rows.append(row)
+    return rows
+
+
+def _collect(client: ZkClient) -> dict[str, Any]:
+    snapshot = read_snapshot(client)
+    journal = Journal(client)
+    holder = read_holder(client)
+    record = None
+    if holder and holder.get("execution"):
+        try:
+            record = journal.load(holder["execution"])
+        except KopsError:
+            record = None
+    if record is None:
+        record = journal.latest()
+    return {"lock": holder, "execution": _execution_doc(record, snapshot),
+            "in_flight": _in_flight(snapshot, client), "throttles": _throttles(snapshot, record)}
+
+
+def _render(doc: dict[str, Any]) -> None:
+    out = console.out
+    holder, execution = doc["lock"], doc["execution"]
+    out.print(f"[bold]Running:[/] {describe(holder)}" if holder else "[bold]Running:[/] no kops execution")
+    if execution:
+        line = (f"{'Current' if holder else 'Last'} execution {execution['id']} ({execution['kind']}): "
+                f"{execution['status']}, {execution['batches_done']}/{execution['batches']} batches done")
+        if execution.get("batch"):
+            line += f"; batch {execution['batch']}: {execution.get('batch_done', 0)}/{execution.get('batch_partitions', 0)} partitions"
+            if execution.get("batch_eta_seconds") is not None:
+                line += f", ETA {execution['batch_eta_seconds']:.0f} s"
+        out.print(line)
+        if execution.get("stop_reason"):
+            out.print(f"[yellow]stopped:[/] {execution['stop_reason']}")
+    table = console.table(f"Reassignments in flight ({len(doc['in_flight'])})", "Partition", "Replicas", "Adding",
+                          "Removing", "Started by", ">Lag")
+    for r in doc["in_flight"]:
+        table.add_row(f"{r['topic']}-{r['partition']}", ",".join(map(str, r["replicas"])), ",".join(map(str, r["adding"])),
+                      ",".join(map(str, r["removing"])), "znode" if r["requested"] else "admin API",
+                      format_size(r["lag_bytes"]) if "lag_bytes" in r else "")
+    out.print(table if doc["in_flight"] else "No reassignment in flight.")
+    throttles = console.table("Throttles in force", "Entity", "Key", "Value", "Set by")
+    for t in doc["throttles"]:
+        throttles.add_row(t["entity"], t["key"], t["value"], t["set_by"])
+    out.print(throttles if doc["throttles"] else "No throttles in force.")
+
+
+def status(
+    inventory: Inventory = None,
+    limit: Limit = None,
+    zookeeper: Zookeeper = None,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh every few seconds until Ctrl-C.")] = False,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between refreshes with --watch.", min=0.2)] = 2.0,
+    output_format: Format = OutputFormat.text,
+    connect_timeout: ConnectTimeout = 10.0,
+    session_timeout: SessionTimeout = 10.0,
+) -> None:
+    """Show the running (or last) kops execution with its batch, progress and ETA, every reassignment in flight
+    on the cluster whoever started it (with lag in bytes where the cluster reports it), and the replication
+    throttles in force with who set them.
+
+    Examples:
+
+      kops status -z zk1:2181/kafka
+
+      kops status -i inventories/example -l prod-eu --watch
+
+      kops status -z zk1:2181/kafka --format json | jq '.in_flight | length'
+    """
+    settings = zk_settings(cluster_connect(inventory, limit, zookeeper), connect_timeout, session_timeout)
+    with ZkClient(settings) as client:
+        while True:
+            doc = _collect(client)
+            if output_format is OutputFormat.json:
+                console.print_json(doc)
+            else:
+                if watch and console.out.is_terminal:
+                    console.out.clear()
+                _render(doc)
+            if not watch:
+                return
+            try:
+                time.sleep(interval)
+            except KeyboardInterrupt:
+                return
+
+
+def cancel(
+    inventory: Inventory = None,
+    limit: Limit = None,
+    zookeeper: Zookeeper = None,
+    now: Annotated[bool, typer.Option("--now", help="Also cancel the batch in flight (KIP-236, where the cluster offers it).")] = False,
+    connect_timeout: ConnectTimeout = 10.0,
+    session_timeout: SessionTimeout = 10.0,
+) -> None:
+    """Ask the running kops execution to stop at its next checkpoint (it exits 3 and can be resumed). With --now
+    it also cancels the batch in flight. With no kops execution running, --now cancels whatever reassignment is
+    in flight, where the cluster advertises KIP-236.
+
+    Examples:
+
+      kops cancel -z zk1:2181/kafka
+
+      kops cancel -z zk1:2181/kafka --now
+    """
+    settings = zk_settings(cluster_connect(inventory, limit, zookeeper), connect_timeout, session_timeout)
+    with ZkClient(settings) as client:
+        holder = read_holder(client)
+        if holder and holder.get("execution"):
+            Journal(client).request_cancel(holder["execution"], now, holder_info("kops cancel", None, time.time()))
+            console.info(f"asked execution {holder['execution']} ({describe(holder)}) to stop at its next checkpoint"
+                         + (" and to cancel the batch in flight" if now else ""))
+            return
+        snapshot = read_snapshot(client)
+        if not now or not snapshot.in_flight():
+            console.info("no kops execution is running" + ("" if snapshot.in_flight() else " and nothing is in flight"))
+            return
+        if KIP236_CANCEL not in snapshot.cluster_features():
+            raise KopsError("this cluster cannot cancel a reassignment through ZooKeeper",
+                            hint="on Kafka 2.6+ use kafka-reassign-partitions.sh --cancel --bootstrap-server ...")
+        count = len(snapshot.in_flight())
+        request_kip236_cancel(client, Clock(), timeout=60.0)
+        console.info(f"cancelled the reassignment of {count} partition(s) in flight (KIP-236)")

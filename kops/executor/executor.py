@@ -1,0 +1,537 @@
+"""Running an execution: `kops apply`, `kops apply --resume`, `kops rollback` (DESIGN.md §2, spec §8).
+
+Apply, in order:
+1. refuse a cluster in KRaft migration or with another cluster id (exit 1); take the lock (exit 5 if held);
+2. refuse drift against the plan's fingerprint (exit 4) and a reassignment started by someone else (exit 1);
+3. record the execution (`/kops/executions/<id>` and beside the plan) before touching anything;
+4. non-move changes: topic creations (config, then topic znode, as Kafka's admin), config changes (found
+   values recorded), partition additions, KIP-253 shrinks where advertised;
+5. per batch, at its checkpoint: stop if asked; re-check every move's precondition (drift: exit 4); record
+   the throttle values found, write the batch's throttles, create `/admin/reassign_partitions`; follow the
+   topic znodes (and KIP-179 lag where advertised) until every move is at its target; stop on a health problem,
+   a cancel request or a timeout; restore the throttles and record the batch done;
+6. topic deletions, the preferred-leader election, every throttle restored, record done.
+A second interrupt (or `kops cancel --now`) cancels the batch in flight through KIP-236 where the cluster
+advertises it; elsewhere the batch finishes on its own and kops stops waiting (`--resume` re-attaches).
+Resume continues from the record: a batch in flight is re-attached (or its remaining moves resubmitted),
+leftover throttles of an interrupted run are restored, and each move is done, to do, or drift.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kops.adminapi.client import AdminApiClient
+from kops.errors import ExitCode, KopsError
+from kops.executor import health, progress, steps, throttles
+from kops.executor.journal import Journal
+from kops.executor.lock import ClusterLock, holder_info
+from kops.executor.record import (
+    CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord)
+from kops.kafka import admin, paths
+from kops.kafka.client import NodeExists, ZkClient
+from kops.kafka.codecs.admin_requests import ReassignmentTarget
+from kops.kafka.reader import read_snapshot
+from kops.model.features import KIP179_ADMIN, KIP236_CANCEL
+from kops.model.plan import Plan
+from kops.model.snapshot import Snapshot
+from kops.planner.fingerprint import drift
+
+Reporter = Callable[[dict[str, Any]], None]
+
+
+class Stale(KopsError):
+    """The cluster no longer matches what the plan (or the batch) expects."""
+
+    exit_code = ExitCode.STALE
+
+
+@dataclass
+class Controls:
+    """Set from signal handlers: `stop` = stop at the next checkpoint; `cancel_now` = cancel the batch too."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    cancel_now: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exit_code: ExitCode
+    record: ExecutionRecord
+    reason: str | None = None
+
+
+class Clock:
+    """Real time; tests and benches may pass another with the same three methods."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Executor:
+    def __init__(self, client: ZkClient, reporter: Reporter, controls: Controls | None = None,
+                 clock: Clock | None = None, poll_seconds: float = 0.5, batch_timeout: float | None = None,
+                 lock_wait: float = 15.0) -> None:
+        self.client = client
+        self.journal = Journal(client)
+        self.emit = reporter
+        self.controls = controls or Controls()
+        self.clock = clock or Clock()
+        self.poll = poll_seconds
+        self.batch_timeout = batch_timeout
+        self.lock_wait = lock_wait
+        self._api: AdminApiClient | None = None
+
+    # -- entry points --------------------------------------------------------------------------------------
+
+    def apply(self, plan: Plan, plan_path: str, plan_digest: str, resume: bool = False,
+              rate: int | None = None) -> Outcome:
+        snapshot = self._snapshot()
+        self._refuse_unsafe(snapshot, plan.cluster_id)
+        with self._locked(plan_path) as lock:
+            if resume:
+                record = self._resumable(plan_digest, "apply")
+            else:
+                previous = self.journal.latest(plan_digest, "apply")
+                if previous is not None and not previous.finished:
+                    raise KopsError(f"execution {previous.id} of this plan was interrupted ({previous.status}: "
+                                    f"{previous.stop_reason or 'no reason recorded'})",
+                                    hint=f"continue it with `kops apply --resume {plan_path}` or undo it with "
+                                         f"`kops rollback {plan_path}`")
+                changes = drift(plan.fingerprint, snapshot)
+                if changes:
+                    raise Stale("the cluster changed since the plan was made: " + "; ".join(changes),
+                                hint="make a new plan (kops plan)")
+                self._refuse_foreign_reassignment(snapshot, None)
+                record = self._new_record("apply", plan_digest, plan_path, snapshot.cluster_id,
+                                          steps.from_plan(plan), rate if rate is not None else _plan_rate(plan))
+                record.election = list(plan.election)
+                record.irreversible = list(plan.rollback.irreversible)
+                self.journal.create(record)
+            lock.update(execution=record.id)
+            return self._run(record, plan)
+
+    def rollback(self, plan_path: str, plan_digest: str, cluster_id: str | None, execution_id: str | None = None,
+                 resume: bool = False) -> Outcome:
+        snapshot = self._snapshot()
+        self._refuse_unsafe(snapshot, cluster_id)
+        with self._locked(plan_path) as lock:
+            if resume:
+                record = self._resumable(plan_digest, "rollback")
+            else:
+                forward = self.journal.load(execution_id) if execution_id else self.journal.latest(plan_digest, "apply")
+                if forward is None:
+                    raise KopsError("no execution of this plan to roll back on this cluster",
+                                    hint="`kops status` shows the executions; pass --execution ID")
+                snapshot = self._settle_forward(forward, snapshot)
+                record = self._rollback_record(forward, plan_path, plan_digest, snapshot)
+                self.journal.create(record)
+                forward.throttles_before.clear()  # the rollback restores them now
+                forward.throttles_written.clear()
+                self.journal.save(forward)
+            lock.update(execution=record.id)
+            return self._run(record, None)
+
+    # -- preconditions -------------------------------------------------------------------------------------
+
+    def _snapshot(self) -> Snapshot:
+        return read_snapshot(self.client)
+
+    @staticmethod
+    def _refuse_unsafe(snapshot: Snapshot, cluster_id: str | None) -> None:
+        if snapshot.migration:
+            raise KopsError("the cluster is migrating to KRaft; kops does not write to it now",
+                            where=paths.MIGRATION, hint="finish or roll back the migration first")
+        if cluster_id is not None and snapshot.cluster_id != cluster_id:
+            raise KopsError(f"this is cluster {snapshot.cluster_id}, the plan is for {cluster_id}",
+                            where=paths.CLUSTER_ID, hint="check -z / -l; plans are made for one cluster")
+
+    def _refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None:
+        if not snapshot.requested_moves:
+            return
+        ours = {} if batch is None else {m.tp: tuple(m.to_replicas) for m in batch.moves}
+        foreign = [m for m in snapshot.requested_moves if ours.get((m.topic, m.partition)) != tuple(m.replicas)]
+        if foreign:
+            raise KopsError(f"a reassignment of {len(snapshot.requested_moves)} partitions that is not this "
+                            f"execution's is in progress", where=paths.REASSIGN_PARTITIONS,
+                            hint="wait for it to finish (kops status) or cancel it")
+
+    def _locked(self, plan_path: str) -> "_LockScope":
+        holder = holder_info(plan_path, None, self.clock.now())
+        return _LockScope(ClusterLock(self.client, holder, self.lock_wait, self.clock.sleep, self.clock.monotonic))
+
+    def _resumable(self, plan_digest: str, kind: str) -> ExecutionRecord:
+        record = self.journal.latest(plan_digest, kind)
+        if record is None or record.finished:
+            raise KopsError(f"no interrupted {kind} of this plan to resume",
+                            hint="start one with `kops apply PLAN`" if kind == "apply" else "start one with `kops rollback PLAN`")
+        record.status, record.stop_reason = RUNNING, None
+        self.journal.clear_cancel(record.id)
+        self.emit({"event": "resume", "execution": record.id, "kind": kind})
+        return record
+
+    def _new_record(self, kind: str, plan_digest: str, plan_path: str, cluster_id: str | None,
+                    batches: list[BatchRecord], rate: int | None) -> ExecutionRecord:
+        now = self.clock.now()
+        stamp = dt.datetime.fromtimestamp(now, dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        base = f"{stamp}-{plan_digest[:8]}-{kind}"
+        taken = set(self.journal.ids())
+        execution_id, n = base, 1
+        while execution_id in taken:
+            n += 1
+            execution_id = f"{base}-{n}"
+        return ExecutionRecord(execution_id, kind, plan_digest, plan_path, cluster_id, now,
+                               holder_info(plan_path, execution_id, now), batches, rate, updated_at=now)
+
+    # -- the run -------------------------------------------------------------------------------------------
+
+    def _run(self, record: ExecutionRecord, plan: Plan | None) -> Outcome:
+        self.emit({"event": "start", "execution": record.id, "kind": record.kind, "batches": len(record.batches),
+                   "partitions": sum(len(b.moves) for b in record.batches),
+                   "bytes": sum(m.copied_bytes for b in record.batches for m in b.moves)})
+        try:
+            if record.throttles_before and record.current is None:
+                restored = throttles.restore(self.client, record)
+                self._save(record)
+                self.emit({"event": "message", "text": f"restored leftover throttles on {', '.join(restored)}"})
+            if plan is not None and record.kind == "apply":
+                self._non_move_changes(record, plan)
+            for batch in sorted(record.batches, key=lambda b: b.index):
+                if batch.status == DONE:
+                    continue
+                if batch.status != RUNNING:
+                    self._checkpoint(record)
+                self._run_batch(record, batch)
+            self._checkpoint(record)
+            if plan is not None and record.kind == "apply":
+                self._deletions(record, plan)
+            if record.kind == "rollback":
+                self._restore_configs(record)
+            self._election(record)
+            if record.throttles_before:
+                throttles.restore(self.client, record)
+            record.status, record.stop_reason = DONE, None
+            self._save(record)
+            self.emit({"event": "done", "execution": record.id})
+            return Outcome(ExitCode.OK, record)
+        except _Stop as stop:
+            record.status, record.stop_reason = STOPPED, stop.reason
+            self._save(record)
+            self.emit({"event": "stopped", "execution": record.id, "reason": stop.reason})
+            return Outcome(ExitCode.STOPPED, record, stop.reason)
+        except KopsError as exc:
+            record.status, record.stop_reason = STOPPED, exc.one_line()
+            self._save(record)
+            raise
+        finally:
+            if self._api is not None:
+                self._api.close()
+                self._api = None
+
+    def _save(self, record: ExecutionRecord) -> None:
+        record.updated_at = self.clock.now()
+        self.journal.save(record)
+
+    def _checkpoint(self, record: ExecutionRecord) -> None:
+        request = self.journal.cancel_requested(record.id)
+        if request is not None:
+            self.journal.clear_cancel(record.id)
+            raise _Stop(f"cancelled by {request.get('user', '?')}@{request.get('host', '?')} (kops cancel)")
+        if self.controls.stop.is_set() or self.controls.cancel_now.is_set():
+            raise _Stop("interrupted (signal)")
+
+    # -- non-move changes ----------------------------------------------------------------------------------
+
+    def _step(self, record: ExecutionRecord, name: str, action: Callable[[], str | None]) -> None:
+        if name in record.steps_done:
+            return
+        said = action()
+        record.steps_done.append(name)
+        self._save(record)
+        if said:
+            self.emit({"event": "step", "text": said})
+
+    def _non_move_changes(self, record: ExecutionRecord, plan: Plan) -> None:
+        for c in plan.creations:
+            def create(c=c) -> str:
+                if self.client.exists(paths.topic(c.topic)) is None:
+                    admin.create_topic(self.client, c.topic, c.assignment, c.config)
+                return f"created topic {c.topic} ({len(c.assignment)} partitions)"
+            self._step(record, f"create:{c.topic}", create)
+        for change in plan.configs:
+            def configure(change=change) -> str:
+                before, _ = admin.read_config(self.client, change.entity_type, change.entity)
+                updates: dict[str, str | None] = {k: None for k in change.remove}
+                updates.update(change.set)
+                admin.alter_config(self.client, change.entity_type, change.entity, updates)
+                after, _ = admin.read_config(self.client, change.entity_type, change.entity)
+                record.configs.append(ConfigRecord(change.entity_type, change.entity, before, after))
+                return f"configured {change.entity_type}/{change.entity}"
+            self._step(record, f"config:{change.entity_type}/{change.entity}", configure)
+        for addition in plan.partition_additions:
+            def add(addition=addition) -> str:
+                existing = self.client.children(paths.partitions(addition.topic)) or []
+                node = self.client.get(paths.topic(addition.topic))
+                if node is not None and all(str(p) in existing for p in addition.assignment):
+                    return f"partitions of {addition.topic} already added"
+                admin.add_partitions(self.client, addition.topic, addition.assignment)
+                return f"added {len(addition.assignment)} partitions to {addition.topic}"
+            self._step(record, f"add:{addition.topic}", add)
+        for shrink in plan.partition_deletions:
+            def mark(shrink=shrink) -> str:
+                admin.mark_partitions_for_deletion(self.client, shrink.topic, shrink.undeleted_partition_count)
+                return f"marked partitions {shrink.undeleted_partition_count}..{shrink.current_count - 1} of {shrink.topic} for deletion"
+            self._step(record, f"shrink:{shrink.topic}", mark)
+
+    def _deletions(self, record: ExecutionRecord, plan: Plan) -> None:
+        for deletion in plan.deletions:
+            def delete(deletion=deletion) -> str:
+                admin.delete_topic(self.client, deletion.topic)
+                return f"deleting topic {deletion.topic}"
+            self._step(record, f"delete:{deletion.topic}", delete)
+
+    def _restore_configs(self, record: ExecutionRecord) -> None:
+        for c in record.configs:
+            def restore(c=c) -> str:
+                current, _ = admin.read_config(self.client, c.entity_type, c.entity)
+                updates: dict[str, str | None] = {k: None for k in current if k not in c.after}
+                updates.update(c.after)
+                admin.alter_config(self.client, c.entity_type, c.entity, updates)
+                return f"restored config of {c.entity_type}/{c.entity}"
+            self._step(record, f"config:{c.entity_type}/{c.entity}", restore)
+
+    # -- batches -------------------------------------------------------------------------------------------
+
+    def _run_batch(self, record: ExecutionRecord, batch: BatchRecord) -> None:
+        snapshot = self._snapshot()
+        attached = batch.status == RUNNING and bool(snapshot.requested_moves)
+        self._refuse_foreign_reassignment(snapshot, batch if batch.status == RUNNING else None)
+        todo = self._todo(batch, snapshot)
+        self.emit({"event": "batch_start", "batch": batch.index, "batches": len(record.batches),
+                   "partitions": len(batch.moves), "bytes": sum(m.copied_bytes for m in batch.moves),
+                   "estimate_seconds": batch.estimate_seconds, "reattached": attached})
+        if not attached:
+            gone = sorted({b for m in todo for b in m.from_replicas + m.to_replicas} - snapshot.live_broker_ids)
+            if gone:
+                raise _Stop(f"batch {batch.index} needs brokers {gone}, which are not registered")
+            if todo:
+                wanted = throttles.plan_batch_throttles(record, todo, snapshot)
+                batch.status, batch.started_at = RUNNING, batch.started_at or self.clock.now()
+                self._save(record)  # the values found are safe before anything is written
+                throttles.write(self.client, record, wanted)
+                self._save(record)
+                try:
+                    admin.start_reassignment(self.client, [ReassignmentTarget(m.topic, m.partition, m.to_replicas)
+                                                           for m in todo])
+                except admin.AdminRefused as exc:
+                    raise KopsError(f"batch {batch.index}: {exc.what}", where=paths.REASSIGN_PARTITIONS,
+                                    hint="another tool started a reassignment; wait for it (kops status)") from None
+        self._follow(record, batch, snapshot)
+        throttles.restore(self.client, record)
+        batch.status, batch.finished_at = DONE, self.clock.now()
+        self._save(record)
+        self.emit({"event": "batch_done", "batch": batch.index, "batches": len(record.batches),
+                   "seconds": round(batch.finished_at - (batch.started_at or batch.finished_at), 3)})
+
+    @staticmethod
+    def _todo(batch: BatchRecord, snapshot: Snapshot) -> list:
+        """Moves still to submit; a partition neither at its original nor at its target replicas is drift."""
+        todo, drifted = [], []
+        requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
+        for m in batch.moves:
+            part = snapshot.partition(m.tp)
+            now = None if part is None else part.replicas
+            if (m.topic, m.partition) in requested or (part is not None and part.reassigning
+                                                       and part.target_replicas == tuple(m.to_replicas)):
+                continue  # in flight to our target: follow it
+            if now == tuple(m.to_replicas):
+                continue
+            if now == tuple(m.from_replicas):
+                todo.append(m)
+            else:
+                drifted.append(f"{m.tp} has {list(now) if now else 'no replicas'}, expected {list(m.from_replicas)}")
+        if drifted:
+            raise Stale(f"batch {batch.index}: {len(drifted)} partition(s) drifted: " + "; ".join(drifted[:3]),
+                        hint="make a new plan (kops plan), or roll back (kops rollback)")
+        return todo
+
+    def _admin_api(self, snapshot: Snapshot) -> AdminApiClient | None:
+        if KIP179_ADMIN not in snapshot.cluster_features():
+            return None
+        if self._api is None:
+            self._api = AdminApiClient(self.client, timeout=5.0)
+        return self._api
+
+    def _follow(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
+        """Until every move of the batch is at its target; raises _Stop on health, cancel now or timeout."""
+        base = health.baseline(snapshot)
+        started = self.clock.monotonic() - max(0.0, self.clock.now() - (batch.started_at or self.clock.now()))
+        timeout = self.batch_timeout
+        if timeout is None and batch.estimate_seconds:
+            timeout = 4 * batch.estimate_seconds + 600
+        done_before = sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves)
+        total = sum(m.copied_bytes for b in record.batches for m in b.moves)
+        stop_after = False
+        observed: dict = {}
+        while True:
+            elapsed = self.clock.monotonic() - started
+            try:
+                measured = progress.measure(batch.index, len(record.batches), batch.moves, snapshot, elapsed,
+                                            self._admin_api(snapshot), observed)
+            except KopsError:
+                measured = progress.measure(batch.index, len(record.batches), batch.moves, snapshot, elapsed, None,
+                                            observed)
+            total = max(total, done_before + measured.bytes_total)
+            event = {"event": "progress", **measured.as_dict(), "overall_bytes_total": total,
+                     "overall_bytes_done": done_before + measured.bytes_done}
+            if measured.rate:
+                event["overall_eta"] = round((total - done_before - measured.bytes_done) / measured.rate, 1)
+            self.emit(event)
+            ours_requested = any((m.topic, m.partition) in {(x.topic, x.partition) for x in snapshot.requested_moves}
+                                 for m in batch.moves)
+            if measured.done == measured.partitions and not ours_requested:
+                return
+            problem = health.problem(snapshot, batch.moves, base)
+            if problem is not None:
+                raise _Stop(f"health stop in batch {batch.index}: {problem}; the batch stays with the controller, "
+                            f"`kops apply --resume` continues once the cluster is healthy")
+            request = self.journal.cancel_requested(record.id)
+            if request is not None and request.get("now"):
+                self.controls.cancel_now.set()
+            elif request is not None:
+                stop_after = True
+            if self.controls.cancel_now.is_set():
+                self._cancel_in_flight(record, batch, snapshot)
+            if self.controls.stop.is_set() and not stop_after:
+                stop_after = True
+                self.emit({"event": "message", "text": f"stopping after batch {batch.index} completes "
+                                                       f"(interrupt again to cancel it)"})
+            if timeout is not None and elapsed > timeout:
+                raise _Stop(f"batch {batch.index} timed out after {elapsed:.0f} s; it stays with the controller")
+            self.clock.sleep(self.poll)
+            snapshot = self._snapshot()
+
+    def _cancel_in_flight(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
+        self.journal.clear_cancel(record.id)
+        if KIP236_CANCEL not in snapshot.cluster_features():
+            raise _Stop(f"batch {batch.index} cannot be cancelled here (the cluster does not advertise KIP-236): it "
+                        f"finishes on its own; kops stopped waiting, `kops apply --resume` re-attaches and restores "
+                        f"the throttles")
+        self.emit({"event": "message", "text": f"cancelling batch {batch.index} in flight (KIP-236)"})
+        request_kip236_cancel(self.client, self.clock, timeout=60.0)
+        throttles.restore(self.client, record)
+        batch.status = CANCELLED
+        raise _Stop(f"batch {batch.index} cancelled in flight (KIP-236): its partitions are back on their "
+                    f"original replicas, except those that had completed")
+
+    def _election(self, record: ExecutionRecord) -> None:
+        if not record.election or record.election_done:
+            return
+        wait_absent(self.client, paths.PREFERRED_REPLICA_ELECTION, self.clock, 60.0)
+        try:
+            admin.request_preferred_election(self.client, record.election)
+        except admin.AdminRefused:
+            wait_absent(self.client, paths.PREFERRED_REPLICA_ELECTION, self.clock, 60.0)
+            admin.request_preferred_election(self.client, record.election)
+        if not wait_absent(self.client, paths.PREFERRED_REPLICA_ELECTION, self.clock, 60.0):
+            self.emit({"event": "message", "text": "the controller has not finished the preferred-leader election yet"})
+        record.election_done = True
+        self._save(record)
+        self.emit({"event": "step", "text": f"preferred-leader election for {len(record.election)} partitions"})
+
+    # -- rollback ------------------------------------------------------------------------------------------
+
+    def _settle_forward(self, forward: ExecutionRecord, snapshot: Snapshot) -> Snapshot:
+        """Step 0 of a rollback: nothing of `forward` may still be moving (cancel it, or wait for it)."""
+        current = forward.current
+        if current is None or not snapshot.requested_moves:
+            self._refuse_foreign_reassignment(snapshot, None)
+            return snapshot
+        self._refuse_foreign_reassignment(snapshot, current)
+        if KIP236_CANCEL in snapshot.cluster_features():
+            self.emit({"event": "message", "text": f"cancelling batch {current.index} of {forward.id} in flight (KIP-236)"})
+            request_kip236_cancel(self.client, self.clock, timeout=60.0)
+        else:
+            self.emit({"event": "message", "text": f"waiting for batch {current.index} of {forward.id} to finish "
+                                                   f"(the cluster cannot cancel it)"})
+            while self._snapshot().requested_moves:
+                if self.controls.stop.is_set():
+                    raise KopsError("interrupted while waiting for the batch in flight", hint="run the rollback again")
+                self.clock.sleep(self.poll)
+        current.status = CANCELLED
+        forward.status = STOPPED
+        self.journal.save(forward)
+        return self._snapshot()
+
+    def _rollback_record(self, forward: ExecutionRecord, plan_path: str, plan_digest: str,
+                         snapshot: Snapshot) -> ExecutionRecord:
+        configs_now = {}
+        for c in forward.configs:
+            configs_now[f"{c.entity_type}/{c.entity}"] = admin.read_config(self.client, c.entity_type, c.entity)[0]
+        undo = steps.rollback_of(forward, snapshot, configs_now)
+        if undo.drift:
+            raise Stale(f"cannot roll back {forward.id}: " + "; ".join(undo.drift[:3])
+                        + (f" (and {len(undo.drift) - 3} more)" if len(undo.drift) > 3 else ""),
+                        hint="the cluster changed since; plan the layout you want instead (kops plan)")
+        record = self._new_record("rollback", plan_digest, plan_path, snapshot.cluster_id, undo.batches, forward.rate)
+        record.of = forward.id
+        record.configs = undo.configs
+        record.election = undo.election
+        record.irreversible = undo.irreversible
+        record.throttles_before = {k: dict(v) for k, v in forward.throttles_before.items()}
+        record.throttles_written = {k: dict(v) for k, v in forward.throttles_written.items()}
+        return record
+
+
+class _LockScope:
+    def __init__(self, lock: ClusterLock) -> None:
+        self.lock = lock
+
+    def __enter__(self) -> ClusterLock:
+        self.lock.acquire()
+        return self.lock
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def _plan_rate(plan: Plan) -> int | None:
+    rates = [b.throttle.rate for b in plan.batches if b.throttle.rate is not None]
+    return min(rates) if rates else None
+
+
+def wait_absent(client: ZkClient, path: str, clock: Clock, timeout: float) -> bool:
+    deadline = clock.monotonic() + timeout
+    while client.exists(path) is not None:
+        if clock.monotonic() >= deadline:
+            return False
+        clock.sleep(0.1)
+    return True
+
+
+def request_kip236_cancel(client: ZkClient, clock: Clock, timeout: float) -> None:
+    """Create the KIP-236 cancel znode and wait for the controller to finish (it deletes the znode)."""
+    try:
+        client.create(paths.CANCEL_REASSIGNMENT, b"", makepath=True)
+    except NodeExists:
+        pass
+    if not wait_absent(client, paths.CANCEL_REASSIGNMENT, clock, timeout):
+        raise KopsError("the controller has not finished cancelling", where=paths.CANCEL_REASSIGNMENT,
+                        hint="check the controller (kops status); the cancel znode is still there")

@@ -1,0 +1,76 @@
+"""How far a batch has got: partitions done (from the topic znodes), bytes copied (where the cluster can say).
+
+A move is done when its topic znode lists exactly the target replicas, in order, with nothing adding or
+removing (spec §8.3: that holds whatever started it). Bytes: a done move counts its planned bytes per new
+replica; a move in flight counts, per new replica, its planned bytes minus that replica's lag as the leader
+reports it through KIP-179 ReplicaStatus, where the cluster advertises it. Without sizes, partitions only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kops.adminapi.client import AdminApiClient
+from kops.adminapi.protocol import ErrorCode
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Move
+from kops.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    index: int
+    batches: int
+    partitions: int
+    done: int
+    bytes_total: int
+    bytes_done: int
+    elapsed: float
+    rate: float | None  # bytes per second over the batch so far
+    eta: float | None  # seconds left in this batch
+
+    def as_dict(self) -> dict[str, object]:
+        return {"batch": self.index, "batches": self.batches, "partitions": self.partitions, "done": self.done,
+                "bytes_total": self.bytes_total, "bytes_done": self.bytes_done, "elapsed": round(self.elapsed, 3),
+                "rate": None if self.rate is None else round(self.rate, 1),
+                "eta": None if self.eta is None else round(self.eta, 1)}
+
+
+def is_done(snapshot: Snapshot, move: Move) -> bool:
+    part = snapshot.partition(move.tp)
+    return part is not None and not part.reassigning and part.replicas == tuple(move.to_replicas)
+
+
+def done_moves(snapshot: Snapshot, moves: list[Move]) -> set[TopicPartition]:
+    return {m.tp for m in moves if is_done(snapshot, m)}
+
+
+def lags(moves: list[Move], done: set[TopicPartition], api: AdminApiClient | None) -> dict[tuple[TopicPartition, int], int]:
+    """Bytes each new replica of a move in flight is behind its leader (KIP-179), where the cluster says."""
+    asked = [(m.tp, b) for m in moves if m.tp not in done for b in m.adding]
+    if api is None or not asked:
+        return {}
+    return {(s.tp, s.broker): s.lag_bytes for s in api.replica_status(asked)
+            if s.error is ErrorCode.NONE and s.lag_bytes >= 0}
+
+
+def measure(index: int, batches: int, moves: list[Move], snapshot: Snapshot, elapsed: float,
+            api: AdminApiClient | None, observed: dict[TopicPartition, int]) -> BatchProgress:
+    """`observed`: partition sizes learnt from lags (a new replica starts a whole log behind), kept by the
+    caller across polls and used where the plan knew no size."""
+    done = done_moves(snapshot, moves)
+    behind = lags(moves, done, api)
+    for (tp, _b), lag in behind.items():
+        observed[tp] = max(observed.get(tp, 0), lag)
+    size = {m.tp: m.bytes or observed.get(m.tp, 0) for m in moves}
+    total = sum(size[m.tp] * len(m.adding) for m in moves)
+    copied = 0
+    for m in moves:
+        if m.tp in done:
+            copied += size[m.tp] * len(m.adding)
+        else:
+            copied += sum(max(0, size[m.tp] - behind[(m.tp, b)]) for b in m.adding if (m.tp, b) in behind)
+    copied = min(copied, total)
+    rate = copied / elapsed if elapsed > 0 and copied else None
+    eta = (total - copied) / rate if rate else None
+    return BatchProgress(index, batches, len(moves), len(done), total, copied, elapsed, rate, eta)

@@ -1,0 +1,78 @@
+"""Setting a batch's replication throttles and restoring what was there, for exactly the keys kops changed.
+
+Set: the lists and rates are computed as Kafka's 2.6+ tool does (`kops.planner.throttles`), merged with the
+values in force at that moment (an operator's `*` stays, other entries stay, a lower rate stays). The values
+found are recorded before anything is written, the first time kops touches a key in an execution.
+Restore: a key goes back to what was found, unless someone changed it after kops wrote it: then, for a list,
+only kops's own entries are removed; for a rate, the other writer's value stays. So an operator's throttle,
+and a throttle another tool set for its own moves, survive kops.
+"""
+
+from __future__ import annotations
+
+from kops.executor.record import ExecutionRecord
+from kops.kafka import admin
+from kops.kafka.client import ZkClient
+from kops.model.plan import Move
+from kops.model.snapshot import Snapshot
+from kops.planner.throttles import TOPIC_KEYS, batch_throttle
+
+
+def _entries(value: str | None) -> set[str]:
+    return {e.strip() for e in (value or "").split(",") if e.strip()}
+
+
+def entity_key(entity_type: str, name: str) -> str:
+    return f"{entity_type}/{name}"
+
+
+def plan_batch_throttles(record: ExecutionRecord, moves: list[Move], snapshot: Snapshot) -> dict[str, dict[str, str]]:
+    """The values to write for this batch; records the values found (call before writing, then save)."""
+    throttle = batch_throttle(moves, snapshot, record.rate)
+    wanted: dict[str, dict[str, str]] = {}
+    for topic, values in throttle.topics.items():
+        found = snapshot.topics[topic].config if topic in snapshot.topics else {}
+        _remember(record, entity_key("topics", topic), values, found)
+        wanted[entity_key("topics", topic)] = values
+    for broker, values in throttle.brokers.items():
+        found = snapshot.broker_configs.get(str(broker), {})
+        _remember(record, entity_key("brokers", str(broker)), values, found)
+        wanted[entity_key("brokers", str(broker))] = values
+    return wanted
+
+
+def _remember(record: ExecutionRecord, key: str, values: dict[str, str], found: dict[str, str]) -> None:
+    before = record.throttles_before.setdefault(key, {})
+    for name in values:
+        before.setdefault(name, found.get(name))
+
+
+def write(client: ZkClient, record: ExecutionRecord, wanted: dict[str, dict[str, str]]) -> None:
+    for key, values in sorted(wanted.items()):
+        entity_type, _, name = key.partition("/")
+        admin.alter_config(client, entity_type, name, values)
+        record.throttles_written.setdefault(key, {}).update(values)
+
+
+def restore(client: ZkClient, record: ExecutionRecord) -> list[str]:
+    """Put back every throttle key kops changed; the entities restored (forgotten by the record after)."""
+    done = []
+    for key, before in sorted(record.throttles_before.items()):
+        entity_type, _, name = key.partition("/")
+        current, _version = admin.read_config(client, entity_type, name)
+        written = record.throttles_written.get(key, {})
+        changes: dict[str, str | None] = {}
+        for config_key, old in before.items():
+            now, ours = current.get(config_key), written.get(config_key)
+            if ours is None or now == ours:
+                changes[config_key] = old
+            elif config_key in TOPIC_KEYS and now is not None and now.strip() != "*":
+                kept = _entries(now) - (_entries(ours) - _entries(old))
+                changes[config_key] = ",".join(sorted(kept)) if kept else old
+            else:
+                changes[config_key] = now  # someone else's value since: theirs to remove
+        admin.alter_config(client, entity_type, name, changes)
+        done.append(key)
+    record.throttles_before.clear()
+    record.throttles_written.clear()
+    return done

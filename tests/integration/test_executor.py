@@ -1,0 +1,293 @@
+"""`kops apply` / `status` / `cancel` / `rollback` on the lab: real broker processes, real ZooKeeper."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kops.cli.main import main
+from kops.errors import KopsError
+from kops.executor.journal import Journal
+from kops.kafka import admin, paths
+from kops.kafka.client import ZkClient, ZkSettings
+from kops.kafka.reader import read_snapshot
+from kops.lab import traffic
+from kops.model import plan_format
+from kops.model.plan import Plan
+from kops.planner.throttles import ALL_KEYS
+from tests.labtools import running_lab, state, wait_until
+
+pytestmark = pytest.mark.lab
+MB = 1024 * 1024
+
+ORIGINAL = {
+    "pay": {0: (1, 2), 1: (2, 3), 2: (3, 1), 3: (1, 2), 4: (2, 3), 5: (3, 1)},
+    "logs": {0: (2, 1), 1: (3, 2), 2: (1, 3)},
+}
+PLAYBOOK = """- hosts: all
+  topics:
+    - {name: pay, replication_factor: 3}
+    - {name: logs, replication_factor: 3}
+  brokers: {decommission: [3]}
+  execution: {throttle: 4MiB/s, batch: {max_partitions: 3}}
+"""
+
+
+def layout(zk: ZkClient) -> dict[str, dict[int, tuple[int, ...]]]:
+    snap = read_snapshot(zk)
+    return {name: {p: part.replicas for p, part in t.partitions.items()} for name, t in snap.topics.items()}
+
+
+def throttle_configs(zk: ZkClient) -> dict[str, dict[str, str]]:
+    snap = read_snapshot(zk)
+    found = {f"topics/{n}": {k: v for k, v in t.config.items() if k in ALL_KEYS} for n, t in snap.topics.items()}
+    found.update({f"brokers/{b}": {k: v for k, v in c.items() if k in ALL_KEYS} for b, c in snap.broker_configs.items()})
+    return {k: v for k, v in found.items() if v}
+
+
+def setup_cluster(zk: ZkClient, megabytes: int = 2) -> None:
+    for name, assignment in ORIGINAL.items():
+        admin.create_topic(zk, name, assignment)
+    for name, assignment in ORIGINAL.items():
+        for p in assignment:
+            wait_until(lambda name=name, p=p: state(zk, name, p), what="created")
+            wait_until(lambda name=name, p=p: produced(zk, name, p, megabytes * MB), what="produce")
+
+
+def produced(zk: ZkClient, topic: str, partition: int, count: int) -> bool:
+    try:
+        return bool(traffic.produce(zk, topic, count, partition))
+    except KopsError:  # the leader was just elected: retry
+        return False
+
+
+def make_plan(tmp_path: Path, zk_connect: str, throttle: str = "4MiB/s") -> tuple[Path, Plan]:
+    pb = tmp_path / "pb.yml"
+    pb.write_text(PLAYBOOK.replace("4MiB/s", throttle))
+    out = tmp_path / "plan.json"
+    assert main(["plan", str(pb), "-z", zk_connect, "-o", str(out), "--format", "json"]) == 0
+    return out, plan_format.loads(out.read_bytes(), str(out))
+
+
+def targets(plan: Plan) -> dict[str, dict[int, tuple[int, ...]]]:
+    out = {name: dict(a) for name, a in ORIGINAL.items()}
+    for m in plan.moves:
+        out[m.topic][m.partition] = m.to_replicas
+    return out
+
+
+def kops(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "kops.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_multi_batch_plan_applies_end_to_end_then_rolls_back_exactly(tmp_path: Path, zk_connect: str, capsys) -> None:
+    with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=20.0) as _lab, \
+            ZkClient(ZkSettings(zk_connect)) as zk:
+        setup_cluster(zk)
+        admin.alter_config(zk, "brokers", "1", {"leader.replication.throttled.rate": "104857600"})  # the operator's own, above ours
+        plan_file, plan = make_plan(tmp_path, zk_connect)
+        assert len(plan.batches) >= 2
+        capsys.readouterr()
+        assert main(["apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+        events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        kinds = [e["event"] for e in events]
+        assert kinds[0] == "start" and kinds[-1] == "done" and kinds.count("batch_done") == len(plan.batches)
+        assert any(e["event"] == "progress" and e["bytes_total"] > 0 for e in events)
+        assert layout(zk) == targets(plan)
+        assert throttle_configs(zk) == {"brokers/1": {"leader.replication.throttled.rate": "104857600"}}  # kept
+        leaders = {(m.topic, m.partition): m.to_replicas[0] for m in plan.moves}
+        wait_until(lambda: all(state(zk, t, p).leader == leader for (t, p), leader in leaders.items()),
+                   what="preferred leaders as planned")
+        record = Journal(zk).latest()
+        assert record.status == "done" and all(b.status == "done" for b in record.batches)
+        assert (tmp_path / f"plan.{record.id}.execution.json").exists()
+        assert zk.exists(paths.KOPS_LOCK) is None
+
+        # rollback after a full apply: the exact original layout, replica order included
+        assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+        assert layout(zk) == ORIGINAL
+        assert throttle_configs(zk) == {"brokers/1": {"leader.replication.throttled.rate": "104857600"}}
+        rolled = Journal(zk).latest()
+        assert rolled.kind == "rollback" and rolled.of == record.id and rolled.status == "done"
+
+        # a rollback of the rollback is the plan again
+        assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--execution", rolled.id,
+                     "--format", "json", "--poll", "0.2"]) == 0
+        assert layout(zk) == targets(plan)
+
+
+def test_drift_lock_and_confirmation(tmp_path: Path, zk_connect: str, capsys) -> None:
+    with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=20.0) as _lab, \
+            ZkClient(ZkSettings(zk_connect)) as zk:
+        setup_cluster(zk, megabytes=1)
+        plan_file, _plan = make_plan(tmp_path, zk_connect)
+        # without a terminal and without --yes: exit 1, nothing written
+        assert main(["apply", str(plan_file), "-z", zk_connect]) == 1
+        assert "pass --yes" in capsys.readouterr().err
+        assert zk.exists(paths.KOPS_EXECUTIONS) is None or not zk.children(paths.KOPS_EXECUTIONS)
+        # another holder: exit 5, naming it
+        zk.ensure_path(paths.KOPS_ROOT)
+        zk.create(paths.KOPS_LOCK, json.dumps({"host": "elsewhere", "user": "ops", "pid": 1, "plan": "x.json"}).encode(),
+                  ephemeral=True)
+        assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 5
+        assert "ops@elsewhere" in capsys.readouterr().err
+        zk.delete(paths.KOPS_LOCK)
+        # drift: exit 4, naming what changed
+        admin.add_partitions(zk, "logs", {3: (1, 2)})
+        assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 4
+        assert "topic logs changed" in capsys.readouterr().err
+
+
+def apply_in_background(plan_file: Path, zk_connect: str, *extra: str) -> subprocess.Popen:
+    return kops("apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
+                "--session-timeout", "4", *extra)
+
+
+def resume(plan_file: Path, zk_connect: str) -> int:
+    return main(["apply", "--resume", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
+                 "--session-timeout", "4"])
+
+
+def batch_status(zk: ZkClient, index: int) -> str | None:
+    record = Journal(zk).latest()
+    return None if record is None else record.batch(index).status
+
+
+@pytest.fixture
+def slow_lab(tmp_path: Path, zk_connect: str):
+    """4 brokers at 4× with 4 MB partitions under a 1 MiB/s throttle: a batch takes a few real seconds."""
+    with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=4.0) as lab, \
+            ZkClient(ZkSettings(zk_connect)) as zk:
+        setup_cluster(zk, megabytes=4)
+        plan_file, plan = make_plan(tmp_path, zk_connect, throttle="1MiB/s")
+        yield lab, zk, plan_file, plan
+
+
+def test_sigint_once_stops_at_the_checkpoint_and_resume_finishes(slow_lab, zk_connect: str) -> None:
+    _lab, zk, plan_file, plan = slow_lab
+    proc = apply_in_background(plan_file, zk_connect)
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    record = Journal(zk).latest()
+    assert record.status == "stopped" and record.batches[0].status == "done"
+    assert all(b.status == "pending" for b in record.batches[1:])
+    assert throttle_configs(zk) == {}  # restored at the checkpoint
+    assert resume(plan_file, zk_connect) == 0
+    assert layout(zk) == targets(plan) and throttle_configs(zk) == {}
+
+
+def test_sigint_twice_cancels_the_batch_in_flight(slow_lab, zk_connect: str) -> None:
+    _lab, zk, plan_file, plan = slow_lab
+    proc = apply_in_background(plan_file, zk_connect)
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    record = Journal(zk).latest()
+    assert record.batches[0].status == "cancelled" and zk.exists(paths.REASSIGN_PARTITIONS) is None
+    assert throttle_configs(zk) == {}
+    assert not read_snapshot(zk).in_flight()
+    assert resume(plan_file, zk_connect) == 0
+    assert layout(zk) == targets(plan)
+
+
+@pytest.mark.parametrize("when", ["mid-batch", "after-batch-before-checkpoint", "between-batches"])
+def test_kill_9_then_resume_reaches_the_planned_layout(slow_lab, zk_connect: str, when: str) -> None:
+    _lab, zk, plan_file, plan = slow_lab
+    first = {m.tp: m.to_replicas for m in plan.batches[0].moves}
+    proc = apply_in_background(plan_file, zk_connect)
+    if when == "mid-batch":
+        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    elif when == "after-batch-before-checkpoint":
+        wait_until(lambda: all(layout(zk)[tp.topic][tp.partition] == r for tp, r in first.items()),
+                   timeout=60, what="first batch's partitions at their targets")
+    else:
+        wait_until(lambda: batch_status(zk, 1) == "done", timeout=60, what="first batch recorded done")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert resume(plan_file, zk_connect) == 0
+    assert layout(zk) == targets(plan) and throttle_configs(zk) == {}
+    assert Journal(zk).latest().status == "done"
+
+
+def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, zk_connect: str, capsys) -> None:
+    _lab, zk, plan_file, plan = slow_lab
+    proc = apply_in_background(plan_file, zk_connect)
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    batch = plan.batches[0]
+    expected_leader: dict[str, set[str]] = {}
+    expected_follower: dict[str, set[str]] = {}
+    for m in batch.moves:
+        expected_leader.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in m.from_replicas)
+        expected_follower.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in m.adding)
+    found = throttle_configs(zk)
+    for topic in expected_leader:
+        assert found[f"topics/{topic}"]["leader.replication.throttled.replicas"] == ",".join(sorted(expected_leader[topic]))
+        assert found[f"topics/{topic}"]["follower.replication.throttled.replicas"] == ",".join(sorted(expected_follower[topic]))
+    brokers = {b for m in batch.moves for b in m.from_replicas + m.adding}
+    assert {int(k.split("/")[1]) for k in found if k.startswith("brokers/")} == brokers
+    assert all(found[f"brokers/{b}"]["follower.replication.throttled.rate"] == str(MB) for b in brokers)
+    capsys.readouterr()
+    assert main(["status", "-z", zk_connect, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["lock"]["plan"] == str(plan_file) and doc["execution"]["status"] == "running"
+    assert doc["in_flight"] and all(t["set_by"].startswith("kops ") for t in doc["throttles"])
+    assert main(["cancel", "-z", zk_connect]) == 0  # stop at the next checkpoint
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    assert "kops cancel" in Journal(zk).latest().stop_reason and throttle_configs(zk) == {}
+
+
+def test_a_broker_killed_mid_batch_is_a_health_stop_and_resume_finishes_after_it_returns(slow_lab, zk_connect: str) -> None:
+    lab, zk, plan_file, plan = slow_lab
+    proc = apply_in_background(plan_file, zk_connect)
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    victim = next(b for m in plan.batches[0].moves for b in m.adding)
+    lab.kill_broker(victim)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    assert "health stop" in Journal(zk).latest().stop_reason
+    lab.start_broker(victim)
+    wait_until(lambda: victim in read_snapshot(zk).live_broker_ids, what="broker back")
+    assert resume(plan_file, zk_connect) == 0
+    assert layout(zk) == targets(plan) and throttle_configs(zk) == {}
+    assert not read_snapshot(zk).offline()
+
+
+def test_controller_failover_mid_batch_does_not_disturb_the_execution(slow_lab, zk_connect: str) -> None:
+    _lab, zk, plan_file, plan = slow_lab
+    proc = apply_in_background(plan_file, zk_connect)
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    epoch = read_snapshot(zk).controller.epoch
+    zk.delete(paths.CONTROLLER)  # the controller resigns; the brokers elect a new one, which resumes the moves
+    wait_until(lambda: (c := read_snapshot(zk).controller).epoch is not None and c.epoch > epoch, what="new controller")
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert layout(zk) == targets(plan) and throttle_configs(zk) == {}
+
+
+def test_cancel_now_cancels_the_batch_in_flight_and_rollback_after_a_partial_apply(slow_lab, zk_connect: str) -> None:
+    _lab, zk, plan_file, _plan = slow_lab
+    proc = apply_in_background(plan_file, zk_connect)
+    wait_until(lambda: batch_status(zk, 1) == "done", timeout=90, what="first batch done")
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="second batch running")
+    assert main(["cancel", "-z", zk_connect, "--now"]) == 0
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    record = Journal(zk).latest()
+    assert record.batches[1].status == "cancelled" and "KIP-236" in record.stop_reason
+    assert zk.exists(paths.REASSIGN_PARTITIONS) is None and throttle_configs(zk) == {}
+    assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    assert layout(zk) == ORIGINAL and throttle_configs(zk) == {}
