@@ -182,9 +182,11 @@ class Lab:
             raise UsageError(f"broker {broker} is not part of this lab", hint=f"brokers are {sorted(state.racks)}")
         if self.running(broker, state):
             raise UsageError(f"broker {broker} is already running")
+        with self.client(state) as client:  # a killed broker's registration lives until its session expires
+            left = client.exists(paths.broker(broker))
         self._spawn(state, broker)
         self._save(state)
-        self.wait_ready({broker}, timeout, need_controller=False)
+        self.wait_ready({broker}, timeout, need_controller=False, stale={broker: left.czxid} if left else None)
 
     def stop_broker(self, broker: int, timeout: float = 60.0) -> None:
         """Controlled shutdown (SIGTERM): leadership moves away before the process exits."""
@@ -206,13 +208,22 @@ class Lab:
         if process is not None:
             process.wait(5)
 
-    def wait_ready(self, brokers: set[int], timeout: float, need_controller: bool = True) -> None:
-        """Until `brokers` are registered (and a controller is elected); a broker that dies is reported."""
+    def wait_ready(self, brokers: set[int], timeout: float, need_controller: bool = True,
+                   stale: dict[int, int] | None = None) -> None:
+        """Until `brokers` are registered (and a controller is elected); a broker that dies is reported.
+
+        `stale`: broker -> czxid of a registration left by a killed process; only a newer one counts.
+        """
         state = self.state()
         deadline = time.monotonic() + timeout
+        stale = stale or {}
         with self.client(state) as client:
             while True:
                 registered = {int(b) for b in client.children(paths.BROKER_IDS) or [] if b.isdigit()}
+                for b in sorted(registered & set(stale)):
+                    found = client.exists(paths.broker(b))
+                    if found is None or found.czxid == stale[b]:
+                        registered.discard(b)
                 has_controller = client.exists(paths.CONTROLLER) is not None
                 if brokers <= registered and (has_controller or not need_controller):
                     return

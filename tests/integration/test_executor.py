@@ -244,6 +244,8 @@ def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, zk_connect
     doc = json.loads(capsys.readouterr().out)
     assert doc["lock"]["plan"] == str(plan_file) and doc["execution"]["status"] == "running"
     assert doc["in_flight"] and all(t["set_by"].startswith("kops ") for t in doc["throttles"])
+    assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 5  # two applies at once
+    assert "applying" in capsys.readouterr().err
     assert main(["cancel", "-z", zk_connect]) == 0  # stop at the next checkpoint
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err

@@ -1,0 +1,69 @@
+"""What a rollback undoes, decided from an execution record and a snapshot (no cluster), and the record format."""
+
+from __future__ import annotations
+
+import pytest
+
+from kops.executor import record as records
+from kops.executor.record import BatchRecord, ConfigRecord, ExecutionRecord
+from kops.executor.steps import rollback_of
+from kops.model.brokers import Broker
+from kops.model.partitions import Partition, TopicPartition
+from kops.model.plan import Move
+from kops.model.snapshot import ControllerInfo, Snapshot
+from kops.model.topics import Topic
+
+
+def snapshot(replicas: dict[int, tuple[int, ...]]) -> Snapshot:
+    topic = Topic("t", {p: Partition(r) for p, r in replicas.items()})
+    return Snapshot("c1", ControllerInfo(1, 1), tuple(Broker(b, "localhost", 9092) for b in range(1, 7)), {"t": topic})
+
+
+def forward(batches: list[tuple[str, list[Move]]], configs: list[ConfigRecord] | None = None) -> ExecutionRecord:
+    return ExecutionRecord("20261122T000000Z-abc-apply", "apply", "abc", "plan.json", "c1", 0.0, {},
+                           [BatchRecord(i + 1, moves, status) for i, (status, moves) in enumerate(batches)],
+                           configs=configs or [], steps_done=["create:new", "add:t"])
+
+
+P0 = Move("t", 0, (1, 2, 3), (4, 2, 3), 100)
+P1 = Move("t", 1, (2, 3, 1), (2, 3, 4), 100)
+P2 = Move("t", 2, (3, 1, 2), (3, 1, 4), 100)
+
+
+def test_the_worked_example_of_the_module() -> None:
+    record = forward([("done", [P0, P1]), ("cancelled", [P2]), ("pending", [Move("t", 3, (1, 2), (5, 6))])])
+    undo = rollback_of(record, snapshot({0: (4, 2, 3), 1: (2, 3, 4), 2: (3, 1, 4), 3: (1, 2)}), {})
+    assert [[(m.partition, m.from_replicas, m.to_replicas) for m in b.moves] for b in undo.batches] == [
+        [(2, (3, 1, 4), (3, 1, 2))],
+        [(0, (4, 2, 3), (1, 2, 3)), (1, (2, 3, 4), (2, 3, 1))],
+    ]
+    assert undo.election == [TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)]
+    assert not undo.drift
+    assert any("topic new was created" in note for note in undo.irreversible)
+
+
+def test_partitions_still_at_their_originals_need_nothing_and_others_are_drift() -> None:
+    record = forward([("done", [P0]), ("running", [P1, P2])])
+    undo = rollback_of(record, snapshot({0: (4, 2, 3), 1: (2, 3, 1), 2: (5, 1, 4)}), {})
+    assert [m.partition for b in undo.batches for m in b.moves] == [0]
+    assert undo.drift == ["t-2 has replicas [5, 1, 4], neither the original [3, 1, 2] nor the target [3, 1, 4]"]
+
+
+def test_configs_come_back_only_where_the_execution_left_them() -> None:
+    changed = ConfigRecord("topics", "t", before={"retention.ms": "1"}, after={"retention.ms": "2"})
+    touched = ConfigRecord("topics", "u", before={}, after={"cleanup.policy": "compact"})
+    record = forward([("done", [])], [changed, touched])
+    undo = rollback_of(record, snapshot({}), {"topics/t": {"retention.ms": "2"}, "topics/u": {"cleanup.policy": "delete"}})
+    assert undo.configs == [ConfigRecord("topics", "t", before={"retention.ms": "2"}, after={"retention.ms": "1"})]
+    assert undo.drift == ["config of topics/u changed since the execution set it"]
+
+
+def test_records_round_trip_and_refuse_garbage() -> None:
+    record = forward([("done", [P0]), ("pending", [P1])], [ConfigRecord("brokers", "1", {}, {"a": "b"})])
+    record.throttles_before = {"topics/t": {"leader.replication.throttled.replicas": None}}
+    record.election = [TopicPartition("t", 0)]
+    assert records.loads(records.dumps(record), "x") == record
+    with pytest.raises(records.RecordError, match="not a kops-execution/1 record"):
+        records.loads(b'{"format": "other"}', "x")
+    with pytest.raises(records.RecordError, match="unreadable"):
+        records.loads(b'{"format": "kops-execution/1"}', "x")
