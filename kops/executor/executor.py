@@ -344,7 +344,7 @@ class Executor:
                     raise KopsError(f"batch {batch.index}: {exc.what}", where=paths.REASSIGN_PARTITIONS,
                                     hint="another tool started a reassignment; wait for it (kops status)") from None
         self._follow(record, batch, snapshot)
-        throttles.restore(self.client, record)
+        throttles.restore(self.client, record, throttles.busy_entities(self._snapshot(), batch.tps))
         batch.status, batch.finished_at = DONE, self.clock.now()
         self._save(record)
         self.emit({"event": "batch_done", "batch": batch.index, "batches": len(record.batches),

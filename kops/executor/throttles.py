@@ -3,7 +3,9 @@
 Set: the lists and rates are computed as Kafka's 2.6+ tool does (`kops.planner.throttles`), merged with the
 values in force at that moment (an operator's `*` stays, other entries stay, a lower rate stays). The values
 found are recorded before anything is written, the first time kops touches a key in an execution.
-Restore: a key goes back to what was found, unless someone changed it after kops wrote it: then, for a list,
+Restore, at each batch's end: not where something else (another tool's reassignment) still moves through the
+topic or broker — those wait for a later checkpoint, and the end of the execution restores everything. A key
+goes back to what was found, unless someone changed it after kops wrote it: then, for a list,
 only kops's own entries are removed; for a rate, the other writer's value stays. So an operator's throttle,
 and a throttle another tool set for its own moves, survive kops.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from kops.executor.record import ExecutionRecord
 from kops.kafka import admin
 from kops.kafka.client import ZkClient
+from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 from kops.model.snapshot import Snapshot
 from kops.planner.throttles import TOPIC_KEYS, batch_throttle
@@ -54,10 +57,24 @@ def write(client: ZkClient, record: ExecutionRecord, wanted: dict[str, dict[str,
         record.throttles_written.setdefault(key, {}).update(values)
 
 
-def restore(client: ZkClient, record: ExecutionRecord) -> list[str]:
-    """Put back every throttle key kops changed; the entities restored (forgotten by the record after)."""
+def busy_entities(snapshot: Snapshot, ours: set[TopicPartition]) -> set[str]:
+    """Throttle entities something else is still moving through: its topics, and the brokers it uses."""
+    busy: set[str] = set()
+    for m in snapshot.in_flight():
+        if TopicPartition(m.topic, m.partition) in ours:
+            continue
+        busy.add(entity_key("topics", m.topic))
+        busy.update(entity_key("brokers", str(b)) for b in set(m.replicas) | set(m.target or ()))
+    return busy
+
+
+def restore(client: ZkClient, record: ExecutionRecord, busy: set[str] | None = None) -> list[str]:
+    """Put back the throttle keys kops changed, except on `busy` entities (kept for a later checkpoint; the
+    end of the execution restores everything). Returns the entities restored, which the record forgets."""
     done = []
     for key, before in sorted(record.throttles_before.items()):
+        if busy and key in busy:
+            continue
         entity_type, _, name = key.partition("/")
         current, _version = admin.read_config(client, entity_type, name)
         written = record.throttles_written.get(key, {})
@@ -73,6 +90,7 @@ def restore(client: ZkClient, record: ExecutionRecord) -> list[str]:
                 changes[config_key] = now  # someone else's value since: theirs to remove
         admin.alter_config(client, entity_type, name, changes)
         done.append(key)
-    record.throttles_before.clear()
-    record.throttles_written.clear()
+    for key in done:
+        record.throttles_before.pop(key, None)
+        record.throttles_written.pop(key, None)
     return done

@@ -33,7 +33,7 @@ ORIGINAL = {
 }
 PLAYBOOK = """- hosts: all
   topics:
-    - {name: pay, replication_factor: 3}
+    - {name: pay, replication_factor: 3, config: {retention.ms: "86400000"}}
     - {name: logs, replication_factor: 3}
   brokers: {decommission: [3]}
   execution: {throttle: 4MiB/s, batch: {max_partitions: 3}}
@@ -102,6 +102,7 @@ def test_a_multi_batch_plan_applies_end_to_end_then_rolls_back_exactly(tmp_path:
         assert kinds[0] == "start" and kinds[-1] == "done" and kinds.count("batch_done") == len(plan.batches)
         assert any(e["event"] == "progress" and e["bytes_total"] > 0 for e in events)
         assert layout(zk) == targets(plan)
+        assert admin.read_config(zk, "topics", "pay")[0] == {"retention.ms": "86400000"}
         assert throttle_configs(zk) == {"brokers/1": {"leader.replication.throttled.rate": "104857600"}}  # kept
         leaders = {(m.topic, m.partition): m.to_replicas[0] for m in plan.moves}
         wait_until(lambda: all(state(zk, t, p).leader == leader for (t, p), leader in leaders.items()),
@@ -114,6 +115,7 @@ def test_a_multi_batch_plan_applies_end_to_end_then_rolls_back_exactly(tmp_path:
         # rollback after a full apply: the exact original layout, replica order included
         assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
         assert layout(zk) == ORIGINAL
+        assert admin.read_config(zk, "topics", "pay")[0] == {}  # the config found before is back
         assert throttle_configs(zk) == {"brokers/1": {"leader.replication.throttled.rate": "104857600"}}
         rolled = Journal(zk).latest()
         assert rolled.kind == "rollback" and rolled.of == record.id and rolled.status == "done"
@@ -140,6 +142,18 @@ def test_drift_lock_and_confirmation(tmp_path: Path, zk_connect: str, capsys) ->
         assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 5
         assert "ops@elsewhere" in capsys.readouterr().err
         zk.delete(paths.KOPS_LOCK)
+        # a KRaft migration, or another cluster: exit 1
+        zk.create(paths.MIGRATION, b'{"version":0,"kraft_metadata_offset":-1,"kraft_controller_id":-1,'
+                                   b'"kraft_metadata_epoch":-1,"kraft_controller_epoch":-1}')
+        assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 1
+        assert "migrating to KRaft" in capsys.readouterr().err
+        zk.delete(paths.MIGRATION)
+        other = plan_file.with_name("other.json")
+        doc = json.loads(plan_file.read_text())
+        doc["cluster_id"] = "AAAAAAAAAAAAAAAAAAAAAA"
+        other.write_text(json.dumps(doc))
+        assert main(["apply", str(other), "-z", zk_connect, "--yes"]) == 1
+        assert "the plan is for AAAAAAAAAAAAAAAAAAAAAA" in capsys.readouterr().err
         # drift: exit 4, naming what changed
         admin.add_partitions(zk, "logs", {3: (1, 2)})
         assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 4
