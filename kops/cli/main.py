@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - older typer on real click
 _ClickAbort = getattr(click_errors, "Abort", typer.Abort)  # typer's vendored click has no Abort
 
 from kops import __version__
-from kops.cli import apply, console, demo, lab, plan, state, status, validate
+from kops.cli import apply, console, demo, lab, plan, sizes, state, status, validate
 from kops.errors import ExitCode, KopsError
 
 HELP = """kops: declarative partition-layout operations for Apache Kafka.
@@ -53,6 +53,7 @@ app.command("cancel")(status.cancel)
 app.command("rollback")(apply.rollback)
 lab.app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
+app.add_typer(sizes.app, name="sizes")
 
 _debug = {"on": False}
 

@@ -1,6 +1,6 @@
 """Read a sizes summary (`kops sizes summarize --out PATH`) into {partition: bytes}, without starting Spark.
 
-Accepted: a folder of Spark output files (`part-*.json` JSON lines, `part-*.parquet` when pyarrow is
+Accepted: the folder `kops sizes summarize --out` wrote (its `partitions/` part), a folder of Spark output files (`part-*.json` JSON lines, `part-*.parquet` when pyarrow is
 installed), a single JSON-lines file, or a JSON object `{"topic-partition": bytes}`. Each row has at least
 `topic`, `partition`, `bytes`; `growth_bytes_per_s` is kept when present. Malformed rows are errors naming the
 file and line: sizes drive batching and estimates, so a silently dropped row would mislead.
@@ -21,6 +21,7 @@ class Sizes:
     bytes: dict[TopicPartition, int] = field(default_factory=dict)
     growth: dict[TopicPartition, float] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    rows: dict[TopicPartition, dict] = field(default_factory=dict)  # every field of the summary row
 
 
 def _row(row: object, where: str, sizes: Sizes) -> None:
@@ -32,6 +33,7 @@ def _row(row: object, where: str, sizes: Sizes) -> None:
         raise DocumentError(f"bad sizes row {json.dumps(row)[:80]}", where=where)
     tp = TopicPartition(topic, partition)
     sizes.bytes[tp] = int(size)
+    sizes.rows[tp] = row
     growth = row.get("growth_bytes_per_s")
     if isinstance(growth, (int, float)) and not isinstance(growth, bool):
         sizes.growth[tp] = float(growth)
@@ -74,6 +76,8 @@ def read_sizes(path: Path) -> Sizes:
     sizes = Sizes()
     if not path.exists():
         raise DocumentError("no such file or folder", where=str(path), hint="write one with kops sizes summarize")
+    if (path / "partitions").is_dir():  # `kops sizes summarize --out PATH`: partitions/ and brokers/
+        path = path / "partitions"
     files = [path] if path.is_file() else sorted(
         p for p in path.rglob("*") if p.is_file() and not p.name.startswith((".", "_")) and p.suffix in (".json", ".parquet", "")
     )

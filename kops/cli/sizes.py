@@ -1,0 +1,106 @@
+"""`kops sizes summarize` (the Spark job) and `kops sizes show` (its output, without Spark)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kops.cli import console
+from kops.cli.options import Format, OutputFormat
+from kops.errors import KopsError, UsageError
+from kops.sizes.reader import read_sizes
+from kops.units import format_size
+
+app = typer.Typer(help="Partition sizes: summarise raw observations with Spark, show the summary.",
+                  no_args_is_help=True)
+
+
+@app.command("summarize")
+def summarize(
+    inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, folders, globs, s3a:// or hdfs:// paths.", show_default=False)],
+    out: Annotated[str, typer.Option("--out", "-o", help="Where to write the summary (partitions/ and brokers/).")],
+    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
+    since: Annotated[Optional[str], typer.Option("--since", help="Only samples this recent, e.g. 7d, 12h (before the latest sample).")] = None,
+    parquet: Annotated[bool, typer.Option("--parquet", help="Write Parquet instead of JSON lines.")] = False,
+) -> None:
+    """Run the PySpark job (spark/sizes_job.py, also runnable with spark-submit) over raw partition-size
+    observations: per partition the latest size (max over replicas; future replicas and failed log dirs
+    excluded), growth per second (retention drops never count as negative growth), peak, samples and last
+    seen; per broker the bytes per log dir. Malformed documents are counted and named, never fatal.
+
+    Examples:
+
+      kops sizes summarize .kops/lab/logdirs --out sizes/lab
+
+      kops sizes summarize 's3a://ops/logdirs/2026-11-*' --out s3a://ops/sizes --master spark://spark:7077 --since 7d
+
+    Exit codes: 0 written, 1 no samples in the inputs or a Spark failure.
+    """
+    if since is not None:
+        from spark.sizes_job import parse_duration  # noqa: PLC0415 - Spark is loaded only for this command
+        try:
+            parse_duration(since)
+        except ValueError as exc:
+            raise UsageError(f"--since: {exc}") from None
+    for path in inputs:
+        if "://" not in path and not any(c in path for c in "*?[{") and not Path(path).exists():
+            raise UsageError("no such file or folder", where=path)
+    with console.err.status("starting Spark", spinner="dots") as status:
+        from pyspark.sql import SparkSession  # noqa: PLC0415
+
+        from spark import sizes_job  # noqa: PLC0415
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter (and its kops)
+        spark = (SparkSession.builder.master(master).appName("kops-sizes").config("spark.ui.enabled", "false")
+                 .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 1)))).getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            report = sizes_job.run(spark, inputs, out, since, "parquet" if parquet else "json",
+                                   lambda line: (status.update(line), console.err.print(line, highlight=False)))
+        except Exception as exc:  # noqa: BLE001 - a Spark failure is one line, with --debug for the trace
+            raise KopsError(f"the Spark job failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                            hint="run with --debug for Spark's trace") from exc
+        finally:
+            spark.stop()
+    for file, count in sorted(report.malformed.items()):
+        console.warning(f"{file}: {count} malformed ({report.examples[file]})")
+    if report.samples == 0:
+        raise KopsError("no samples in the inputs", hint="point at kafka-log-dirs JSON files or size CSV exports")
+    console.info(f"summarised {report.samples} samples: {report.partitions} partitions, {report.brokers} brokers "
+                 f"-> {out}")
+
+
+@app.command("show")
+def show(
+    path: Annotated[Path, typer.Argument(help="A summary written by kops sizes summarize.", show_default=False)],
+    top: Annotated[int, typer.Option("--top", "-n", help="Only the N largest partitions (0 = all).", min=0)] = 20,
+    output_format: Format = OutputFormat.text,
+) -> None:
+    """Show a sizes summary, largest partitions first, without starting Spark.
+
+    Examples:
+
+      kops sizes show sizes/lab --top 10
+
+      kops sizes show sizes/lab --format json | jq '.[0]'
+    """
+    sizes = read_sizes(path)
+    ordered = sorted(sizes.rows.items(), key=lambda kv: (-sizes.bytes[kv[0]], kv[0]))
+    if top:
+        ordered = ordered[:top]
+    if output_format is OutputFormat.json:
+        console.print_json([{"topic": tp.topic, "partition": tp.partition, "bytes": sizes.bytes[tp],
+                             "growth_bytes_per_s": float(row.get("growth_bytes_per_s") or 0.0),
+                             **{k: row[k] for k in ("peak_bytes", "samples", "last_seen") if k in row}}
+                            for tp, row in ordered])
+        return
+    table = console.table(f"Partition sizes ({len(sizes.bytes)} partitions, "
+                          f"{format_size(sum(sizes.bytes.values()))})", "Partition", ">Size", ">Growth/s", ">Peak", ">Samples")
+    for tp, row in ordered:
+        table.add_row(str(tp), format_size(sizes.bytes[tp]), format_size(float(row.get("growth_bytes_per_s") or 0)),
+                      format_size(row.get("peak_bytes") or sizes.bytes[tp]), str(row.get("samples", "")))
+    console.out.print(table)
