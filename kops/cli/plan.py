@@ -130,8 +130,10 @@ def plan(
     """
     rate = parse_throttle(throttle)
     size_map: dict[TopicPartition, int] = {}
+    growth: dict[TopicPartition, float] = {}
     if sizes is not None:
-        size_map = read_sizes(sizes).bytes
+        summary = read_sizes(sizes)
+        size_map, growth = summary.bytes, summary.growth
     if import_kafka is not None:
         if playbook is not None:
             raise UsageError("give a playbook or --import-kafka, not both")
@@ -143,7 +145,7 @@ def plan(
         snap = cluster_snapshot(None, zookeeper, snapshot, connect_timeout, session_timeout)
         targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
         result = plan_targets(snap, targets, cluster=zookeeper or snap.connect or "cluster",
-                              policy=Policy(throttle=rate, allow_in_flight=allow_in_flight), sizes=size_map,
+                              policy=Policy(throttle=rate, allow_in_flight=allow_in_flight, growth=growth), sizes=size_map,
                               where=str(import_kafka))
     else:
         if playbook is None:
@@ -153,7 +155,8 @@ def plan(
         if not snap.complete:
             console.warning(f"the snapshot is incomplete ({len(snap.problems)} problem(s)); the plan may miss them")
         result = make_plan(desired, snap, size_map,
-                           Policy(throttle=rate, allow_in_flight=allow_in_flight, playbook_digest=declarations.digest))
+                           Policy(throttle=rate, allow_in_flight=allow_in_flight, playbook_digest=declarations.digest,
+                                  growth=growth))
     if out is not None:
         write_atomically(out, plan_format.dumps(result))
         console.info(f"wrote plan to {out}")

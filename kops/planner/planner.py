@@ -22,7 +22,8 @@ with 1 × size bytes, leader list `0:1,0:2`, follower list `0:3`, rollback [1,2,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from kops import __version__
 from kops.model.features import KIP253_PARTITION_DELETION
@@ -63,6 +64,8 @@ class Policy:
     allow_in_flight: bool = False
     broker_bandwidth: int = DEFAULT_BANDWIDTH
     playbook_digest: str = ""
+    # bytes/s each partition grows (kops sizes summarize): a move is sized for when its batch is expected to start
+    growth: Mapping[TopicPartition, float] = field(default_factory=dict)
 
 
 class PlanningError(ProblemsError):
@@ -408,10 +411,14 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
                              desired.execution.max_moves_per_broker)
     grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order)
     batch_list = []
+    starts = 0.0
     for index, group in enumerate(grouped):
+        group = _grown(group, policy.growth, starts) if sized else group
         bytes_in, bytes_out, seconds = batching.port_times(group, port_rate, port_rate)
         batch_list.append(Batch(index + 1, tuple(group), batch_throttle(group, snapshot, rate),
                                 Estimate(seconds if sized else None, None, bytes_in, bytes_out)))
+        starts += seconds
+    moves = [m for b in batch_list for m in b.moves]
     _, _, lower_seconds = batching.port_times(moves, port_rate, port_rate)
 
     election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
@@ -473,6 +480,17 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         warnings=tuple(work.warnings),
         kops_version=__version__,
     )
+
+
+def _grown(group: list[Move], growth: Mapping[TopicPartition, float], start_seconds: float) -> list[Move]:
+    """The batch's moves sized for when the batch is expected to start: bytes + growth × start (never less)."""
+    if not growth or start_seconds <= 0:
+        return group
+    out = []
+    for m in group:
+        rate = growth.get(m.tp, 0.0)
+        out.append(replace(m, bytes=m.bytes + int(rate * start_seconds)) if rate > 0 and m.bytes else m)
+    return out
 
 
 def _counts(assignment: dict[TopicPartition, tuple[int, ...]], sizes: dict[TopicPartition, int]):

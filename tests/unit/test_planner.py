@@ -273,6 +273,19 @@ def test_estimates_from_sizes_and_rate() -> None:
     assert result.summary.lower_bound_seconds == pytest.approx(50.0)
 
 
+def test_a_growing_partition_is_sized_for_when_its_batch_starts() -> None:
+    snap = snapshot(B6, [topic("t", [(1, 2), (3, 4)])])
+    sizes = {TopicPartition("t", 0): 50_000, TopicPartition("t", 1): 50_000}
+    desired = declare(td("t", rf=3), execution=Execution(throttle=1000, max_partitions=1))
+    still = plan(desired, snap, sizes)
+    grown = plan(desired, snap, sizes, Policy(growth={TopicPartition("t", 0): 10.0, TopicPartition("t", 1): 10.0}))
+    first, second = grown.batches
+    assert first.moves[0].bytes == 50_000  # the first batch starts now
+    assert second.moves[0].bytes == 50_000 + 10 * 50  # the second starts after the first's 50 s
+    assert second.estimate.seconds == pytest.approx(50.5)
+    assert grown.summary.estimated_seconds == pytest.approx(100.5) and still.summary.estimated_seconds == pytest.approx(100.0)
+
+
 def test_drift_names_what_changed_since_the_plan() -> None:
     from kops.planner.fingerprint import drift
 
