@@ -1,7 +1,7 @@
 """Byte rates in simulated time: a token bucket refilled at `rate` bytes per simulated second.
 
-The bucket holds at most one second of traffic, so a quota is met over any window longer than that, like
-Kafka's sampled quota windows. `None` means unlimited (Kafka's `Long.MAX_VALUE` default).
+The bucket holds at most `burst_seconds` of traffic (a few fetch rounds), so a quota is met over any window
+longer than that, like Kafka's sampled quota windows; a rate that changes starts from an empty bucket. `None` means unlimited (Kafka's `Long.MAX_VALUE` default).
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ class RateLimiter:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def set_rate(self, rate: float | None) -> None:
+        """A new rate starts with an empty bucket: a throttle applied after an idle spell allows no burst."""
         with self._lock:
+            if rate != self.rate:
+                self._tokens, self._at = 0.0, None
             self.rate = rate
 
     def take(self, wanted: int, now: float) -> int:

@@ -77,7 +77,7 @@ class BrokerServer:
         self.settings = settings
         self.id = settings.broker_id
         self.clock = settings.clock
-        burst = max(1.0, 10 * settings.tick * settings.clock.scale)
+        burst = max(1.0, 4 * settings.tick * settings.clock.scale)  # a few ticks: fetch rounds, not free seconds
         self.replicas = ReplicaManager(self.id, self.clock, settings.bandwidth, settings.lag_max, burst)
         self.client = ZkClient(ZkSettings(settings.connect, session_timeout=settings.session_timeout))
         self.admin = AdminEndpoint(self.client, self.replicas, self.wall_ms)

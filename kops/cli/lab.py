@@ -47,6 +47,7 @@ def up(
     zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", "-z", help=(
         "Use this ZooKeeper (HOST:PORT[/chroot]) instead of starting one; default chroot /kops-lab."))] = None,
     bandwidth: Annotated[str, typer.Option(help="Each broker's replication bandwidth, per simulated second.")] = "100MB/s",
+    logdirs_every: Annotated[float, typer.Option("--logdirs-every", help="Simulated seconds between the brokers' kafka-log-dirs snapshots (DIR/logdirs/).", min=1.0)] = 300.0,
 ) -> None:
     """Start a lab cluster and return once every broker is registered and a controller is elected.
 
@@ -55,7 +56,7 @@ def up(
     """
     rate = _amount(parse_rate, bandwidth, "--bandwidth")
     with console.err.status(f"starting ZooKeeper and {brokers} brokers"):
-        state = Lab(lab_dir).up(brokers, racks, time_scale, zookeeper, bandwidth=float(rate))
+        state = Lab(lab_dir).up(brokers, racks, time_scale, zookeeper, bandwidth=float(rate), logdirs_every=logdirs_every)
     console.out.print(f"lab up: {brokers} brokers on {min(racks, brokers)} racks at [bold]{state.connect}[/] "
                       f"(time x{time_scale:g}); connect string in {lab_dir / CONNECT_FILE}")
 

@@ -43,6 +43,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 
 Reporter = Callable[[dict[str, Any]], None]
+THROTTLE_SETTLE_SECONDS = 0.5
 
 
 class Stale(KopsError):
@@ -337,6 +338,8 @@ class Executor:
                 self._save(record)  # the values found are safe before anything is written
                 throttles.write(self.client, record, wanted)
                 self._save(record)
+                if wanted:  # brokers apply throttles from config_change notifications, asynchronously: let them
+                    self.clock.sleep(THROTTLE_SETTLE_SECONDS)  # before the first fetch of the new replicas
                 try:
                     admin.start_reassignment(self.client, [ReassignmentTarget(m.topic, m.partition, m.to_replicas)
                                                            for m in todo])

@@ -41,6 +41,7 @@ class LabState:
     bandwidth: float
     racks: dict[int, str] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)
+    logdirs_every: float = 300.0  # simulated seconds between the brokers' log-dir snapshots
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -90,7 +91,8 @@ class Lab:
     # -- up / down ---------------------------------------------------------------------------------------
 
     def up(self, brokers: int = 3, racks: int = 3, time_scale: float = 1.0, zookeeper: str | None = None,
-           session_timeout: float = 6.0, bandwidth: float = 100 * 1024 * 1024, timeout: float = 90.0) -> LabState:
+           session_timeout: float = 6.0, bandwidth: float = 100 * 1024 * 1024, timeout: float = 90.0,
+           logdirs_every: float = 300.0) -> LabState:
         if brokers < 1 or racks < 1:
             raise UsageError("--brokers and --racks must be at least 1")
         if time_scale <= 0:
@@ -112,7 +114,8 @@ class Lab:
                 root.ensure_path(connect.chroot or DEFAULT_CHROOT)
             state = LabState(zookeeper, time_scale, time.monotonic(), int(time.time() * 1000), managed,
                              session_timeout, bandwidth,
-                             {b: f"rack-{(b - 1) % racks + 1}" for b in range(1, brokers + 1)})
+                             {b: f"rack-{(b - 1) % racks + 1}" for b in range(1, brokers + 1)},
+                             logdirs_every=logdirs_every)
             self._save(state)
             (self.directory / CONNECT_FILE).write_text(zookeeper + "\n")
             for broker in sorted(state.racks):
@@ -161,7 +164,7 @@ class Lab:
                    "--dir", str(self.directory.resolve()), "--rack", state.racks[broker],
                    "--time-scale", repr(state.time_scale), "--clock-origin", repr(state.clock_origin),
                    "--wall-origin-ms", str(state.wall_origin_ms), "--session-timeout", repr(state.session_timeout),
-                   "--bandwidth", repr(state.bandwidth)]
+                   "--bandwidth", repr(state.bandwidth), "--logdirs-every", repr(state.logdirs_every)]
         with open(logs / f"broker-{broker}.out", "ab") as out:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=self.detached,

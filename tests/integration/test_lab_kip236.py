@@ -64,10 +64,11 @@ def test_cancel_skips_a_partition_that_would_go_offline(tmp_path: Path, zk_conne
     with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=10.0) as lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
         active = wait_until(lambda: controller(zk), what="a controller")
-        if active in (1, 2):  # keep the controller alive through the test
+        while active in (1, 2):  # keep the controller alive through the test: move it to 3 or 4
             lab.kill_broker(active)
-            wait_until(lambda: controller(zk) in (3, 4), what="controller on 3 or 4")
+            new = wait_until(lambda: (c := controller(zk)) is not None and c != active and c, what="a new controller")
             lab.start_broker(active)
+            active = new
         slow_topic(zk, "risky", {0: (1, 2)}, slow_brokers=(3,))
         admin.alter_config(zk, "brokers", "4", {"follower.replication.throttled.rate": "1024"})  # 4 stays behind
         time.sleep(0.5)
