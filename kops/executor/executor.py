@@ -407,9 +407,8 @@ class Executor:
             if measured.rate:
                 event["overall_eta"] = round((total - done_before - measured.bytes_done) / measured.rate, 1)
             self.emit(event)
-            ours_requested = any((m.topic, m.partition) in {(x.topic, x.partition) for x in snapshot.requested_moves}
-                                 for m in batch.moves)
-            if measured.done == measured.partitions and not ours_requested:
+            requested = {(x.topic, x.partition) for x in snapshot.requested_moves}
+            if measured.done == measured.partitions and not any(m.tp in requested for m in batch.moves):
                 return
             problem = health.problem(snapshot, batch.moves, base)
             if problem is not None:
