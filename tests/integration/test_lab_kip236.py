@@ -113,7 +113,7 @@ def test_queue_adds_moves_in_flight_and_retargets_a_pending_one(tmp_path: Path, 
         wait_until(lambda: in_flight(zk, "q") == {0: (3,)}, what="first move in flight")
         zk.create(paths.REASSIGN_QUEUE, encode_reassignment([ReassignmentTarget("q", 1, (4, 3))]))
         wait_until(lambda: in_flight(zk, "q") == {0: (3,), 1: (4,)}, what="queued move started alongside")
-        assert zk.exists(paths.REASSIGN_QUEUE) is None
+        wait_until(lambda: zk.exists(paths.REASSIGN_QUEUE) is None, what="queue znode taken in and deleted")
         zk.create(paths.REASSIGN_QUEUE, encode_reassignment([ReassignmentTarget("q", 0, (4, 1))]))
         wait_until(lambda: in_flight(zk, "q").get(0) == (4,), what="pending move re-targeted")
         assert decode_topic(zk.get(paths.topic("q")).data, "t").replicas[0] == (4, 1, 2)  # from [1, 2], not [3, 2, 1]
