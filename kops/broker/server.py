@@ -25,7 +25,7 @@ from kops.adminapi.protocol import ALTER_TOPICS, REPLICA_STATUS
 from kops.broker.admin_endpoint import AdminEndpoint
 from kops.broker.clock import SimClock
 from kops.broker.configs import ConfigFollower
-from kops.broker.replicas import IsrUpdate, ReplicaManager
+from kops.broker.replicas import FIRST_FETCH_BYTES, IsrUpdate, ReplicaManager
 from kops.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from kops.controller.channel import call_registered_broker
 from kops.controller.controller import LOG_OFFSETS, Controller
@@ -77,7 +77,7 @@ class BrokerServer:
         self.settings = settings
         self.id = settings.broker_id
         self.clock = settings.clock
-        burst = max(1.0, 4 * settings.tick * settings.clock.scale)  # a few ticks: fetch rounds, not free seconds
+        burst = max(1.0, 10 * settings.tick * settings.clock.scale)  # catch up after a stalled fetch round
         self.replicas = ReplicaManager(self.id, self.clock, settings.bandwidth, settings.lag_max, burst)
         self.client = ZkClient(ZkSettings(settings.connect, session_timeout=settings.session_timeout))
         self.admin = AdminEndpoint(self.client, self.replicas, self.wall_ms)
@@ -342,7 +342,9 @@ class BrokerServer:
                 time.sleep(0.2)
                 continue
             received = self.replicas.apply_fetch(plan, reply)
-            time.sleep(0.02 if received else 0.1)
+            asked = sum(min(int(entry[4]), FIRST_FETCH_BYTES // 2) for entry in plan)
+            # a full answer: fetch again soon; a quota-limited or empty one: tokens accrue slowly, do not spin
+            time.sleep(0.02 if received and received >= 0.9 * asked else 0.1)
         if client is not None:
             client.close()
         self._fetchers.pop(leader, None)

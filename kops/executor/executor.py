@@ -333,6 +333,7 @@ class Executor:
             if gone:
                 raise _Stop(f"batch {batch.index} needs brokers {gone}, which are not registered")
             if todo:
+                first_start = batch.started_at is None
                 wanted = throttles.plan_batch_throttles(record, todo, snapshot)
                 batch.status, batch.started_at = RUNNING, batch.started_at or self.clock.now()
                 self._save(record)  # the values found are safe before anything is written
@@ -340,12 +341,15 @@ class Executor:
                 self._save(record)
                 if wanted:  # brokers apply throttles from config_change notifications, asynchronously: let them
                     self.clock.sleep(THROTTLE_SETTLE_SECONDS)  # before the first fetch of the new replicas
+                if first_start:
+                    batch.started_at = self.clock.now()  # the batch's duration runs from its submission
                 try:
                     admin.start_reassignment(self.client, [ReassignmentTarget(m.topic, m.partition, m.to_replicas)
                                                            for m in todo])
                 except admin.AdminRefused as exc:
                     raise KopsError(f"batch {batch.index}: {exc.what}", where=paths.REASSIGN_PARTITIONS,
                                     hint="another tool started a reassignment; wait for it (kops status)") from None
+                self._save(record)
         self._follow(record, batch, snapshot)
         throttles.restore(self.client, record, throttles.busy_entities(self._snapshot(), batch.tps))
         batch.status, batch.finished_at = DONE, self.clock.now()

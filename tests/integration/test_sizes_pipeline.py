@@ -1,10 +1,10 @@
 """The sizes pipeline on the lab: brokers write log-dir snapshots, Spark summarises them, the planner balances
-batches by bytes and estimates them, and `kops apply` takes about as long as estimated (simulated time)."""
+batches by bytes and estimates them, and `kops apply` carries the plan out. How long batches take against their
+estimates is measured by bench/estimates.py, not asserted here (a test never asserts a wall-clock time)."""
 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,7 @@ SCALE = 5.0
 SIZES = {("big", 0): 60, ("big", 1): 50, ("big", 2): 40, ("small", 0): 30, ("small", 1): 25, ("small", 2): 20}
 
 
-def test_snapshots_summarized_plan_with_sizes_and_batches_take_their_estimate(tmp_path: Path, zk_connect: str, capsys) -> None:
+def test_snapshots_summarized_then_planned_with_sizes_and_applied(tmp_path: Path, zk_connect: str, capsys) -> None:
     lab_dir = tmp_path / "lab"
     with running_lab(lab_dir, zk_connect, brokers=4, time_scale=SCALE, logdirs_every=5.0) as _lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
@@ -48,6 +48,8 @@ def test_snapshots_summarized_plan_with_sizes_and_batches_take_their_estimate(tm
                             seen[part["partition"]] = max(seen.get(part["partition"], 0), part["size"])
             return all(seen.get(f"{t}-{p}", 0) >= n * MB for (t, p), n in SIZES.items())
 
+        for old in (lab_dir / "logdirs").glob("*.json"):  # snapshots taken while producing would read as growth
+            old.unlink()
         wait_until(snapshotted, timeout=30, what="log-dir snapshots with the data")
         out = tmp_path / "sizes"
         assert main(["sizes", "summarize", str(lab_dir / "logdirs"), "--out", str(out), "--master", "local[1]"]) == 0
@@ -64,16 +66,8 @@ def test_snapshots_summarized_plan_with_sizes_and_batches_take_their_estimate(tm
         assert all(b.estimate.seconds for b in plan.batches) and len(plan.batches) >= 2
         assert {m.tp: m.bytes for m in plan.moves}[TopicPartition("big", 0)] == summary.bytes[TopicPartition("big", 0)]
         capsys.readouterr()
-        started = time.monotonic()
         assert main(["apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.1"]) == 0
-        wall = time.monotonic() - started
+        events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        assert events[0]["bytes"] == sum(m.copied_bytes for m in plan.moves)  # progress in the plan's bytes
         record = Journal(zk).latest()
-        report = []
-        for batch, planned in zip(record.batches, plan.batches):
-            measured = (batch.finished_at - batch.started_at) * SCALE
-            report.append((batch.index, round(planned.estimate.seconds, 1), round(measured, 1)))
-        print(json.dumps({"batches": report, "wall_seconds": round(wall, 1),
-                          "moves": [[(m.topic, m.partition, m.adding, m.bytes // MB) for m in b.moves] for b in plan.batches],
-                          "ports": [(b.estimate.bytes_in, b.estimate.bytes_out) for b in plan.batches]}))
-        for index, estimate, measured in report:
-            assert abs(measured - estimate) <= 0.25 * estimate, f"batch {index}: estimated {estimate} s, took {measured} s"
+        assert record.status == "done" and all(b.started_at and b.finished_at for b in record.batches)
