@@ -370,8 +370,8 @@ class Executor:
                 continue  # in flight to our target: follow it
             if now == tuple(m.to_replicas):
                 continue
-            if now == tuple(m.from_replicas):
-                todo.append(m)
+            if now is not None and set(now) == set(m.from_replicas):  # its original replicas (order may differ
+                todo.append(m)  # after a KIP-236 cancel across a controller failover): move it to the target
             else:
                 drifted.append(f"{m.tp} has {list(now) if now else 'no replicas'}, expected {list(m.from_replicas)}")
         if drifted:

@@ -54,6 +54,12 @@ def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: d
                 inverse.append(Move(m.topic, m.partition, m.to_replicas, m.from_replicas, m.bytes,
                                     m.to_replicas[0], f"rollback of execution {forward.id}"))
                 election.append(m.tp)
+            elif now is not None and now != tuple(m.from_replicas) and set(now) == set(m.from_replicas):
+                # back on its original replicas but not in their order (a KIP-236 cancel after a controller
+                # failover restores the set: the topic znode keeps no order): restore the order, no data moves
+                inverse.append(Move(m.topic, m.partition, now, m.from_replicas, 0, now[0],
+                                    f"rollback of execution {forward.id}: original order"))
+                election.append(m.tp)
             elif now != tuple(m.from_replicas):
                 drift.append(f"{m.tp} has replicas {list(now) if now else 'none'}, neither the original "
                              f"{list(m.from_replicas)} nor the target {list(m.to_replicas)}")

@@ -49,6 +49,14 @@ def test_partitions_still_at_their_originals_need_nothing_and_others_are_drift()
     assert undo.drift == ["t-2 has replicas [5, 1, 4], neither the original [3, 1, 2] nor the target [3, 1, 4]"]
 
 
+def test_a_partition_back_on_its_original_set_in_another_order_gets_its_order_back() -> None:
+    record = forward([("cancelled", [Move("t", 0, (1, 2), (2, 1, 3), 100)])])
+    undo = rollback_of(record, snapshot({0: (2, 1)}), {})
+    assert [(m.from_replicas, m.to_replicas, m.bytes, m.kind) for b in undo.batches for m in b.moves] == [
+        ((2, 1), (1, 2), 0, "leader")]
+    assert undo.election == [TopicPartition("t", 0)] and not undo.drift
+
+
 def test_configs_come_back_only_where_the_execution_left_them() -> None:
     changed = ConfigRecord("topics", "t", before={"retention.ms": "1"}, after={"retention.ms": "2"})
     touched = ConfigRecord("topics", "u", before={}, after={"cleanup.policy": "compact"})
