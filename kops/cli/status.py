@@ -13,6 +13,7 @@ from kops.cli import console
 from kops.cli.execution import cluster_connect
 from kops.cli.options import ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, zk_settings
 from kops.errors import KopsError
+from kops.executor import progress
 from kops.executor.executor import Clock, request_kip236_cancel
 from kops.executor.journal import Journal
 from kops.executor.lock import describe, holder_info, read_holder
@@ -37,8 +38,7 @@ def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot) -> dict[s
         "batch": current.index if current else None, "started_at": record.started_at, "updated_at": record.updated_at,
     }
     if current is not None:
-        done = [m for m in current.moves if (p := snapshot.partition(m.tp)) is not None
-                and not p.reassigning and p.replicas == tuple(m.to_replicas)]
+        done = progress.done_moves(snapshot, current.moves)
         doc["batch_partitions"], doc["batch_done"] = len(current.moves), len(done)
         elapsed = time.time() - (current.started_at or time.time())
         if done and elapsed > 0:

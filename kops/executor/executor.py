@@ -38,7 +38,8 @@ from kops.kafka.client import NodeExists, ZkClient
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.reader import read_snapshot
 from kops.model.features import KIP179_ADMIN, KIP236_CANCEL
-from kops.model.plan import Plan
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Move, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 
@@ -358,9 +359,10 @@ class Executor:
                    "seconds": round(batch.finished_at - (batch.started_at or batch.finished_at), 3)})
 
     @staticmethod
-    def _todo(batch: BatchRecord, snapshot: Snapshot) -> list:
+    def _todo(batch: BatchRecord, snapshot: Snapshot) -> list[Move]:
         """Moves still to submit; a partition neither at its original nor at its target replicas is drift."""
-        todo, drifted = [], []
+        todo: list[Move] = []
+        drifted: list[str] = []
         requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
         for m in batch.moves:
             part = snapshot.partition(m.tp)
@@ -396,7 +398,7 @@ class Executor:
         done_before = sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves)
         total = sum(m.copied_bytes for b in record.batches for m in b.moves)
         stop_after = False
-        observed: dict = {}
+        observed: dict[TopicPartition, int] = {}  # sizes learnt from first lags, kept across polls
         while True:
             elapsed = self.clock.monotonic() - started
             try:
