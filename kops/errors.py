@@ -16,7 +16,7 @@ class ExitCode(IntEnum):
     OK = 0  # done, or nothing to change
     ERROR = 1  # bad input, unreachable cluster, refused operation
     CHANGES = 2  # `plan --detailed-exitcode`: changes pending
-    STOPPED = 3  # stopped at a checkpoint (cancel, signal, health stop)
+    STOPPED = 3  # stopped at a checkpoint (cancel, signal, health stop), or not started: the cluster is not ready
     STALE = 4  # the plan no longer matches the cluster (drift)
     LOCKED = 5  # another execution holds the cluster lock
 
@@ -58,6 +58,12 @@ class ZnodeFormatError(KopsError):
         super().__init__(problem, where=path)
         self.path = path
         self.problem = problem
+
+
+class NotReady(KopsError):
+    """The cluster is in no state to start this now (a reassignment in flight, unhealthy): try again later."""
+
+    exit_code = ExitCode.STOPPED
 
 
 class DocumentError(KopsError):

@@ -1,4 +1,4 @@
-"""Sizes and rates as people write them: "1GiB", "500MB", "50MiB/s", "10 MB/s", or plain byte counts.
+"""Sizes, rates and durations as people write them: "1GiB", "500MB", "50MiB/s", "10 MB/s", "30m", "7d".
 
 Binary suffixes (KiB, MiB, GiB, TiB) are powers of 1024, SI suffixes (KB, MB, GB, TB) powers of 1000, as the
 units' standards say; a bare number is bytes.
@@ -45,6 +45,18 @@ def parse_rate(value: object) -> int:
         return parse_size(text)
     except ValueError:
         raise ValueError(f"{value!r} is not a rate (write e.g. 50MiB/s, 10MB/s or 1048576)") from None
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from "90s", "30m", "12h", "7d", "2w" or a plain number of seconds."""
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a duration (write e.g. 90s, 30m, 12h or 7d)")
+    return float(match.group(1)) * _SECONDS[match.group(2)]
 
 
 def format_size(count: float) -> str:

@@ -1,6 +1,7 @@
 """Partition sizes from raw observations: the PySpark job behind `kops sizes summarize`.
 
-Runs unchanged under spark-submit (it imports only PySpark and the standard library):
+Runs unchanged under spark-submit (it imports PySpark, the standard library and `kops.units`, so the driver
+needs kops installed: `pip install kops`, or `--py-files` with the kops package):
 
     spark-submit spark/sizes_job.py INPUT... --out PATH [--since 7d] [--format json|parquet]
 
@@ -36,6 +37,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from kops import units  # pure, no dependencies: the driver needs kops installed (pip install kops)
 
 LOG_DIR_SUFFIXES = (".json", ".jsonl", ".log", ".txt")
 LOG_DIR_GLOB = "*.{json,jsonl,log,txt}"
@@ -218,11 +221,7 @@ def split_inputs(inputs: list[str]) -> tuple[list[str], list[str]]:
 
 def parse_duration(text: str) -> int:
     """`7d`, `12h`, `30m`, `90s` (or plain seconds) as milliseconds."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text)
-    if not found:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 7d, 12h, 30m)")
-    unit = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[found.group(2)]
-    return int(float(found.group(1)) * unit * 1000)
+    return int(units.parse_duration(text) * 1000)
 
 
 def usable(samples: DataFrame) -> DataFrame:

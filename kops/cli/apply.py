@@ -28,7 +28,7 @@ BatchTimeout = Annotated[Optional[float], typer.Option(
 Poll = Annotated[float, typer.Option("--poll", help="Seconds between progress reads.", min=0.05)]
 
 
-def _confirm(question: str, yes: bool, output_format: OutputFormat) -> None:
+def confirm(question: str, yes: bool, output_format: OutputFormat) -> None:
     if yes:
         return
     if not sys.stdin.isatty() or output_format is OutputFormat.json:
@@ -82,7 +82,7 @@ def apply(
     if not resume and not plan.has_changes:
         console.info("the plan changes nothing")
         return
-    _confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
+    confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
     run_execution(settings, output_format, poll, batch_timeout,
                   lambda executor: executor.apply(plan, str(plan_file), digest, resume, rate))
 
@@ -136,7 +136,7 @@ def rollback(
     plan, digest = load_plan(plan_file)
     connect = cluster_connect(inventory, limit, zookeeper, plan)
     settings = zk_settings(connect, connect_timeout, session_timeout)
-    _confirm("roll back?", yes, output_format)
+    confirm("roll back?", yes, output_format)
     outcome = run_execution(settings, output_format, poll, batch_timeout,
                             lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id, execution, resume),
                             check=False)

@@ -42,9 +42,9 @@ def table(title: str | None = None, *columns: str, **kwargs: Any) -> Table:
     return t
 
 
-def print_json(document: Any) -> None:
-    """Machine output: plain JSON on stdout, never styled."""
-    sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+def print_json(document: Any, one_line: bool = False) -> None:
+    """Machine output: plain JSON on stdout, never styled (`one_line` for a stream of JSON lines)."""
+    sys.stdout.write(json.dumps(document, indent=None if one_line else 2, sort_keys=True, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
 

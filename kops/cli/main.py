@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - older typer on real click
 _ClickAbort = getattr(click_errors, "Abort", typer.Abort)  # typer's vendored click has no Abort
 
 from kops import __version__
-from kops.cli import apply, console, demo, lab, plan, sizes, state, status, validate
+from kops.cli import apply, console, demo, lab, plan, rebalance, sizes, state, status, validate
 from kops.errors import ExitCode, KopsError
 
 HELP = """kops: declarative partition-layout operations for Apache Kafka.
@@ -30,10 +30,16 @@ Examples:
 
   kops state -z zk1:2181/kafka --out snap.json save a snapshot for offline planning
 
-  kops lab zookeeper up && kops lab sample     a local ZooKeeper with a sample cluster
+  kops plan playbooks/platform.yml -i inventories/example -l staging -o plan.json
+                                               plan a change; then kops apply plan.json
 
-Exit codes: 0 done, 1 error, 2 changes pending, 3 stopped at a checkpoint, 4 stale plan,
-5 locked. See docs/cli.md.
+  kops rebalance -z zk1:2181/kafka --max-moves 50 --apply --yes
+                                               a bounded rebalance, made for cron
+
+  kops lab demo                                the newcomer's tour, on a local lab cluster
+
+Exit codes: 0 done, 1 error, 2 changes pending, 3 stopped at a checkpoint (or refused: the
+cluster is not ready), 4 stale plan, 5 locked. See docs/cli.md.
 """
 
 app = typer.Typer(
@@ -51,6 +57,7 @@ app.command("apply")(apply.apply)
 app.command("status")(status.status)
 app.command("cancel")(status.cancel)
 app.command("rollback")(apply.rollback)
+app.command("rebalance")(rebalance.rebalance)
 lab.app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
 app.add_typer(sizes.app, name="sizes")

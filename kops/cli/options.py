@@ -63,9 +63,12 @@ def parse_throttle(value: str | None) -> int | None:
     if value is None:
         return None
     try:
-        return parse_rate(value)
+        rate = parse_rate(value)
     except ValueError as exc:
         raise UsageError(f"--throttle: {exc}") from None
+    if rate == 0:
+        raise UsageError("--throttle: 0 would stop replication altogether", hint="give a rate such as 50MiB/s")
+    return rate
 
 
 def zk_settings(

@@ -13,7 +13,7 @@ from kops.cli import console
 from kops.cli.options import Format, OutputFormat
 from kops.errors import KopsError, UsageError
 from kops.sizes.reader import read_sizes
-from kops.units import format_size
+from kops.units import format_size, parse_duration
 
 app = typer.Typer(help="Partition sizes: summarise raw observations with Spark, show the summary.",
                   no_args_is_help=True)
@@ -41,7 +41,6 @@ def summarize(
     Exit codes: 0 written, 1 no samples in the inputs or a Spark failure.
     """
     if since is not None:
-        from spark.sizes_job import parse_duration  # noqa: PLC0415 - Spark is loaded only for this command
         try:
             parse_duration(since)
         except ValueError as exc:

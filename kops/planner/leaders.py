@@ -25,8 +25,10 @@ def _lead(layout: Layout, tp: TopicPartition, leader: int) -> None:
     layout.set(tp, (leader,) + tuple(b for b in replicas if b != leader))
 
 
-def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartition] | None = None) -> int:
-    """Reorder replicas of partitions in `scope` (all when None); returns how many partitions changed leader."""
+def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartition] | None = None,
+                    max_changes: int | None = None) -> int:
+    """Reorder replicas of partitions in `scope` (all when None), changing at most `max_changes` leaders (the
+    most loaded brokers hand over first); returns how many partitions changed leader."""
     eligible = set(brokers)
     partitions = [tp for tp in layout.replicas if layout.replicas[tp]]
     if not partitions or not brokers:
@@ -40,6 +42,7 @@ def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartitio
     for items in led.values():
         items.sort()
     changed: set[TopicPartition] = set()
+    room = (lambda: max_changes - len(changed)) if max_changes is not None else (lambda: len(partitions))
 
     def others(tp: TopicPartition) -> list[int]:
         return sorted((b for b in layout.replicas[tp][1:] if b in eligible), key=lambda b: (count[b], b))
@@ -47,7 +50,7 @@ def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartitio
     # 1. Direct hand-overs from every broker above the cap (or not eligible, e.g. decommissioned).
     for broker in sorted(led, key=lambda b: (-count[b], b)):
         for tp in list(led[broker]):
-            if count[broker] <= cap and broker in eligible:
+            if (count[broker] <= cap and broker in eligible) or room() <= 0:
                 break
             for other in others(tp):
                 if count[other] < cap:
@@ -59,14 +62,15 @@ def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartitio
 
     # 2. Augmenting paths for whatever is left above the cap.
     for broker in sorted(led):
-        while count[broker] > cap and _augment(layout, broker, cap, led, count, eligible, changed):
+        while count[broker] > cap and room() > 0 and _augment(layout, broker, cap, led, count, eligible, changed, room()):
             pass
     return len(changed)
 
 
 def _augment(layout: Layout, start: int, cap: int, led: dict[int, list[TopicPartition]], count: dict[int, int],
-             eligible: set[int], changed: set[TopicPartition]) -> bool:
-    """BFS from `start` through partitions it leads to a broker below `cap`; flip leadership along the path."""
+             eligible: set[int], changed: set[TopicPartition], room: int) -> bool:
+    """BFS from `start` through partitions it leads to a broker below `cap`; flip leadership along the path
+    (unless the path changes more than `room` partitions)."""
     parent: dict[int, tuple[int, TopicPartition] | None] = {start: None}
     queue = deque([start])
     end = None
@@ -84,6 +88,11 @@ def _augment(layout: Layout, start: int, cap: int, led: dict[int, list[TopicPart
             if end is not None:
                 break
     if end is None:
+        return False
+    length, node = 0, end
+    while parent[node] is not None:
+        length, node = length + 1, parent[node][0]  # type: ignore[index]
+    if length > room:
         return False
     node = end
     while parent[node] is not None:

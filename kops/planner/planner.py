@@ -508,9 +508,10 @@ def _counts(assignment: dict[TopicPartition, tuple[int, ...]], sizes: dict[Topic
 
 def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ...]], cluster: str,
                  execution: Execution | None = None, policy: Policy = Policy(),
-                 sizes: dict[TopicPartition, int] | None = None, where: str | None = None) -> Plan:
-    """A plan that moves partitions to given targets (`kops plan --import-kafka`): throttles, batches and
-    rollback computed as for any plan. Checks what kafka-reassign-partitions.sh checks."""
+                 sizes: dict[TopicPartition, int] | None = None, where: str | None = None,
+                 reason: str = "imported from kafka-reassign-partitions JSON") -> Plan:
+    """A plan that moves partitions to given targets (`kops plan --import-kafka`, `kops rebalance`): throttles,
+    batches and rollback computed as for any plan. Checks what kafka-reassign-partitions.sh checks."""
     location = SourceLocation(where, 1, 1) if where else None
     missing = sorted(str(tp) for tp in targets if snapshot.partition(tp) is None)
     if missing:
@@ -524,7 +525,7 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
     work = _Work(snapshot, desired, layout)
     for tp, replicas in sorted(targets.items()):
         layout.set(tp, tuple(replicas))
-        work.reason[tp] = "imported from kafka-reassign-partitions JSON"
+        work.reason[tp] = reason
         work.forced_moves += len(set(replicas) - set(original[tp]))
         work.forced_bytes += layout.size(tp) * len(set(replicas) - set(original[tp]))
     return _assemble(work, original, policy, sorted(snapshot.live_broker_ids))

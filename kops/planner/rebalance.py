@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from kops.model.partitions import TopicPartition
+from kops.planner.budget import Budget
 from kops.planner.layout import Layout
 
 DESTINATIONS_TRIED = 8
@@ -61,7 +62,8 @@ class _Candidates:
         return cached[1]
 
 
-def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[TopicPartition], rack_aware: bool) -> bool:
+def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[TopicPartition], rack_aware: bool,
+              budget: Budget | None = None) -> bool:
     on_source = layout.by_broker[source]
     # Partitions already moved off the source sit at the front of its size-sorted list: drop them once.
     drop = 0
@@ -76,6 +78,10 @@ def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[To
             replicas = layout.replicas[tp]
             if dest in replicas or (rack_aware and not layout.rack_ok(replicas, source, dest)):
                 continue
+            if budget is not None:
+                if not budget.allows(tp, layout.size(tp), dest):
+                    continue
+                budget.spend(tp, layout.size(tp), dest)
             layout.set(tp, tuple(dest if b == source else b for b in replicas))
             return True
     return False
@@ -89,8 +95,9 @@ def balance_replicas(
     movable: set[TopicPartition] | None = None,
     rack_aware: bool = True,
     max_moves: int | None = None,
+    budget: Budget | None = None,
 ) -> int:
-    """Move replicas until counts are within bounds; returns the number of replica moves made."""
+    """Move replicas until counts are within bounds (or the budget is spent); returns the replica moves made."""
     total = sum(layout.replica_count[b] for b in brokers)
     limits = bounds(total, len(brokers), tolerance)
     targets = set(destinations if destinations is not None else brokers)
@@ -103,7 +110,7 @@ def balance_replicas(
     stuck: set[int] = set()
     moved = 0
     limit = max_moves if max_moves is not None else 4 * total  # every move strictly evens counts; a safety net
-    while sources and moved < limit:
+    while sources and moved < limit and not (budget and budget.exhausted()):
         neg, source = heapq.heappop(sources)
         if -neg != count[source]:
             heapq.heappush(sources, (-count[source], source))
@@ -120,7 +127,7 @@ def balance_replicas(
         need_in = bool(open_dests) and count[open_dests[0]] < limits.lower and count[source] > limits.lower
         if not (need_out or need_in):
             break
-        if open_dests and _try_move(layout, source, open_dests, candidates.of(source), rack_aware):
+        if open_dests and _try_move(layout, source, open_dests, candidates.of(source), rack_aware, budget):
             moved += 1
             heapq.heappush(sources, (-count[source], source))
         else:
@@ -135,7 +142,7 @@ def balance_replicas(
 
 
 def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable: set[TopicPartition] | None = None,
-                  rack_aware: bool = True, max_moves: int | None = None) -> int:
+                  rack_aware: bool = True, max_moves: int | None = None, budget: Budget | None = None) -> int:
     """Move replicas until every broker's bytes are within `tolerance` of the mean (best effort).
 
     A move of s bytes from S to D is only made when s fits the gap of that very destination,
@@ -151,7 +158,7 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
     limit = max_moves if max_moves is not None else 4 * sum(layout.replica_count[b] for b in brokers)
     moved = 0
     stuck: set[int] = set()
-    while moved < limit:
+    while moved < limit and not (budget and budget.exhausted()):
         source = max((b for b in brokers if b not in stuck), key=lambda b: (layout.bytes[b], -b), default=None)
         if source is None:
             break
@@ -165,7 +172,7 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
                 continue
             # Largest partition that does not overshoot this destination's gap.
             ordered = [tp for tp in reversed(candidates.of(source)) if 0 < layout.size(tp) <= gap]
-            if _try_move(layout, source, [dest], ordered, rack_aware):
+            if _try_move(layout, source, [dest], ordered, rack_aware, budget):
                 done = True
                 break
         if not done:

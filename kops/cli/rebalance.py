@@ -1,0 +1,197 @@
+"""`kops rebalance`: a bounded rebalance, made for cron — plan it, and with `--apply --yes` carry it out."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from kops.cli import console
+from kops.cli.apply import BatchTimeout, Poll, Yes, confirm, run_execution
+from kops.cli.execution import cluster_connect
+from kops.cli.options import (
+    ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, parse_throttle, zk_settings)
+from kops.cli.plan import render_text
+from kops.cli.state import write_atomically
+from kops.errors import ExitCode, NotReady, UsageError
+from kops.executor.lock import describe, read_holder
+from kops.kafka.client import ZkClient
+from kops.kafka.reader import read_snapshot
+from kops.model import plan_format
+from kops.model.desired import Execution
+from kops.planner.bounded import Rebalance, Request, readiness
+from kops.planner.bounded import rebalance as plan_rebalance
+from kops.planner.budget import Limits
+from kops.planner.markdown import duration
+from kops.planner.planner import DEFAULT_BANDWIDTH, Policy
+from kops.sizes.reader import read_sizes
+from kops.units import format_size, parse_duration, parse_size
+
+DEFAULT_THROTTLE = "50MiB/s"
+
+
+class Goal(str, Enum):
+    replicas = "replicas"
+    leaders = "leaders"
+    bytes = "bytes"
+
+
+def _state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "kops" / "rebalance"
+
+
+def _default_out(cluster_id: str | None, connect: str) -> Path:
+    name = cluster_id or hashlib.sha256(connect.encode()).hexdigest()[:12]
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return _state_dir() / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{stamp}.json"
+
+
+def _parse(parse: Any, value: str | None, option: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def rebalance(
+    inventory: Inventory = None,
+    limit: Limit = None,
+    zookeeper: Zookeeper = None,
+    goal: Annotated[Goal, typer.Option("--goal", help="What to even out across live brokers: replica counts, preferred leaders (no data moves) or bytes (needs --sizes).", case_sensitive=False)] = Goal.replicas,
+    sizes: Annotated[Optional[Path], typer.Option("--sizes", help="Partition sizes (kops sizes summarize output): moves are sized, smallest first.")] = None,
+    max_moves: Annotated[Optional[int], typer.Option("--max-moves", help="At most this many replica moves (leader changes for --goal leaders).", min=1)] = None,
+    max_bytes: Annotated[Optional[str], typer.Option("--max-bytes", help="At most this many bytes copied, e.g. 200GiB (needs --sizes).")] = None,
+    max_duration: Annotated[Optional[str], typer.Option("--max-duration", help="At most this long by the plan's estimate at the throttle, e.g. 45m (needs --sizes).")] = None,
+    min_improvement: Annotated[float, typer.Option("--min-improvement", help="Do nothing unless the imbalance falls by at least this much (0.05 = 5% of the load moves toward even).", min=0.0)] = 0.05,
+    throttle: Annotated[str, typer.Option("--throttle", help="Replication throttle per broker while moving.")] = DEFAULT_THROTTLE,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="At most this many partitions per batch: a checkpoint (where SIGTERM stops) after each.", min=1)] = 10,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Where to write the plan (default: $XDG_STATE_HOME/kops/rebalance/CLUSTER-TIME.json).")] = None,
+    apply_now: Annotated[bool, typer.Option("--apply", help="Carry the plan out (lock, checkpoints, record); with --yes when there is no terminal.")] = False,
+    yes: Yes = False,
+    output_format: Format = OutputFormat.text,
+    batch_timeout: BatchTimeout = None,
+    poll: Poll = 0.5,
+    connect_timeout: ConnectTimeout = 10.0,
+    session_timeout: SessionTimeout = 10.0,
+) -> None:
+    """Rebalance within limits, made for cron: the moves that buy the most balance per byte first, nothing at all
+    below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
+    terminal. Writes the plan (kops-plan/1, so `kops rollback PLAN` undoes it); with --apply --yes runs it
+    through the executor and stops at the next checkpoint on SIGTERM or SIGINT.
+
+    The imbalance is the share of the load above the live brokers' fair share (0 = even; 0.25 = a quarter
+    of the replicas, leaders or bytes would have to move), so --min-improvement 0.05 asks for 5% of it.
+
+    Examples:
+
+      kops rebalance -z zk1:2181/kafka --max-moves 50 --min-improvement 0.1
+
+      kops rebalance -i inventories/example -l prod-eu --goal bytes --sizes sizes/prod-eu --max-duration 45m --apply --yes --format json
+
+    Exit codes: 0 done, planned, or nothing worth doing; 1 error (bad arguments, unreachable cluster, --apply
+    without --yes and without a terminal); 3 refused (a reassignment in flight, an execution running, the
+    cluster unhealthy) or stopped at a checkpoint; 4 the cluster changed between plan and apply; 5 locked.
+    """
+    started = time.monotonic()
+    rate = parse_throttle(throttle)
+    byte_limit = _parse(parse_size, max_bytes, "--max-bytes")
+    seconds_limit = _parse(parse_duration, max_duration, "--max-duration")
+    if goal is Goal.bytes and sizes is None:
+        raise UsageError("--goal bytes needs partition sizes", hint="pass --sizes PATH (kops sizes summarize output)")
+    for option, value in (("--max-bytes", byte_limit), ("--max-duration", seconds_limit)):
+        if value is not None and sizes is None:
+            raise UsageError(f"{option} needs partition sizes to count bytes", hint="pass --sizes PATH")
+    if apply_now:
+        confirm("apply the rebalance it plans?", yes, output_format)
+    size_map, growth = {}, {}
+    if sizes is not None:
+        summary = read_sizes(sizes)
+        size_map, growth = summary.bytes, summary.growth
+    connect = cluster_connect(inventory, limit, zookeeper)
+    settings = zk_settings(connect, connect_timeout, session_timeout)
+    with ZkClient(settings) as client:
+        snapshot = read_snapshot(client)
+        holder = read_holder(client)
+    reasons = readiness(snapshot)
+    if holder is not None:
+        reasons.insert(0, f"an execution is running ({describe(holder)})")
+    report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
+    if reasons:
+        _finish(report | {"status": "refused", "reason": "; ".join(reasons)}, None, started, output_format)
+        raise NotReady("not rebalancing: " + "; ".join(reasons), where=connect,
+                       hint="nothing was done; the next run tries again")
+    port_rate = float(min(rate, DEFAULT_BANDWIDTH) if rate else DEFAULT_BANDWIDTH)
+    request = Request(goal.value, Limits(max_moves, byte_limit, seconds_limit, port_rate), min_improvement)
+    result = plan_rebalance(snapshot, request, size_map, Policy(throttle=rate, growth=growth),
+                            cluster=limit or connect, execution=Execution(throttle=rate, max_partitions=batch_size))
+    if not result.worthwhile:
+        _finish(report | {"status": "noop", "reason": _below(result)}, result, started, output_format)
+        return
+    plan_file = out or _default_out(snapshot.cluster_id, connect)
+    plan_file.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(plan_file, plan_format.dumps(result.plan))
+    report["plan"] = str(plan_file)
+    if output_format is OutputFormat.text:
+        render_text(result.plan, details=False)
+        console.info(f"wrote plan to {plan_file}")
+    if not apply_now:
+        _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, started,
+                output_format)
+        return
+    data = plan_file.read_bytes()
+    outcome = run_execution(settings, output_format, poll, batch_timeout,
+                            lambda executor: executor.apply(result.plan, str(plan_file),
+                                                            hashlib.sha256(data).hexdigest()[:16], False, rate),
+                            check=False)
+    done = outcome.exit_code is ExitCode.OK
+    report |= {"applied": done, "execution": outcome.record.id,
+               "status": "applied" if done else "stopped", "reason": outcome.reason}
+    _finish(report, result, started, output_format)
+    if not done:
+        raise typer.Exit(outcome.exit_code)
+
+
+def _below(result: Rebalance) -> str:
+    if not result.plan.has_changes:
+        return f"nothing to move within the limits (imbalance {result.imbalance_before:.3f})"
+    return (f"improvement {result.improvement:.3f} (imbalance {result.imbalance_before:.3f} -> "
+            f"{result.imbalance_after:.3f}) is below --min-improvement {result.min_improvement:g}")
+
+
+def _finish(report: dict[str, Any], result: Rebalance | None, started: float, output_format: OutputFormat) -> None:
+    """The run's summary: one JSON object last on stdout for machines, one line for people."""
+    plan = result.plan if result is not None and result.worthwhile else None
+    s = plan.summary if plan is not None else None
+    report |= {
+        "moves": s.moves if s else 0,
+        "leader_moves": s.leader_moves if s else 0,
+        "bytes": s.bytes if s else 0,
+        "estimated_seconds": s.estimated_seconds if s else None,
+        "imbalance_before": result.imbalance_before if result else None,
+        "imbalance_after": (result.imbalance_after if plan is not None else result.imbalance_before) if result else None,
+        "min_improvement": result.min_improvement if result else None,
+        "duration_seconds": round(time.monotonic() - started, 3),
+    }
+    if output_format is OutputFormat.json:
+        console.print_json(report, one_line=True)  # last line of the stream, after apply's event lines
+        return
+    if report["status"] == "refused":
+        return  # the error line says why
+    if report["status"] == "noop":
+        console.out.print(f"[green]nothing to do:[/] {report['reason']}")
+        return
+    console.out.print(
+        f"[bold]rebalance {report['goal']}:[/] imbalance {report['imbalance_before']:.3f} -> "
+        f"{report['imbalance_after']:.3f}; {report['moves']} replica move(s), {report['leader_moves']} leader-only, "
+        f"{format_size(report['bytes'])}, estimated {duration(report['estimated_seconds'])}; "
+        + ("[green]applied[/]" if report["applied"] else f"[yellow]{report['status']}[/]: {report['reason'] or ''}"))

@@ -1,0 +1,129 @@
+"""`kops rebalance` on the lab, as cron runs it: real broker processes, real ZooKeeper, no terminal."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+
+from kops.cli.main import main
+from kops.executor.journal import Journal
+from kops.kafka import admin, paths
+from kops.kafka.client import ZkClient, ZkSettings
+from kops.kafka.codecs.admin_requests import ReassignmentTarget
+from kops.kafka.reader import read_snapshot
+from kops.model.partitions import TopicPartition
+from kops.model import plan_format
+from tests.integration.test_executor import kops, layout, produced, throttle_configs
+from tests.labtools import running_lab, state, wait_until
+
+pytestmark = pytest.mark.lab
+MB = 1024 * 1024
+# Brokers 1-3 hold everything, broker 4 (rack r0, with broker 1) holds nothing.
+SKEWED = {"pay": {p: ((p % 3) + 1, ((p + 1) % 3) + 1) for p in range(8)}}
+
+
+def summary(out: str) -> dict:
+    """The last line of stdout: the run's one JSON object."""
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def skewed_lab(tmp_path: Path, zk_connect: str):
+    with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=4.0) as lab, \
+            ZkClient(ZkSettings(zk_connect)) as zk:
+        for name, assignment in SKEWED.items():
+            admin.create_topic(zk, name, assignment)
+            for p in assignment:
+                wait_until(lambda name=name, p=p: state(zk, name, p), what="created")
+                wait_until(lambda name=name, p=p: produced(zk, name, p, 2 * MB), what="produce")
+        yield lab, zk
+
+
+def replica_counts(zk: ZkClient) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for assignment in layout(zk).values():
+        for replicas in assignment.values():
+            for b in replicas:
+                counts[b] = counts.get(b, 0) + 1
+    return counts
+
+
+def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(skewed_lab, tmp_path: Path,
+                                                                             zk_connect: str, capsys) -> None:
+    _lab, zk = skewed_lab
+    before = layout(zk)
+    base = ["rebalance", "-z", zk_connect, "--format", "json"]
+
+    # Below the threshold: 16 replicas, 4 above the fair share; 2 moves buy 2/16 = 0.125 < 0.2.
+    assert main(base + ["--max-moves", "2", "--min-improvement", "0.2"]) == 0
+    doc = summary(capsys.readouterr().out)
+    assert doc["status"] == "noop" and doc["applied"] is False and doc["moves"] == 0 and doc["plan"] is None
+    assert doc["imbalance_before"] == 0.25 and "below --min-improvement 0.2" in doc["reason"]
+    assert layout(zk) == before
+
+    # A reassignment in flight (someone else's): refused with exit 3 and the reason, nothing written.
+    admin.alter_config(zk, "brokers", "4", {"follower.replication.throttled.rate": "1"})
+    admin.alter_config(zk, "topics", "pay", {"follower.replication.throttled.replicas": "0:4"})
+    admin.start_reassignment(zk, [ReassignmentTarget("pay", 0, (4, 2))])
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="a reassignment running")
+    out_file = tmp_path / "refused.json"
+    assert main(base + ["-o", str(out_file)]) == 3
+    captured = capsys.readouterr()
+    assert summary(captured.out)["status"] == "refused" and "is in flight (pay-0)" in captured.err
+    assert not out_file.exists() and zk.exists(paths.KOPS_LOCK) is None
+    admin.alter_config(zk, "brokers", "4", {"follower.replication.throttled.rate": None})
+    admin.alter_config(zk, "topics", "pay", {"follower.replication.throttled.replicas": None})
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, timeout=60, what="their reassignment done")
+    wait_until(lambda: not read_snapshot(zk).under_replicated(), what="in sync")
+
+    # Within limits, applied: at most 2 replica moves, then the summary object.
+    plan_file = tmp_path / "rebalance.json"
+    counts_before = replica_counts(zk)
+    assert main(base + ["--max-moves", "2", "--min-improvement", "0.01", "--apply", "--yes", "--poll", "0.2",
+                        "-o", str(plan_file)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    doc = json.loads(lines[-1])
+    assert json.loads(lines[0])["event"] == "start"  # the executor's event lines come first
+    assert doc["status"] == "applied" and doc["applied"] is True and 1 <= doc["moves"] <= 2
+    assert doc["imbalance_after"] < doc["imbalance_before"] and doc["duration_seconds"] > 0
+    assert doc["plan"] == str(plan_file) and doc["execution"] == Journal(zk).latest().id
+    plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+    assert plan.summary.moves == doc["moves"]
+    counts_after = replica_counts(zk)
+    assert counts_after.get(4, 0) - counts_before.get(4, 0) == doc["moves"]
+    assert throttle_configs(zk) == {} and zk.exists(paths.KOPS_LOCK) is None
+
+    # It can be rolled back like any plan.
+    assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    assert replica_counts(zk) == counts_before
+
+
+def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path, zk_connect: str) -> None:
+    _lab, zk = skewed_lab
+    plan_file = tmp_path / "cron.json"
+    # One partition per batch at 1 MiB/s: the first batch takes a few real seconds; SIGTERM arrives in it.
+    proc = kops("rebalance", "-z", zk_connect, "--apply", "--yes", "--format", "json", "--poll", "0.2",
+                "--throttle", "1MiB/s", "--batch-size", "1", "--min-improvement", "0.01", "-o", str(plan_file))
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    doc = summary(out)
+    assert doc["status"] == "stopped" and doc["applied"] is False and doc["moves"] >= 2
+    record = Journal(zk).latest()
+    assert record.status == "stopped" and record.batches[0].status == "done"
+    assert all(b.status == "pending" for b in record.batches[1:])
+    assert throttle_configs(zk) == {} and zk.exists(paths.KOPS_LOCK) is None
+    done = {TopicPartition(m.topic, m.partition): m.to_replicas for m in record_moves(plan_file, 0)}
+    now = layout(zk)
+    assert all(now[tp.topic][tp.partition] == target for tp, target in done.items())
+    # Resuming finishes the rest, like any apply.
+    assert main(["apply", "--resume", str(plan_file), "-z", zk_connect, "--yes", "--format", "json",
+                 "--poll", "0.2"]) == 0
+
+
+def record_moves(plan_file: Path, batch: int):
+    return plan_format.loads(plan_file.read_bytes(), str(plan_file)).batches[batch].moves
