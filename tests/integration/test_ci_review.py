@@ -1,0 +1,79 @@
+"""The example CI workflow (docs/examples/kops-review.yml) runs: its validate, plan and guard steps' scripts are
+executed with bash as GitHub would, against golden declarations and snapshots, offline."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOW = ROOT / "docs" / "examples" / "kops-review.yml"
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def steps() -> dict[str, str]:
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    return {s["id"]: s["run"] for s in doc["jobs"]["review"]["steps"] if "id" in s}
+
+
+def run_step(name: str, repo: Path, approved: bool) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PLAYBOOK="playbooks/platform.yml", INVENTORY="inventories/example", CLUSTER="golden",
+               SNAPSHOT="snapshots/golden.json", SIZES="sizes/golden", APPROVED="true" if approved else "false",
+               GITHUB_OUTPUT=str(repo / "github-output"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(["bash", "-e", "-c", steps()[name]], cwd=repo, env=env, capture_output=True, text=True)
+
+
+def repository(tmp_path: Path, scenario: str) -> Path:
+    """A declarations repository as the workflow expects it, from a golden scenario."""
+    source = GOLDEN / scenario
+    (tmp_path / "playbooks").mkdir()
+    (tmp_path / "inventories" / "example").mkdir(parents=True)
+    (tmp_path / "snapshots").mkdir()
+    shutil.copy(source / "playbook.yml", tmp_path / "playbooks" / "platform.yml")
+    shutil.copy(source / "inventory.yml", tmp_path / "inventories" / "example" / "hosts.yml")
+    shutil.copy(source / "snapshot.json", tmp_path / "snapshots" / "golden.json")
+    if (source / "sizes.json").exists():
+        (tmp_path / "sizes").mkdir()
+        shutil.copy(source / "sizes.json", tmp_path / "sizes" / "golden")
+    return tmp_path
+
+
+def test_workflow_steps_read_only_environment_variables() -> None:
+    for script in steps().values():
+        assert "${{" not in script  # expressions live in env:, so the scripts run anywhere
+
+
+def test_a_destructive_plan_fails_the_review_unless_approved(tmp_path: Path) -> None:
+    repo = repository(tmp_path, "destructive-guard")
+    assert run_step("validate", repo, False).returncode == 0
+    planned = run_step("plan", repo, False)
+    assert planned.returncode == 0, planned.stderr
+    markdown = (repo / "plan.md").read_text()
+    assert markdown.startswith("### kops plan for `golden`") and "Destructive changes" in markdown
+    assert "changes=true" in (repo / "github-output").read_text()
+    guarded = run_step("guard", repo, False)
+    assert guarded.returncode == 1
+    assert "::error title=destructive change on golden::delete topic legacy (2 partitions)" in guarded.stdout
+    assert run_step("guard", repo, True).returncode == 0
+
+
+@pytest.mark.parametrize("scenario", ["create", "decommission"])
+def test_an_ordinary_change_passes_with_its_plan_posted(tmp_path: Path, scenario: str) -> None:
+    repo = repository(tmp_path, scenario)
+    assert run_step("plan", repo, False).returncode == 0
+    assert "<details>" in (repo / "plan.md").read_text()
+    assert run_step("guard", repo, False).returncode == 0
+
+
+def test_an_invalid_playbook_fails_validation_with_its_location(tmp_path: Path) -> None:
+    repo = repository(tmp_path, "create")
+    (repo / "playbooks" / "platform.yml").write_text("- hosts: all\n  topics:\n    - {name: 'bad name!', partitions: 1}\n")
+    result = run_step("validate", repo, False)
+    assert result.returncode == 1 and "playbooks/platform.yml:3:" in result.stdout + result.stderr
