@@ -1,76 +1,166 @@
 """`kops lab demo`: the newcomer's tour, run by `make demo`.
 
-Each step prints the command a person would type, then runs it through the same code. Today it starts the
-lab's ZooKeeper, writes a static sample cluster in Kafka's formats, shows `kops state`, saves a snapshot and
-plans a change from it; it grows into apply / rollback on the broker lab as those land.
+A lab of six broker processes on three racks (real ZooKeeper, the seeds' controller) gets three topics with
+skewed sizes and a steady ingest; then every step prints the command a person would type and runs exactly
+that command line through the CLI: `kops state`, `kops sizes summarize` (Spark) on the brokers' log-dir
+snapshots, `kops plan` of playbooks/lab-demo.yml (a new topic, a replication factor raised, broker 6
+decommissioned, leaders balanced), `kops apply` with progress, `kops status`, `kops rollback`, `kops lab down`.
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kops.cli import console, lab
-from kops.cli.plan import render_text
-from kops.cli.state import render, report_problems, take_snapshot, write_atomically
-from kops.cli.targets import one_cluster
-from kops.model import plan_format, snapshot_format
-from kops.planner.planner import Policy, plan
+from kops.cli import console
+from kops.errors import KopsError
+from kops.kafka import admin
+from kops.lab import traffic
+from kops.lab.cluster import Lab
 
 DEFAULT_DIR = Path(".kops/demo")
+PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "lab-demo.yml"
+MB = 1_000_000
+# How an application team left them: leaders piled on brokers 1 and 2, sizes skewed (MB, per partition).
+TOPICS: dict[str, dict[int, tuple[tuple[int, ...], int]]] = {
+    "orders": {0: ((1, 2, 3), 24), 1: ((2, 3, 4), 18), 2: ((1, 5, 6), 14), 3: ((2, 6, 1), 10), 4: ((1, 3, 5), 8),
+               5: ((2, 4, 6), 6)},
+    "clicks": {0: ((1, 5), 12), 1: ((2, 6), 9), 2: ((1, 3), 7), 3: ((2, 4), 5), 4: ((1, 6), 4), 5: ((3, 5), 3)},
+    "payments": {0: ((4, 5, 6), 4), 1: ((1, 2, 6), 3), 2: ((3, 4, 5), 2)},
+}
+INGEST = {"orders": "300KB/s", "clicks": "150KB/s"}
+LOGDIRS_EVERY = 4.0  # seconds between the brokers' kafka-log-dirs snapshots
 
 
-def _step(number: int, title: str, command: str) -> None:
+class _DemoFailed(KopsError):
+    pass
+
+
+def _step(number: int, title: str) -> None:
     console.out.print()
     console.out.print(f"[bold cyan]{number}. {title}[/]")
-    console.out.print(f"[dim]$ {command}[/]")
+
+
+def _run(*argv: str, ok: tuple[int, ...] = (0,)) -> int:
+    """Print the command line, then run exactly it through the CLI (its signal handlers undone afterwards)."""
+    from kops.cli.main import main  # noqa: PLC0415 - the entry point imports this module
+
+    console.out.print(f"[dim]$ kops {' '.join(argv)}[/]", highlight=False)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = main(list(argv))
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if code not in ok:
+        raise _DemoFailed(f"`kops {argv[0]}` exited {code}", hint="see its error above")
+    return code
+
+
+def _create_topics(lab: Lab) -> None:
+    """What kafka-topics.sh --create writes, then data at the leaders (followers replicate it)."""
+    with lab.client() as client:
+        for topic, partitions in TOPICS.items():
+            admin.create_topic(client, topic, {p: replicas for p, (replicas, _) in partitions.items()})
+        for topic, partitions in TOPICS.items():
+            for p, (_, megabytes) in partitions.items():
+                _retry(lambda t=topic, p=p, n=megabytes: bool(traffic.produce(client, t, n * MB, p)),
+                       f"producing to {topic}-{p}")
+    table = console.table(None, "Topic", ">Partitions", ">RF", "Sizes (MB, per partition)")
+    for topic, partitions in TOPICS.items():
+        table.add_row(topic, str(len(partitions)), str(len(next(iter(partitions.values()))[0])),
+                      ", ".join(str(n) for _, n in partitions.values()))
+    console.out.print(table)
+
+
+def _retry(action, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if action():
+                return
+        except KopsError:  # a leader is still being elected
+            pass
+        if time.monotonic() > deadline:
+            raise _DemoFailed(f"timed out {what}")
+        time.sleep(0.2)
+
+
+def _fresh_snapshots(lab_dir: Path, since: float, brokers: int, count: int = 2) -> None:
+    """Wait until every broker wrote `count` log-dir snapshots after `since` (earlier ones are dropped: taken
+    while the data was being produced, they would read as growth)."""
+    folder = lab_dir / "logdirs"
+    for old in folder.glob("*.json"):
+        if old.stat().st_mtime < since:
+            old.unlink(missing_ok=True)
+
+    def enough() -> bool:
+        per = [sum(1 for f in folder.glob(f"broker-{b}-*.json") if f.stat().st_mtime >= since)
+               for b in range(1, brokers + 1)]
+        return min(per) >= count
+
+    _retry(enough, "waiting for log-dir snapshots", timeout=10 * LOGDIRS_EVERY * count)
 
 
 def demo(
-    lab_dir: Annotated[Path, typer.Option("--dir", "-d", help="Folder for the demo's ZooKeeper and files.")] = DEFAULT_DIR,
-    keep: Annotated[bool, typer.Option(help="Leave ZooKeeper running afterwards, to explore.")] = False,
+    lab_dir: Annotated[Path, typer.Option("--dir", "-d", help="Folder for the demo's lab (ZooKeeper, brokers, files).")] = DEFAULT_DIR,
+    keep: Annotated[bool, typer.Option(help="Leave the lab running afterwards, to explore.")] = False,
 ) -> None:
-    """Run the demo: a real ZooKeeper, a sample cluster written in Kafka's formats, its snapshot, a plan.
+    """Run the newcomer's tour on a lab of 6 brokers: state, sizes with Spark, plan, apply, status, rollback.
 
-    Example: kops lab demo --keep   (then: kops state -z "$(cat .kops/demo/zookeeper)")
+    Takes two to three minutes. Example: kops lab demo --keep   (then: kops state -z "$(cat .kops/demo/zookeeper)")
     """
+    started = time.monotonic()
+    d = str(lab_dir)
+    if Lab(lab_dir).exists():
+        Lab(lab_dir).down()
     if lab_dir.exists():
-        lab.zookeeper_down(lab_dir)
         shutil.rmtree(lab_dir)
+    plan_file, sizes = f"{d}/plan.json", f"{d}/sizes"
     try:
-        _step(1, "Start a real ZooKeeper (from PySpark's jars) on loopback", f"kops lab zookeeper up --dir {lab_dir}")
-        lab.zookeeper_up(lab_dir, port=None)
+        _step(1, "Start a lab: real ZooKeeper, 6 broker processes on 3 racks, the seeds' controller")
+        _run("lab", "up", "--dir", d, "--brokers", "6", "--racks", "3", "--logdirs-every", f"{LOGDIRS_EVERY:g}")
+        lab = Lab(lab_dir)
+        connect = lab.state().connect
 
-        _step(2, "Write a sample cluster in Kafka's exact znode formats", f"kops lab sample --dir {lab_dir}")
-        lab.sample(lab_dir, chroot="/kops-sample", replace=False)
-        connect = (lab_dir / lab.CONNECT_FILE).read_text().strip()
+        _step(2, "Topics as an application team left them: leaders piled on brokers 1-2, sizes skewed, steady ingest")
+        _create_topics(lab)
+        produced_at = time.time()
+        for topic, rate in INGEST.items():
+            _run("lab", "produce", topic, "--rate", rate, "--dir", d)
 
-        _step(3, "Read the whole cluster back", f"kops state -z {connect}")
-        snapshot = take_snapshot(connect, 10.0, 30.0)
-        render(snapshot)
-        report_problems(snapshot)
+        _step(3, "Read the whole cluster")
+        _run("state", "-z", connect)
 
-        out = lab_dir / "snapshot.json"
-        _step(4, "Save a snapshot for offline planning (CI runners need no cluster access)",
-              f"kops state -z {connect} --out {out}")
-        write_atomically(out, snapshot_format.dumps(snapshot))
-        console.out.print(f"wrote {out} ({out.stat().st_size:,} bytes, {snapshot.partition_count} partitions)")
+        _step(4, f"Summarise partition sizes with Spark from the brokers' kafka-log-dirs snapshots ({d}/logdirs)")
+        _fresh_snapshots(lab_dir, produced_at, brokers=6)
+        _run("sizes", "summarize", f"{d}/logdirs", "--out", sizes)
+        _run("sizes", "show", sizes, "--top", "8")
 
-        playbook = Path(__file__).resolve().parents[2] / "playbooks" / "lab-demo.yml"
-        plan_file = lab_dir / "plan.json"
-        _step(5, "Plan a change offline from that snapshot: a new topic, RF 2 -> 3, retire broker 6",
-              f"kops plan playbooks/lab-demo.yml --snapshot {out} --allow-in-flight -o {plan_file}")
-        declarations, desired = one_cluster(playbook, None, None, [], connect)
-        result = plan(desired, snapshot, {}, Policy(allow_in_flight=True, playbook_digest=declarations.digest))
-        write_atomically(plan_file, plan_format.dumps(result))
-        render_text(result, details=False)
+        _step(5, "Plan playbooks/lab-demo.yml: add shop.audit, clicks RF 2 -> 3, decommission broker 6, balance leaders")
+        _run("plan", "playbooks/lab-demo.yml" if Path("playbooks/lab-demo.yml").exists() else str(PLAYBOOK),
+             "-z", connect, "--sizes", sizes, "-o", plan_file)
+        console.out.print("[dim]Broker 3 takes most of broker 6's replicas: it is the only other broker on rack-3, "
+                          "and every partition keeps its replicas on distinct racks.[/]")
+
+        _step(6, "Apply it: batches with throttles, progress, a checkpoint after each batch")
+        _run("apply", plan_file, "-z", connect, "--yes")
+
+        _step(7, "What ran, and what is in flight now")
+        _run("status", "-z", connect)
+
+        _step(8, "Roll it back: original replicas in their original order, configs, leaders")
+        _run("rollback", plan_file, "-z", connect, "--yes")
     finally:
-        if not keep:
-            _step(6, "Stop ZooKeeper", f"kops lab zookeeper down --dir {lab_dir}")
-            lab.zookeeper_down(lab_dir)
-    if keep:
-        console.out.print(f"\nZooKeeper keeps running; explore with: kops state -z {connect}")
-        console.out.print(f"stop it with: kops lab zookeeper down --dir {lab_dir}")
+        if not keep and Lab(lab_dir).exists():
+            _step(9, "Stop the lab")
+            _run("lab", "down", "--dir", d)
+    console.out.print()
+    console.out.print(f"[bold green]demo done in {time.monotonic() - started:.0f} s.[/] "
+                      + (f"The lab keeps running: kops state -z {connect}; stop it with kops lab down --dir {d}"
+                         if keep else f"Files are in {d}/ (plan, sizes, execution record, broker logs)."))

@@ -72,7 +72,7 @@ def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: d
             configs.append(ConfigRecord(c.entity_type, c.entity, before=c.after, after=c.before))
         elif now_config != c.before:
             drift.append(f"config of {c.entity_type}/{c.entity} changed since the execution set it")
-    irreversible = list(forward.irreversible)
+    irreversible = []  # what the execution did, not what its plan could have done (no note twice)
     for step in forward.steps_done:
         kind, _, name = step.partition(":")
         if kind == "create":
@@ -81,4 +81,6 @@ def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: d
             irreversible.append(f"partitions were added to {name}; Kafka cannot remove them")
         elif kind == "delete":
             irreversible.append(f"topic {name} was deleted; its data is gone")
+        elif kind == "shrink":
+            irreversible.append(f"partitions of {name} were marked for deletion; drained ones are gone")
     return RollbackSteps(batches, configs, sorted(set(election)), drift, irreversible)

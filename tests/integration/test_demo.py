@@ -1,23 +1,54 @@
-"""The newcomer's demo runs end to end on a real ZooKeeper and leaves nothing running."""
+"""The newcomer's demo runs end to end on a lab of real broker processes and leaves nothing running."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
+from kops.cli.demo import TOPICS
 from kops.cli.main import main
+from kops.lab.cluster import Lab
 from kops.lab.zookeeper import ZooKeeperServer
-from kops.model import plan_format, snapshot_format
+from kops.model import plan_format
+
+pytestmark = pytest.mark.lab
 
 
-def test_demo_runs_and_cleans_up(tmp_path: Path, capsys) -> None:
+def test_demo_runs_every_step_rolls_back_exactly_and_cleans_up(tmp_path: Path, capsys) -> None:
     lab = tmp_path / "demo"
     assert main(["lab", "demo", "--dir", str(lab)]) == 0
     out = capsys.readouterr().out
-    for step in ("1. Start a real ZooKeeper", "3. Read the whole cluster back", "5. Plan a change", "6. Stop ZooKeeper"):
+    for step in ("1. Start a lab", "3. Read the whole cluster", "4. Summarise partition sizes with Spark",
+                 "5. Plan playbooks/lab-demo.yml", "6. Apply it", "7. What ran", "8. Roll it back", "9. Stop the lab"):
         assert step in out
-    assert "DESTRUCTIVE" in out and "Reassignments in flight" in out
-    snap = snapshot_format.loads((lab / "snapshot.json").read_bytes(), "snapshot.json")
+    for command in ("$ kops lab up", "$ kops state -z", "$ kops sizes summarize", "$ kops plan", "$ kops apply",
+                    "$ kops status -z", "$ kops rollback", "$ kops lab down"):
+        assert command in out
     plan = plan_format.loads((lab / "plan.json").read_bytes(), "plan.json")
-    assert snap.partition_count == 24 and [c.topic for c in plan.creations] == ["shop.audit"]
-    assert all(6 not in m.to_replicas for m in plan.moves)
-    assert ZooKeeperServer.attach(lab / "zk") is None
+    assert [c.topic for c in plan.creations] == ["shop.audit"]
+    assert all(6 not in m.to_replicas for m in plan.moves) and len(plan.batches) >= 2
+    assert all(m.bytes > 0 for m in plan.moves)  # sized by the Spark summary
+    records = {json.loads(p.read_text())["kind"]: json.loads(p.read_text())
+               for p in lab.glob("plan.*.execution.json")}
+    assert records["apply"]["status"] == "done" and records["rollback"]["status"] == "done"
+    # The rollback put every moved partition back on its original replicas, in order.
+    originals = {(t, p): list(replicas) for t, parts in TOPICS.items() for p, (replicas, _) in parts.items()}
+    for batch in records["rollback"]["batches"]:
+        for topic, partition, _now, back, *_ in batch["moves"]:
+            assert back == originals[(topic, partition)]
+    assert not Lab(lab).exists() and ZooKeeperServer.attach(lab / "zk") is None
+    assert processes_mentioning(str(lab)) == []
+
+
+def processes_mentioning(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if text.encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found

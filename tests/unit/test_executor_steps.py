@@ -40,6 +40,7 @@ def test_the_worked_example_of_the_module() -> None:
     assert undo.election == [TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)]
     assert not undo.drift
     assert any("topic new was created" in note for note in undo.irreversible)
+    assert len(undo.irreversible) == 2  # what was done (a creation, an addition), each once
 
 
 def test_partitions_still_at_their_originals_need_nothing_and_others_are_drift() -> None:
