@@ -15,6 +15,8 @@ from kops.errors import KopsError, UsageError
 from kops.sizes.reader import read_sizes
 from kops.units import format_size, parse_duration
 
+LOG4J2_CONFIG = Path(__file__).resolve().parents[1] / "sizes" / "log4j2.properties"
+
 app = typer.Typer(help="Partition sizes: summarise raw observations with Spark, show the summary.",
                   no_args_is_help=True)
 
@@ -54,7 +56,12 @@ def summarize(
         from spark import sizes_job  # noqa: PLC0415
 
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter (and its kops)
+        if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" warning
+        logging_config = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"  # errors only, on stderr
         spark = (SparkSession.builder.master(master).appName("kops-sizes").config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.extraJavaOptions", logging_config)
                  .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 1)))).getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         try:
