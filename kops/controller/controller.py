@@ -357,29 +357,35 @@ class Controller:
             self._watch_topic(topic)
 
     def _partition_modifications(self, topic: str) -> None:
-        """The topic znode was created or changed: new partitions, KIP-253 counts (see `partition_counts`)."""
-        ctx = self.ctx
-        assert ctx is not None
-        try:
-            assignment = self.store.read_topic(topic)
-        except ZnodeFormatError as exc:
-            log.warning("ignoring %s", exc.one_line())
-            return
-        if assignment is None:
-            return
-        known = ctx.topic_meta.get(topic)
-        ctx.topic_meta[topic] = assignment
-        previous = None if known is None else (known.initial_partition_count, known.undeleted_partition_count)
-        if known is None:  # a topic we have not seen: its states may exist already (written by someone else)
-            new = sorted(TopicPartition(topic, p) for p in assignment.replicas
-                         if TopicPartition(topic, p) not in ctx.assignments)
-            for tp, state in self.store.read_states(new).items():
-                if state is not None:
-                    ctx.states[tp] = state
-                    ctx.assignments[tp] = decisions.Assignment(assignment.replicas[tp.partition])
-                    if state.before_deletion:
-                        ctx.marked.add(tp)
-        self._decide(lambda c: partition_counts.on_topic_znode(c, topic, assignment, previous))
+        """The topic znode was created or changed: new partitions, KIP-253 counts (see `partition_counts`).
+
+        The znode and the counts known before are read afresh on every attempt: after a partly committed write
+        (a state-znode race) the retry must see the counts that write already put in the znode and in memory,
+        or a finished expansion would read as a request to shrink."""
+
+        def decide(ctx: ControllerContext) -> Effects:
+            try:
+                assignment = self.store.read_topic(topic)
+            except ZnodeFormatError as exc:
+                log.warning("ignoring %s", exc.one_line())
+                return Effects()
+            if assignment is None:
+                return Effects()
+            known = ctx.topic_meta.get(topic)
+            ctx.topic_meta[topic] = assignment
+            previous = None if known is None else (known.initial_partition_count, known.undeleted_partition_count)
+            if known is None:  # a topic we have not seen: its states may exist already (written by someone else)
+                new = sorted(TopicPartition(topic, p) for p in assignment.replicas
+                             if TopicPartition(topic, p) not in ctx.assignments)
+                for tp, state in self.store.read_states(new).items():
+                    if state is not None:
+                        ctx.states[tp] = state
+                        ctx.assignments[tp] = decisions.Assignment(assignment.replicas[tp.partition])
+                        if state.before_deletion:
+                            ctx.marked.add(tp)
+            return partition_counts.on_topic_znode(ctx, topic, assignment, previous)
+
+        self._decide(decide)
 
     def _drain_check(self) -> None:
         """KIP-253: ask the leaders of marked partitions for their log offsets; delete those that drained."""
