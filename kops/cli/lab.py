@@ -7,14 +7,13 @@ ZooKeeper-only commands (`zookeeper`, `sample`) remain for a static sample clust
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from kops.cli import console
-from kops.cli.options import Format, OutputFormat
+from kops.cli.options import Format, OutputFormat, parse_option
 from kops.errors import UsageError
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
@@ -54,7 +53,7 @@ def up(
     Writes the connect string (with its chroot) to DIR/zookeeper. Example:
     kops lab up --brokers 6 --racks 3 && kops state -z "$(cat .kops/lab/zookeeper)"
     """
-    rate = _amount(parse_rate, bandwidth, "--bandwidth")
+    rate = parse_option(parse_rate, bandwidth, "--bandwidth")
     with console.err.status(f"starting ZooKeeper and {brokers} brokers"):
         state = Lab(lab_dir).up(brokers, racks, time_scale, zookeeper, bandwidth=float(rate), logdirs_every=logdirs_every)
     console.out.print(f"lab up: {brokers} brokers on {min(racks, brokers)} racks at [bold]{state.connect}[/] "
@@ -111,13 +110,6 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
             console.out.print(f"{label}: {', '.join(items[:20])}{' ...' if len(items) > 20 else ''}")
 
 
-def _amount(parse: Callable[[object], int], value: str, option: str) -> int:
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise UsageError(f"{option}: {exc}") from None
-
-
 BrokerId = Annotated[int, typer.Argument(help="The broker's id (1..N).")]
 
 
@@ -168,11 +160,11 @@ def produce(
     lab = Lab(lab_dir)
     with lab.client() as client:
         if size is not None:
-            count = _amount(parse_size, size, "--bytes")
+            count = parse_option(parse_size, size, "--bytes")
             ends = traffic.produce(client, topic, count, partition)
             console.out.print(f"appended {format_size(count)} to {len(ends)} partitions of {topic}")
         if rate is not None:
-            per_partition = traffic.set_ingest(client, topic, float(_amount(parse_rate, rate, "--rate")))
+            per_partition = traffic.set_ingest(client, topic, float(parse_option(parse_rate, rate, "--rate")))
             if per_partition:
                 console.out.print(f"{topic}: steady ingest {rate} ({format_size(per_partition)}/s per partition)")
             else:

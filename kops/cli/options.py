@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import Annotated, Optional, TypeVar
 
 import typer
 
@@ -17,6 +18,8 @@ from kops.errors import UsageError
 from kops.kafka.client import ZkAuth, ZkSettings, ZkTls
 from kops.kafka.connect import parse_connect
 from kops.units import parse_rate
+
+T = TypeVar("T")
 
 
 class OutputFormat(str, Enum):
@@ -58,14 +61,19 @@ def _credentials(variable: str) -> tuple[str, str] | None:
     return user, password
 
 
+def parse_option(parse: Callable[[str], T], value: str, option: str) -> T:
+    """An option's value through a kops.units parser; a bad one is a usage error naming the option."""
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
 def parse_throttle(value: str | None) -> int | None:
     """--throttle RATE (e.g. 50MiB/s) as bytes per second; None when not given."""
     if value is None:
         return None
-    try:
-        rate = parse_rate(value)
-    except ValueError as exc:
-        raise UsageError(f"--throttle: {exc}") from None
+    rate = parse_option(parse_rate, value, "--throttle")
     if rate == 0:
         raise UsageError("--throttle: 0 would stop replication altogether", hint="give a rate such as 50MiB/s")
     return rate

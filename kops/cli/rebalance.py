@@ -15,9 +15,10 @@ import typer
 
 from kops.cli import console
 from kops.cli.apply import BatchTimeout, Poll, Yes, confirm, run_execution
-from kops.cli.execution import cluster_connect
+from kops.cli.execution import cluster_connect, load_plan
 from kops.cli.options import (
-    ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, parse_throttle, zk_settings)
+    ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, parse_option, parse_throttle,
+    zk_settings)
 from kops.cli.plan import render_text
 from kops.cli.state import write_atomically
 from kops.errors import ExitCode, NotReady, UsageError
@@ -52,15 +53,6 @@ def _default_out(cluster_id: str | None, connect: str) -> Path:
     name = cluster_id or hashlib.sha256(connect.encode()).hexdigest()[:12]
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return _state_dir() / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{stamp}.json"
-
-
-def _parse(parse: Any, value: str | None, option: str) -> Any:
-    if value is None:
-        return None
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise UsageError(f"{option}: {exc}") from None
 
 
 def rebalance(
@@ -104,10 +96,10 @@ def rebalance(
     """
     started = time.monotonic()
     rate = parse_throttle(throttle)
-    byte_limit = _parse(parse_size, max_bytes, "--max-bytes")
-    seconds_limit = _parse(parse_duration, max_duration, "--max-duration")
+    byte_limit = None if max_bytes is None else parse_option(parse_size, max_bytes, "--max-bytes")
+    seconds_limit = None if max_duration is None else parse_option(parse_duration, max_duration, "--max-duration")
     if goal is Goal.bytes and sizes is None:
-        raise UsageError("--goal bytes needs partition sizes", hint="pass --sizes PATH (kops sizes summarize output)")
+        raise UsageError("--goal bytes needs partition sizes", hint="pass --sizes PATH, the output of kops sizes summarize")
     for option, value in (("--max-bytes", byte_limit), ("--max-duration", seconds_limit)):
         if value is not None and sizes is None:
             raise UsageError(f"{option} needs partition sizes to count bytes", hint="pass --sizes PATH")
@@ -148,10 +140,9 @@ def rebalance(
         _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, started,
                 output_format)
         return
-    data = plan_file.read_bytes()
+    written, digest = load_plan(plan_file)  # the file as the executor's record and `kops rollback` will key it
     outcome = run_execution(settings, output_format, poll, batch_timeout,
-                            lambda executor: executor.apply(result.plan, str(plan_file),
-                                                            hashlib.sha256(data).hexdigest()[:16], False, rate),
+                            lambda executor: executor.apply(written, str(plan_file), digest, False, rate),
                             check=False)
     done = outcome.exit_code is ExitCode.OK
     report |= {"applied": done, "execution": outcome.record.id,
