@@ -13,6 +13,7 @@ size until it gains a replica, so a step costs about log(brokers), not a scan of
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass
@@ -44,22 +45,30 @@ def replica_lower_bound(counts: dict[int, int], brokers: list[int], b: Bounds) -
 
 
 class _Candidates:
-    """Each broker's movable partitions, sorted by a key, rebuilt only after the broker gained replicas."""
+    """Each broker's movable partitions sorted by size (and their sizes, for bisecting), rebuilt only after the
+    broker gained replicas."""
 
     def __init__(self, layout: Layout, movable: set[TopicPartition] | None) -> None:
         self.layout = layout
         self.movable = movable
-        self.cache: dict[int, tuple[int, list[TopicPartition]]] = {}
+        self.cache: dict[int, tuple[int, list[TopicPartition], list[int]]] = {}
 
-    def of(self, broker: int) -> list[TopicPartition]:
+    def _entry(self, broker: int) -> tuple[int, list[TopicPartition], list[int]]:
         stamp = self.layout.gained[broker]
         cached = self.cache.get(broker)
         if cached is None or cached[0] != stamp:
             items = [tp for tp in self.layout.by_broker[broker] if self.movable is None or tp in self.movable]
             items.sort(key=lambda tp: (self.layout.size(tp), tp))
-            cached = (stamp, items)
+            cached = (stamp, items, [self.layout.size(tp) for tp in items])
             self.cache[broker] = cached
-        return cached[1]
+        return cached
+
+    def of(self, broker: int) -> list[TopicPartition]:
+        return self._entry(broker)[1]
+
+    def with_sizes(self, broker: int) -> tuple[list[TopicPartition], list[int]]:
+        _, items, sizes = self._entry(broker)
+        return items, sizes
 
 
 def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[TopicPartition], rack_aware: bool,
@@ -147,7 +156,8 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
 
     A move of s bytes from S to D is only made when s fits the gap of that very destination,
     s <= min(S - mean, mean - D), so both ends stay on their side of the mean: the spread strictly shrinks
-    and the loop ends.
+    and the loop ends. The heaviest broker and the lightest few come from heaps with lazy updates, and the
+    largest partition that fits a gap is found by bisecting the source's size-sorted list.
     """
     total = sum(layout.bytes[b] for b in brokers)
     if not brokers or total == 0:
@@ -156,30 +166,76 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
     high, low = mean * (1 + tolerance), mean * (1 - tolerance)
     candidates = _Candidates(layout, movable)
     limit = max_moves if max_moves is not None else 4 * sum(layout.replica_count[b] for b in brokers)
+    heavy = [(-layout.bytes[b], b) for b in brokers]
+    light = [(layout.bytes[b], b) for b in brokers]
+    heapq.heapify(heavy)
+    heapq.heapify(light)
     moved = 0
     stuck: set[int] = set()
     while moved < limit and not (budget and budget.exhausted()):
-        source = max((b for b in brokers if b not in stuck), key=lambda b: (layout.bytes[b], -b), default=None)
+        source = _pop_current(heavy, lambda b: -layout.bytes[b], stuck)
         if source is None:
             break
-        dest_pool = sorted((b for b in brokers if b != source), key=lambda b: (layout.bytes[b], b))[:DESTINATIONS_TRIED]
-        if not dest_pool or (layout.bytes[source] <= high and layout.bytes[dest_pool[0]] >= low):
-            break
-        done = False
-        for dest in dest_pool:
-            gap = min(layout.bytes[source] - mean, mean - layout.bytes[dest])
-            if gap <= 0:
-                continue
-            # Largest partition that does not overshoot this destination's gap.
-            ordered = [tp for tp in reversed(candidates.of(source)) if 0 < layout.size(tp) <= gap]
-            if _try_move(layout, source, [dest], ordered, rack_aware, budget):
-                done = True
+        pool: list[int] = []
+        while light and len(pool) < DESTINATIONS_TRIED:
+            d = _pop_current(light, lambda b: layout.bytes[b], {source, *pool})
+            if d is None:
                 break
+            pool.append(d)
+        done = False
+        if pool and not (layout.bytes[source] <= high and layout.bytes[pool[0]] >= low):
+            for dest in pool:
+                gap = min(layout.bytes[source] - mean, mean - layout.bytes[dest])
+                if gap > 0 and _move_largest_fitting(layout, source, dest, candidates, gap, rack_aware, budget):
+                    done = True
+                    break
+        elif pool:  # balanced within tolerance
+            break
+        for d in pool:
+            heapq.heappush(light, (layout.bytes[d], d))
+        heapq.heappush(light, (layout.bytes[source], source))
         if not done:
             stuck.add(source)
             continue
         moved += 1
+        heapq.heappush(heavy, (-layout.bytes[source], source))
     return moved
+
+
+def _pop_current(heap: list[tuple[float, int]], key, skip: set[int]) -> int | None:  # type: ignore[no-untyped-def]
+    """Pop the best broker whose entry is current (lazy deletion); entries of `skip` are dropped."""
+    while heap:
+        value, broker = heapq.heappop(heap)
+        if broker in skip:
+            continue
+        if value != key(broker):
+            heapq.heappush(heap, (key(broker), broker))
+            continue
+        return broker
+    return None
+
+
+def _move_largest_fitting(layout: Layout, source: int, dest: int, candidates: _Candidates, gap: float,
+                          rack_aware: bool, budget: Budget | None) -> bool:
+    """Move the largest replica of `source` no bigger than `gap` that `dest` may take."""
+    items, sizes = candidates.with_sizes(source)
+    on_source = layout.by_broker[source]
+    for i in range(bisect.bisect_right(sizes, gap) - 1, -1, -1):
+        if sizes[i] <= 0:
+            return False
+        tp = items[i]
+        if tp not in on_source:
+            continue
+        replicas = layout.replicas[tp]
+        if dest in replicas or (rack_aware and not layout.rack_ok(replicas, source, dest)):
+            continue
+        if budget is not None:
+            if not budget.allows(tp, sizes[i], dest):
+                continue
+            budget.spend(tp, sizes[i], dest)
+        layout.set(tp, tuple(dest if b == source else b for b in replicas))
+        return True
+    return False
 
 
 def smallest_on(layout: Layout, broker: int, count: int) -> int:
