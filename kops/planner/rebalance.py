@@ -82,18 +82,22 @@ def _try_move(layout: Layout, source: int, dests: list[int], candidates: list[To
         del candidates[:drop]
     for dest in dests:
         for tp in candidates:
-            if tp not in on_source:
-                continue
-            replicas = layout.replicas[tp]
-            if dest in replicas or (rack_aware and not layout.rack_ok(replicas, source, dest)):
-                continue
-            if budget is not None:
-                if not budget.allows(tp, layout.size(tp), dest):
-                    continue
-                budget.spend(tp, layout.size(tp), dest)
-            layout.set(tp, tuple(dest if b == source else b for b in replicas))
-            return True
+            if tp in on_source and _move(layout, tp, source, dest, rack_aware, budget):
+                return True
     return False
+
+
+def _move(layout: Layout, tp: TopicPartition, source: int, dest: int, rack_aware: bool, budget: Budget | None) -> bool:
+    """Move one replica of `tp` from `source` to `dest` if the partition, its racks and the budget allow it."""
+    replicas = layout.replicas[tp]
+    if dest in replicas or (rack_aware and not layout.rack_ok(replicas, source, dest)):
+        return False
+    if budget is not None:
+        if not budget.allows(tp, layout.size(tp), dest):
+            return False
+        budget.spend(tp, layout.size(tp), dest)
+    layout.set(tp, tuple(dest if b == source else b for b in replicas))
+    return True
 
 
 def balance_replicas(
@@ -223,18 +227,8 @@ def _move_largest_fitting(layout: Layout, source: int, dest: int, candidates: _C
     for i in range(bisect.bisect_right(sizes, gap) - 1, -1, -1):
         if sizes[i] <= 0:
             return False
-        tp = items[i]
-        if tp not in on_source:
-            continue
-        replicas = layout.replicas[tp]
-        if dest in replicas or (rack_aware and not layout.rack_ok(replicas, source, dest)):
-            continue
-        if budget is not None:
-            if not budget.allows(tp, sizes[i], dest):
-                continue
-            budget.spend(tp, sizes[i], dest)
-        layout.set(tp, tuple(dest if b == source else b for b in replicas))
-        return True
+        if items[i] in on_source and _move(layout, items[i], source, dest, rack_aware, budget):
+            return True
     return False
 
 
