@@ -37,6 +37,11 @@ class Budget:
     def exhausted(self) -> bool:
         return self.limits.max_moves is not None and self.moves >= self.limits.max_moves
 
+    def room(self, broker: int) -> float:
+        """Bytes this broker's port may still carry (infinite without --max-duration)."""
+        port = self.limits.port_bytes
+        return float("inf") if port is None else port - self.port[broker]
+
     def allows(self, tp: TopicPartition, size: int, dest: int) -> bool:
         lim = self.limits
         if lim.max_moves is not None and self.moves + 1 > lim.max_moves:

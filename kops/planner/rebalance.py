@@ -176,13 +176,18 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
     heapq.heapify(light)
     moved = 0
     stuck: set[int] = set()
+    # Destinations whose port budget cannot take even the smallest partition leave the pool for good (rooms only
+    # shrink), so the lightest brokers filling up does not leave every source stuck.
+    smallest = min((size for tp, size in layout.sizes.items() if size > 0 and (movable is None or tp in movable)),
+                   default=0)
+    full: set[int] = set()
     while moved < limit and not (budget and budget.exhausted()):
         source = _pop_current(heavy, lambda b: -layout.bytes[b], stuck)
         if source is None:
             break
         pool: list[int] = []
         while light and len(pool) < DESTINATIONS_TRIED:
-            d = _pop_current(light, lambda b: layout.bytes[b], {source, *pool})
+            d = _pop_current(light, lambda b: layout.bytes[b], {source, *pool} | full)
             if d is None:
                 break
             pool.append(d)
@@ -196,7 +201,10 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
         elif pool:  # balanced within tolerance
             break
         for d in pool:
-            heapq.heappush(light, (layout.bytes[d], d))
+            if budget is not None and budget.room(d) < smallest:
+                full.add(d)
+            else:
+                heapq.heappush(light, (layout.bytes[d], d))
         heapq.heappush(light, (layout.bytes[source], source))
         if not done:
             stuck.add(source)
