@@ -31,7 +31,7 @@ from kops.planner.bounded import Rebalance, Request, readiness
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
 from kops.planner.markdown import duration
-from kops.planner.planner import DEFAULT_BANDWIDTH, Policy
+from kops.planner.planner import Policy
 from kops.sizes.reader import read_sizes
 from kops.units import format_size, parse_duration, parse_size
 
@@ -122,8 +122,7 @@ def rebalance(
         _finish(report | {"status": "refused", "reason": "; ".join(reasons)}, None, started, output_format)
         raise NotReady("not rebalancing: " + "; ".join(reasons), where=connect,
                        hint="nothing was done; the next run tries again")
-    port_rate = float(min(rate, DEFAULT_BANDWIDTH) if rate else DEFAULT_BANDWIDTH)
-    request = Request(goal.value, Limits(max_moves, byte_limit, seconds_limit, port_rate), min_improvement)
+    request = Request(goal.value, Limits(max_moves, byte_limit, seconds_limit), min_improvement)
     result = plan_rebalance(snapshot, request, size_map, Policy(throttle=rate, growth=growth),
                             cluster=limit or connect, execution=Execution(throttle=rate, max_partitions=batch_size))
     if not result.worthwhile:

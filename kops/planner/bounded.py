@@ -109,7 +109,7 @@ def rebalance(snapshot: Snapshot, request: Request, sizes: dict[TopicPartition, 
         balance_leaders(layout, brokers, movable, max_changes=limits.max_moves)
     else:
         leaders = {tp: r[0] for tp, r in original.items() if r}
-        budget = Budget(limits, leaders)
+        budget = Budget(limits, leaders, policy.port_rate(execution.throttle if execution else None))
         balancer = balance_replicas if request.goal == "replicas" else balance_bytes
         balancer(layout, brokers, 0.0, movable=movable, rack_aware=rack_aware, budget=budget)
         changed = {tp for tp, r in layout.replicas.items() if set(r) != set(original[tp])}

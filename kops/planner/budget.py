@@ -19,16 +19,13 @@ class Limits:
     max_moves: int | None = None
     max_bytes: int | None = None
     max_seconds: float | None = None
-    port_rate: float = 125_000_000.0  # bytes/s per broker port (the throttle, or the assumed bandwidth)
-
-    @property
-    def port_bytes(self) -> float | None:
-        return None if self.max_seconds is None else self.max_seconds * self.port_rate
 
 
 class Budget:
-    def __init__(self, limits: Limits, leaders: dict[TopicPartition, int]) -> None:
+    def __init__(self, limits: Limits, leaders: dict[TopicPartition, int], port_rate: float) -> None:
         self.limits = limits
+        # bytes one broker port may carry within max_seconds (port_rate: the planner's Policy.port_rate)
+        self.port_bytes = None if limits.max_seconds is None else limits.max_seconds * port_rate
         self.leaders = leaders  # who serves each partition's copy: its leader when the plan was made
         self.moves = 0
         self.bytes = 0
@@ -39,7 +36,7 @@ class Budget:
 
     def room(self, broker: int) -> float:
         """Bytes this broker's port may still carry (infinite without --max-duration)."""
-        port = self.limits.port_bytes
+        port = self.port_bytes
         return float("inf") if port is None else port - self.port[broker]
 
     def allows(self, tp: TopicPartition, size: int, dest: int) -> bool:
@@ -48,7 +45,7 @@ class Budget:
             return False
         if lim.max_bytes is not None and self.bytes + size > lim.max_bytes:
             return False
-        port = lim.port_bytes
+        port = self.port_bytes
         if port is not None:
             leader = self.leaders.get(tp, -1)
             if self.port[dest] + size > port or (leader != dest and self.port[leader] + size > port):

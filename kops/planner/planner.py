@@ -67,6 +67,12 @@ class Policy:
     # bytes/s each partition grows (kops sizes summarize): a move is sized for when its batch is expected to start
     growth: Mapping[TopicPartition, float] = field(default_factory=dict)
 
+    def port_rate(self, declared: int | None = None) -> float:
+        """Bytes/s one broker port moves: the throttle (this policy's, else the declared one), at most the
+        bandwidth. Estimates and `kops rebalance`'s time budget both count with it."""
+        rate = self.throttle if self.throttle is not None else declared
+        return float(min(rate, self.broker_bandwidth) if rate else self.broker_bandwidth)
+
 
 class PlanningError(ProblemsError):
     """Declarations that cannot be planned against this cluster; names the declaration's FILE:LINE."""
@@ -405,7 +411,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         raise PlanningError(in_flight_problems)
 
     rate = policy.throttle if policy.throttle is not None else desired.execution.throttle
-    port_rate = float(min(rate, policy.broker_bandwidth) if rate else policy.broker_bandwidth)
+    port_rate = policy.port_rate(desired.execution.throttle)
     sized = any(m.bytes for m in moves)
     limits = batching.Limits(desired.execution.max_partitions, desired.execution.max_bytes,
                              desired.execution.max_moves_per_broker)

@@ -12,6 +12,7 @@ from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.snapshot import RequestedMove
 from kops.planner.bounded import Request, imbalance, readiness, rebalance
 from kops.planner.budget import Limits
+from kops.planner.planner import Policy
 from tests.clusters import brokers, snapshot, sizes_of, topic
 
 
@@ -40,8 +41,8 @@ def test_unbounded_rebalance_evens_replicas_and_reports_both_imbalances() -> Non
 def test_limits_are_respected(max_moves: int, max_bytes: int, max_seconds: float) -> None:
     snap = skewed()
     sizes = sizes_of(snap)
-    limits = Limits(max_moves, max_bytes, max_seconds, port_rate=10_000.0)
-    result = rebalance(snap, Request("replicas", limits, 0.0), sizes)
+    limits = Limits(max_moves, max_bytes, max_seconds)
+    result = rebalance(snap, Request("replicas", limits, 0.0), sizes, Policy(throttle=10_000))
     s = result.plan.summary
     assert s.moves <= max_moves and s.bytes <= max_bytes
     assert (s.estimated_seconds or 0.0) <= max_seconds + 1e-9
