@@ -129,7 +129,6 @@ def rebalance(
         _finish(report | {"status": "noop", "reason": _below(result)}, result, started, output_format)
         return
     plan_file = out or _default_out(snapshot.cluster_id, connect)
-    plan_file.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(plan_file, plan_format.dumps(result.plan))
     report["plan"] = str(plan_file)
     if output_format is OutputFormat.text:

@@ -21,6 +21,7 @@ from kops.cli.options import (
     Zookeeper,
     zk_settings,
 )
+from kops.errors import UsageError
 from kops.kafka.client import ZkClient
 from kops.kafka.reader import read_snapshot
 from kops.model import snapshot_format
@@ -30,13 +31,20 @@ from kops.planner.throttles import ALL_KEYS as THROTTLE_KEYS
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write via a temporary file and rename, so a reader never sees half a file. A file that cannot be written
+    is one clear line (exit 1), not a traceback."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise UsageError(f"cannot write: {exc.strerror}", where=str(path), hint="choose another path") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"cannot write: {exc.strerror}", where=str(path), hint="choose another path") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

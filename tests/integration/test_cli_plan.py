@@ -99,3 +99,13 @@ def test_plan_needs_one_cluster(tmp_path: Path, capsys) -> None:
     root = Path(__file__).resolve().parents[2]
     assert main(["plan", str(root / "playbooks/platform.yml"), "-i", str(root / "inventories/example")]) == 1
     assert "targets 4 clusters" in capsys.readouterr().err
+
+
+def test_an_unwritable_output_is_one_line(tmp_path: Path, capsys) -> None:
+    golden = Path(__file__).resolve().parents[1] / "golden" / "create"
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    assert main(["plan", str(golden / "playbook.yml"), "-i", str(golden / "inventory.yml"),
+                 "--snapshot", str(golden / "snapshot.json"), "-o", str(blocked / "plan.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"{blocked / 'plan.json'}: cannot write" in err and "Traceback" not in err and len(err.splitlines()) == 1
