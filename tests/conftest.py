@@ -54,3 +54,31 @@ def zk(zk_connect: str) -> Iterator[ZkClient]:
     """A started client on this test's chroot."""
     with ZkClient(ZkSettings(zk_connect)) as client:
         yield client
+
+
+# -- lab engines: the kops engine and real Kafka (tests/engines.py) ----------------------------------------
+
+@pytest.fixture(scope="module")
+def kafka39(zookeeper_server: str, tmp_path_factory: pytest.TempPathFactory):
+    """One real Kafka 3.9 cluster (ZooKeeper mode, 4 brokers) per test module that asks for it."""
+    from tests.engines import kafka39_cluster
+
+    with kafka39_cluster(tmp_path_factory.mktemp("kafka39"), zookeeper_server) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module", params=["kops", "kafka-3.9"])
+def engine(request: pytest.FixtureRequest) -> str:
+    """Module-scoped so pytest runs a module's tests engine by engine: one real cluster per module."""
+    return request.param
+
+
+@pytest.fixture
+def engine_lab(engine: str, tmp_path, zk_connect: str, request: pytest.FixtureRequest):
+    """`engine_lab(**kops_options)`: a context manager giving an EngineLab on this test's engine."""
+    from tests.engines import engine_cluster
+
+    def open_lab(**options):
+        return engine_cluster(engine, tmp_path, zk_connect, lambda: request.getfixturevalue("kafka39"), **options)
+
+    return open_lab

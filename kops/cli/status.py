@@ -187,12 +187,12 @@ def cancel(
     settings = zk_settings(cluster_connect(inventory, limit, zookeeper), connect_timeout, session_timeout)
     with ZkClient(settings) as client:
         holder = read_holder(client)
+        snapshot = read_snapshot(client)
         if holder and holder.get("execution"):
             Journal(client).request_cancel(holder["execution"], now, holder_info("kops cancel", None, time.time()))
             console.info(f"asked execution {holder['execution']} ({describe(holder)}) to stop at its next checkpoint"
-                         + (" and to cancel the batch in flight" if now else ""))
+                         + (_cancel_now_note(snapshot) if now else ""))
             return
-        snapshot = read_snapshot(client)
         if not now or not snapshot.in_flight():
             console.info("no kops execution is running" + ("" if snapshot.in_flight() else " and nothing is in flight"))
             return
@@ -202,3 +202,11 @@ def cancel(
         count = len(snapshot.in_flight())
         request_kip236_cancel(client, Clock(), timeout=60.0)
         console.info(f"cancelled the reassignment of {count} partition(s) in flight (KIP-236)")
+
+
+def _cancel_now_note(snapshot: Snapshot) -> str:
+    """What --now can do here: real Kafka 2.4+ ignores a deleted reassignment znode, so only KIP-236 cancels."""
+    if KIP236_CANCEL in snapshot.cluster_features():
+        return " and to cancel the batch in flight (KIP-236)"
+    return ("; this cluster cannot cancel a batch in flight through ZooKeeper (no KIP-236), so kops stops "
+            "waiting for it and it finishes on its own (kafka-reassign-partitions.sh --cancel can revert it)")

@@ -100,6 +100,7 @@ class Executor:
         self.batch_timeout = batch_timeout
         self.lock_wait = lock_wait
         self._api: AdminApiClient | None = None
+        self._uncancellable_said: set[int] = set()  # batches whose "cannot cancel here" was said once
 
     # -- entry points --------------------------------------------------------------------------------------
 
@@ -437,11 +438,19 @@ class Executor:
             snapshot = self._snapshot()
 
     def _cancel_in_flight(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
-        self.journal.clear_cancel(record.id)
         if KIP236_CANCEL not in snapshot.cluster_features():
-            raise _Stop(f"batch {batch.index} cannot be cancelled here (the cluster does not advertise KIP-236): it "
-                        f"finishes on its own; kops stopped waiting, `kops apply --resume` re-attaches and restores "
-                        f"the throttles")
+            # Kafka 2.4+ ignores a deleted /admin/reassign_partitions: through ZooKeeper the batch cannot be cancelled.
+            # Stop at the checkpoint instead (the batch finishes, its throttles are restored), and say so.
+            self.controls.cancel_now.clear()
+            self.controls.stop.set()
+            if batch.index in self._uncancellable_said:
+                return
+            self._uncancellable_said.add(batch.index)
+            self.emit({"event": "message", "text": f"batch {batch.index} cannot be cancelled on this cluster through "
+                                                   f"ZooKeeper (no KIP-236): it finishes, then kops stops at the "
+                                                   f"checkpoint"})
+            return
+        self.journal.clear_cancel(record.id)
         self.emit({"event": "message", "text": f"cancelling batch {batch.index} in flight (KIP-236)"})
         request_kip236_cancel(self.client, self.clock, timeout=60.0)
         throttles.restore(self.client, record)
