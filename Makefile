@@ -5,9 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kops-installed
 
-.PHONY: setup java demo test lint bench clean
+.PHONY: setup java maven kafka demo test lint bench clean
 
-setup: java $(STAMP)
+setup: java $(STAMP) kafka
 
 # Java runs ZooKeeper (and Spark). Install a JRE when missing and we may (root + apt).
 java:
@@ -18,6 +18,21 @@ java:
 	  else \
 	    echo "error: Java 11+ is required (Debian/Ubuntu: apt-get install openjdk-17-jre-headless)" >&2; exit 1; \
 	  fi; \
+	fi
+
+# Maven fetches real Apache Kafka (the versions pinned in kops/lab/kafka_dist/*.pom.xml). Installed with apt when
+# missing and we may; otherwise one line, and everything that needs no real Kafka still runs.
+maven:
+	@if ! command -v mvn >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Maven (to fetch Apache Kafka's jars)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; \
+	fi
+
+kafka: maven $(STAMP)
+	@if command -v mvn >/dev/null 2>&1; then \
+	  $(BIN)/kops lab install; \
+	else \
+	  echo "note: Maven is missing, so real Kafka is not installed (apt-get install maven); the kops engine still runs"; \
 	fi
 
 $(STAMP): pyproject.toml

@@ -1,7 +1,8 @@
 """`kops lab`: a local cluster on this machine, for the demo, the tests and rehearsals.
 
-`kops lab up` starts a real ZooKeeper and N broker processes (each with the seeds' controller), `down`
-removes them, `status` shows them, `broker stop|start|kill` injects faults, `produce` adds data. The
+`kops lab up --engine kops` starts a real ZooKeeper and N broker processes (each with the seeds' controller);
+`--engine kafka-3.9|kafka-4` runs real Apache Kafka from the jars `kops lab install` fetched. `down` removes
+them, `status` shows them, `broker stop|start|kill|pause|resume` injects faults, `produce` adds data. The
 ZooKeeper-only commands (`zookeeper`, `sample`) remain for a static sample cluster.
 """
 
@@ -19,7 +20,12 @@ from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
 from kops.kafka.writer import write_snapshot
 from kops.lab import traffic
+from kops.lab import kafka_dist
 from kops.lab.cluster import Lab
+from kops.lab.engines import ENGINES, KOPS, availability, open_lab
+from kops.lab.kafka_admin import cluster_status
+from kops.lab.kafka_dist import ENGINES as REAL_ENGINES
+from kops.lab.kafka_lab import KafkaLab
 from kops.lab.sample import sample_snapshot
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.units import format_size, parse_rate, parse_size
@@ -29,7 +35,8 @@ CONNECT_FILE = "zookeeper"  # <dir>/zookeeper: the cluster's connect string, wit
 
 LabDir = Annotated[Path, typer.Option("--dir", "-d", help="The lab's folder (state, logs, connect string).")]
 
-app = typer.Typer(help="A local cluster on this machine: real ZooKeeper, broker processes, the seeds' controller.",
+app = typer.Typer(help="A local cluster on this machine: the kops engine (real ZooKeeper, Python brokers, the seeds' "
+                       "controller) or real Apache Kafka (3.9 in ZooKeeper mode, 4.x in KRaft mode).",
                   no_args_is_help=True)
 zookeeper_app = typer.Typer(help="The lab's ZooKeeper server (a real one, from PySpark's jars).", no_args_is_help=True)
 broker_app = typer.Typer(help="Fault injection: stop (controlled), kill (SIGKILL) or start one broker.", no_args_is_help=True)
@@ -37,37 +44,74 @@ app.add_typer(zookeeper_app, name="zookeeper")
 app.add_typer(broker_app, name="broker")
 
 
+def _engine_help() -> str:
+    return "Which cluster to run: " + "; ".join(f"{name}: {what}" for name, what in availability().items()) + "."
+
+
+@app.command("install")
+def install(
+    engine: Annotated[Optional[str], typer.Option(help="One real engine (kafka-3.9 or kafka-4); default both.")] = None,
+) -> None:
+    """Fetch Apache Kafka's jars (broker and tools, the versions pinned in kops/lab/kafka_dist/) with Maven.
+
+    Into ~/.cache/kops/kafka (or $KOPS_KAFKA_CACHE); a second run downloads nothing. Example: kops lab install
+    """
+    for name in [engine] if engine else list(REAL_ENGINES):
+        with console.err.status(f"fetching {name} with Maven"):
+            dist, fetched = kafka_dist.install(name)
+        console.out.print(f"{name}: Apache Kafka {dist.version} {'fetched into' if fetched else 'already in'} {dist.lib}")
+
+
 @app.command("up")
 def up(
     lab_dir: LabDir = DEFAULT_DIR,
+    engine: Annotated[str, typer.Option(help=_engine_help())] = KOPS,
     brokers: Annotated[int, typer.Option(help="Number of brokers (ids 1..N).")] = 3,
     racks: Annotated[int, typer.Option(help="Number of racks; brokers are assigned round-robin.")] = 3,
-    time_scale: Annotated[float, typer.Option(help="Simulated time runs this many times faster than real time.")] = 1.0,
+    controllers: Annotated[int, typer.Option(help="kafka-4: KRaft controller quorum size, 1 or 3.")] = 1,
+    dedicated_controllers: Annotated[bool, typer.Option(
+        "--dedicated-controllers", help="kafka-4: controllers as their own processes (ids 1001..), not combined with brokers 1..Q.")] = False,
+    time_scale: Annotated[float, typer.Option(help="kops engine: simulated time runs this many times faster than real time.")] = 1.0,
     zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", "-z", help=(
         "Use this ZooKeeper (HOST:PORT[/chroot]) instead of starting one; default chroot /kops-lab."))] = None,
-    bandwidth: Annotated[str, typer.Option(help="Each broker's replication bandwidth, per simulated second.")] = "100MB/s",
-    logdirs_every: Annotated[float, typer.Option("--logdirs-every", help="Simulated seconds between the brokers' kafka-log-dirs snapshots (DIR/logdirs/).", min=1.0)] = 300.0,
+    bandwidth: Annotated[str, typer.Option(help="kops engine: each broker's replication bandwidth, per simulated second.")] = "100MB/s",
+    logdirs_every: Annotated[float, typer.Option("--logdirs-every", help="kops engine: simulated seconds between the brokers' kafka-log-dirs snapshots (DIR/logdirs/).", min=1.0)] = 300.0,
+    heap: Annotated[str, typer.Option(help="Real engines: each Kafka node's heap.")] = "384MB",
 ) -> None:
     """Start a lab cluster and return once every broker is registered and a controller is elected.
 
-    Writes the connect string (with its chroot) to DIR/zookeeper. Example:
+    Writes the bootstrap servers to DIR/bootstrap (real engines) and the ZooKeeper connect string, with its
+    chroot, to DIR/zookeeper (kops and kafka-3.9). Examples:
     kops lab up --brokers 6 --racks 3 && kops state -z "$(cat .kops/lab/zookeeper)"
+    kops lab up --engine kafka-4 --brokers 3 --controllers 3
     """
-    rate = parse_option(parse_rate, bandwidth, "--bandwidth")
-    with console.err.status(f"starting ZooKeeper and {brokers} brokers"):
-        state = Lab(lab_dir).up(brokers, racks, time_scale, zookeeper, bandwidth=float(rate), logdirs_every=logdirs_every)
-    console.out.print(f"lab up: {brokers} brokers on {min(racks, brokers)} racks at [bold]{state.connect}[/] "
-                      f"(time x{time_scale:g}); connect string in {lab_dir / CONNECT_FILE}")
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}", hint=f"one of: {', '.join(ENGINES)}")
+    if engine == KOPS:
+        rate = parse_option(parse_rate, bandwidth, "--bandwidth")
+        with console.err.status(f"starting ZooKeeper and {brokers} brokers"):
+            state = Lab(lab_dir).up(brokers, racks, time_scale, zookeeper, bandwidth=float(rate),
+                                    logdirs_every=logdirs_every)
+        console.out.print(f"lab up: {brokers} brokers on {min(racks, brokers)} racks at [bold]{state.connect}[/] "
+                          f"(time x{time_scale:g}); connect string in {lab_dir / CONNECT_FILE}")
+        return
+    heap_mb = max(128, parse_option(parse_size, heap, "--heap") // (1024 * 1024))
+    with console.err.status(f"starting {engine} with {brokers} brokers"):
+        real = KafkaLab(lab_dir).up(engine, brokers, racks, controllers, dedicated_controllers, zookeeper, heap_mb)
+    where = f"ZooKeeper {real.connect}" if real.connect else f"KRaft quorum of {controllers}" + (
+        " dedicated" if dedicated_controllers else " combined")
+    console.out.print(f"lab up: Apache Kafka {real.version}, {brokers} brokers on {min(racks, brokers)} racks, {where}; "
+                      f"bootstrap [bold]{real.bootstrap}[/] in {lab_dir / 'bootstrap'}")
 
 
 @app.command("down")
 def down(lab_dir: LabDir = DEFAULT_DIR) -> None:
-    """Stop every broker of the lab (SIGKILL) and the ZooKeeper it started. Logs and log-dir snapshots stay.
+    """Stop every process of the lab (SIGKILL) and the ZooKeeper it started. Logs and log-dir snapshots stay.
 
     Example: kops lab down
     """
-    stopped = Lab(lab_dir).down()
-    console.out.print(f"lab down ({len(stopped)} brokers stopped)")
+    stopped = open_lab(lab_dir).down()
+    console.out.print(f"lab down ({len(stopped)} processes stopped)")
 
 
 @app.command("status")
@@ -76,7 +120,10 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
 
     Example: kops lab status --format json
     """
-    lab = Lab(lab_dir)
+    lab = open_lab(lab_dir)
+    if isinstance(lab, KafkaLab):
+        _real_status(lab, output)
+        return
     state = lab.state()
     with lab.client(state) as client:
         snapshot = read_snapshot(client)
@@ -87,7 +134,7 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
     offline = sorted(f"{n}-{p}" for n, p, part in partitions if part.is_offline(live))
     brokers = [{"id": b, "rack": state.racks[b], "pid": state.pids.get(b), "process": lab.running(b, state),
                 "registered": b in registered} for b in sorted(state.racks)]
-    doc = {"connect": state.connect, "time_scale": state.time_scale, "brokers": brokers,
+    doc = {"engine": KOPS, "connect": state.connect, "time_scale": state.time_scale, "brokers": brokers,
            "controller": {"id": snapshot.controller.id, "epoch": snapshot.controller.epoch},
            "topics": len(snapshot.topics), "partitions": len(partitions),
            "under_replicated": under, "offline": offline,
@@ -110,7 +157,32 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
             console.out.print(f"{label}: {', '.join(items[:20])}{' ...' if len(items) > 20 else ''}")
 
 
-BrokerId = Annotated[int, typer.Argument(help="The broker's id (1..N).")]
+def _real_status(lab: KafkaLab, output: OutputFormat) -> None:
+    state = lab.state()
+    seen = cluster_status(state.bootstrap, kraft=state.connect is None)
+    registered = set(seen["registered"])  # type: ignore[arg-type]
+    nodes = [{"id": n, "roles": list(state.node(n).roles), "rack": state.node(n).rack, "pid": state.pids.get(n),
+              "process": "paused" if lab.paused(n, state) else "running" if lab.running(n, state) else "stopped",
+              "registered": n in registered} for n in sorted(state.nodes)]
+    doc = {"engine": state.engine, "version": state.version, "bootstrap": state.bootstrap, "zookeeper": state.connect,
+           "cluster_id": seen["cluster_id"], "nodes": nodes, **{k: v for k, v in seen.items() if k != "registered"}}
+    if output == OutputFormat.json:
+        console.print_json(doc)
+        return
+    table = console.table(f"lab: Apache Kafka {state.version} ({state.engine}) at {state.bootstrap}", ">node", "roles",
+                          "rack", ">pid", "process", "registered", "role")
+    for n in nodes:
+        table.add_row(str(n["id"]), ",".join(n["roles"]), n["rack"] or "-", str(n["pid"] or "-"),  # type: ignore[arg-type]
+                      n["process"] if n["process"] == "running" else f"[red]{n['process']}[/]",
+                      "yes" if n["registered"] else ("-" if "broker" not in n["roles"] else "[red]no[/]"),  # type: ignore[operator]
+                      "controller" if n["id"] == seen["controller"] else "")
+    console.out.print(table)
+    console.out.print(f"cluster {seen['cluster_id']}: {seen['topics']} topics, {seen['partitions']} partitions; "
+                      f"under-replicated {len(seen['under_replicated'])}, offline {len(seen['offline'])}, "  # type: ignore[arg-type]
+                      f"reassigning {len(seen['reassigning'])}")  # type: ignore[arg-type]
+
+
+BrokerId = Annotated[int, typer.Argument(help="The broker's id (1..N; KRaft dedicated controllers 1001..).")]
 
 
 @broker_app.command("stop")
@@ -119,7 +191,7 @@ def broker_stop(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
 
     Example: kops lab broker stop 2
     """
-    Lab(lab_dir).stop_broker(broker)
+    open_lab(lab_dir).stop_broker(broker)
     console.out.print(f"broker {broker} stopped (controlled shutdown)")
 
 
@@ -129,7 +201,7 @@ def broker_kill(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
 
     Example: kops lab broker kill 1
     """
-    Lab(lab_dir).kill_broker(broker)
+    open_lab(lab_dir).kill_broker(broker)
     console.out.print(f"broker {broker} killed")
 
 
@@ -139,8 +211,28 @@ def broker_start(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
 
     Example: kops lab broker start 1
     """
-    Lab(lab_dir).start_broker(broker)
+    open_lab(lab_dir).start_broker(broker)
     console.out.print(f"broker {broker} started")
+
+
+@broker_app.command("pause")
+def broker_pause(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
+    """Freeze a broker (SIGSTOP): alive, sockets open, answering nothing, as in a long GC pause.
+
+    Example: kops lab broker pause 2 ; kops lab broker resume 2
+    """
+    open_lab(lab_dir).pause_broker(broker)
+    console.out.print(f"broker {broker} paused")
+
+
+@broker_app.command("resume")
+def broker_resume(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
+    """Let a paused broker run again (SIGCONT).
+
+    Example: kops lab broker resume 2
+    """
+    open_lab(lab_dir).resume_broker(broker)
+    console.out.print(f"broker {broker} resumed")
 
 
 @app.command("produce")
@@ -157,7 +249,10 @@ def produce(
     """
     if size is None and rate is None:
         raise UsageError("say how much: --bytes SIZE and/or --rate RATE", hint="e.g. kops lab produce t --bytes 100MB")
-    lab = Lab(lab_dir)
+    lab = open_lab(lab_dir)
+    if isinstance(lab, KafkaLab):
+        _real_produce(lab, topic, size, partition, rate)
+        return
     with lab.client() as client:
         if size is not None:
             count = parse_option(parse_size, size, "--bytes")
@@ -169,6 +264,19 @@ def produce(
                 console.out.print(f"{topic}: steady ingest {rate} ({format_size(per_partition)}/s per partition)")
             else:
                 console.out.print(f"{topic}: steady ingest stopped")
+
+
+def _real_produce(lab: KafkaLab, topic: str, size: str | None, partition: int | None, rate: str | None) -> None:
+    """Real records through a real producer (acks=all): now, and/or steadily from a background process."""
+    if size is not None:
+        count = parse_option(parse_size, size, "--bytes")
+        with console.err.status(f"producing {format_size(count)} to {topic}"):
+            records = lab.produce(topic, count, partition)
+        console.out.print(f"produced {records} records ({format_size(count)}) to {topic}, acknowledged by all in-sync replicas")
+    if rate is not None:
+        per_second = float(parse_option(parse_rate, rate, "--rate"))
+        lab.set_ingest(topic, per_second)
+        console.out.print(f"{topic}: steady ingest {rate}" if per_second else f"{topic}: steady ingest stopped")
 
 
 def server_dir(lab_dir: Path) -> Path:

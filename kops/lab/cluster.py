@@ -10,6 +10,7 @@ test process). Simulated time is shared: every broker gets the same monotonic or
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from kops.errors import EnvironmentProblem, KopsError, UsageError
 from kops.kafka import paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.connect import parse_connect
-from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
+from kops.lab.processes import cmdline_contains, die_with_parent, is_paused, pid_alive, signal_and_wait
 from kops.lab.zookeeper import ZooKeeperServer
 
 STATE_FILE = "lab.json"
@@ -199,13 +200,29 @@ class Lab:
         """A crash (SIGKILL): the registration vanishes only when the ZooKeeper session expires."""
         self._signal_broker(broker, signal.SIGKILL, 5.0)
 
-    def _signal_broker(self, broker: int, sig: int, timeout: float) -> None:
+    def pause_broker(self, broker: int) -> None:
+        """SIGSTOP: the process stops answering but keeps its sockets and its session (until it expires)."""
+        os.kill(self._running_pid(broker), signal.SIGSTOP)
+
+    def resume_broker(self, broker: int) -> None:
+        os.kill(self._running_pid(broker), signal.SIGCONT)
+
+    def paused(self, broker: int, state: LabState | None = None) -> bool:
+        return is_paused((state or self.state()).pids.get(broker))
+
+    def _running_pid(self, broker: int) -> int:
         state = self.state()
         if broker not in state.racks:
             raise UsageError(f"broker {broker} is not part of this lab", hint=f"brokers are {sorted(state.racks)}")
         pid = state.pids.get(broker)
         if pid is None or not self._is_broker(pid):
             raise UsageError(f"broker {broker} is not running", hint=f"start it: kops lab broker start {broker}")
+        return pid
+
+    def _signal_broker(self, broker: int, sig: int, timeout: float) -> None:
+        pid = self._running_pid(broker)
+        if self.paused(broker):
+            os.kill(pid, signal.SIGCONT)
         signal_and_wait(pid, sig, timeout)
         process = self._processes.pop(broker, None)
         if process is not None:

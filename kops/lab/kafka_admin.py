@@ -69,11 +69,12 @@ def produce(bootstrap: str, topic: str, count: int, partition: int | None = None
     """
     if count <= 0:
         raise UsageError("--bytes must be positive")
+    with admin_client(bootstrap) as client:
+        if topic not in client.list_topics():
+            raise UsageError(f"no topic {topic!r} in the lab", hint="create it first (kops apply, or Kafka's tools)")
     out = producer(bootstrap)
     try:
         partitions = sorted(out.partitions_for(topic) or [])
-        if not partitions:
-            raise UsageError(f"no topic {topic!r} in the lab", hint="create it first (kops apply, or Kafka's tools)")
         if partition is not None and partition not in partitions:
             raise UsageError(f"topic {topic!r} has no partition {partition}", hint=f"partitions are {partitions}")
         targets = [partition] if partition is not None else partitions
@@ -101,3 +102,42 @@ def steady(bootstrap: str, topic: str, rate: float, record_size: int = 8192) -> 
         delay = next_at - time.monotonic()
         if delay > 0:
             time.sleep(delay)
+
+
+def cluster_status(bootstrap: str, kraft: bool) -> dict[str, object]:
+    """What `kops lab status` shows of a real cluster, as Kafka reports it.
+
+    A paused broker accepts connections and answers nothing: each server is tried alone, with a short timeout.
+    """
+    problems = []
+    for server in bootstrap.split(","):
+        try:
+            return _status_through(server, kraft)
+        except (KafkaError, OSError) as exc:
+            problems.append(f"{server}: {type(exc).__name__}")
+    raise EnvironmentProblem("no broker answered: " + ", ".join(problems), where=bootstrap,
+                             hint="is the lab up? kops lab up, or kops lab broker resume/start")
+
+
+def _status_through(server: str, kraft: bool) -> dict[str, object]:
+    with admin_client(server, timeout_ms=3000) as client:
+        cluster = client.describe_cluster()
+        names = [t for t in client.list_topics() if not t.startswith("__")]
+        described = client.describe_topics(names) if names else []
+        moving = client.list_partition_reassignments()
+        controller = cluster.get("controller_id")
+        if kraft:  # KRaft hides its controllers from DescribeCluster (it names a random broker): ask the quorum
+            quorum = client.describe_metadata_quorum()["topics"][0]["partitions"][0]
+            controller = quorum["leader_id"]
+    partitions = [(t["name"], p) for t in described for p in t["partitions"]]
+    return {
+        "cluster_id": cluster.get("cluster_id"),
+        "controller": controller,
+        "registered": sorted(int(b["broker_id"]) for b in cluster["brokers"]),
+        "topics": len(described),
+        "partitions": len(partitions),
+        "under_replicated": sorted(f"{n}-{p['partition_index']}" for n, p in partitions
+                                   if len(p["isr_nodes"]) < len(p["replica_nodes"])),
+        "offline": sorted(f"{n}-{p['partition_index']}" for n, p in partitions if p["leader_id"] < 0),
+        "reassigning": sorted(f"{tp[0]}-{tp[1]}" for tp in moving),
+    }

@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 from kops.errors import EnvironmentProblem, KopsError, UsageError
 from kops.lab import kafka_config as cfg
 from kops.lab.kafka_dist import Distribution, require
-from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
+from kops.lab.processes import cmdline_contains, die_with_parent, is_paused, pid_alive, signal_and_wait
 from kops.lab.zookeeper import ZooKeeperServer, free_port
 
 STATE_FILE = "lab.json"
@@ -277,12 +278,7 @@ class KafkaLab:
         return pid is not None and self._is_node(pid)
 
     def paused(self, node_id: int, state: KafkaLabState | None = None) -> bool:
-        state = state or self.state()
-        pid = state.pids.get(node_id)
-        try:
-            return pid is not None and Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] == "T"
-        except (OSError, IndexError):
-            return False
+        return is_paused((state or self.state()).pids.get(node_id))
 
     def _log_size(self, node_id: int) -> int:
         try:
@@ -403,6 +399,29 @@ class KafkaLab:
         process = self._processes.pop(node_id, None)
         if process is not None:
             process.wait(10)
+
+    # -- traffic -----------------------------------------------------------------------------------------
+
+    def produce(self, topic: str, count: int, partition: int | None = None) -> int:
+        """`count` bytes of real records, acknowledged by all in-sync replicas; how many records."""
+        from kops.lab.kafka_admin import produce
+
+        return produce(self.state().bootstrap, topic, count, partition)
+
+    def set_ingest(self, topic: str, rate: float) -> None:
+        """A steady producer of `rate` bytes/s for `topic` in a background process (0 stops it)."""
+        state = self.state()
+        old = state.ingest.pop(topic, None)
+        if old is not None and pid_alive(old) and cmdline_contains(old, b"kops.lab.ingest"):
+            signal_and_wait(old, signal.SIGTERM, 5.0)
+        if rate > 0:
+            with open(self.directory / "logs" / f"ingest-{topic}.out", "ab") as out:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "kops.lab.ingest", state.bootstrap, topic, repr(rate)],
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=self.detached,
+                    preexec_fn=None if self.detached else die_with_parent)
+            state.ingest[topic] = process.pid
+        self._save(state)
 
     def pids_alive(self) -> list[int]:
         """Pids of Kafka processes this object started that still run (after `down`: none)."""

@@ -69,3 +69,13 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def is_paused(pid: int | None) -> bool:
+    """Stopped by SIGSTOP (state T in /proc): alive, answering nothing."""
+    if pid is None:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] == "T"
+    except (OSError, IndexError):
+        return False
