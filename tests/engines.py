@@ -67,7 +67,10 @@ class EngineLab:
         from kops.lab.kafka_admin import produce
 
         assert self.bootstrap is not None
-        return produce(self.bootstrap, topic, count, partition) > 0
+        try:
+            return produce(self.bootstrap, topic, count, partition) > 0
+        except KopsError:  # the brokers' metadata does not know the new topic yet: retry
+            return False
 
     def create_and_fill(self, zk: ZkClient, layouts: dict[str, dict[int, tuple[int, ...]]], megabytes: float) -> None:
         for name, assignment in layouts.items():

@@ -1,4 +1,4 @@
-"""`kops rebalance` on the lab, as cron runs it: real broker processes, real ZooKeeper, no terminal."""
+"""`kops rebalance` as cron runs it (no terminal), on every lab engine: the kops engine and real Kafka 3.9."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.reader import read_snapshot
 from kops.model import plan_format
-from tests.integration.test_executor import kops, layout, produced, throttle_configs
-from tests.labtools import running_lab, state, wait_until
+from tests.integration.test_executor import judged, kops, layout, throttle_configs
+from tests.labtools import wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -30,15 +30,10 @@ def summary(out: str) -> dict:
 
 
 @pytest.fixture
-def skewed_lab(tmp_path: Path, zk_connect: str):
-    with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=4.0) as lab, \
-            ZkClient(ZkSettings(zk_connect)) as zk:
-        for name, assignment in SKEWED.items():
-            admin.create_topic(zk, name, assignment)
-            for p in assignment:
-                wait_until(lambda name=name, p=p: state(zk, name, p), what="created")
-                wait_until(lambda name=name, p=p: produced(zk, name, p, 2 * MB), what="produce")
-        yield lab, zk
+def skewed_lab(engine_lab):
+    with engine_lab(time_scale=4.0) as cluster, ZkClient(ZkSettings(cluster.zk_connect)) as zk:
+        cluster.create_and_fill(zk, SKEWED, 2)
+        yield cluster, zk
 
 
 def replica_counts(zk: ZkClient) -> dict[int, int]:
@@ -51,8 +46,9 @@ def replica_counts(zk: ZkClient) -> dict[int, int]:
 
 
 def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(skewed_lab, tmp_path: Path,
-                                                                             zk_connect: str, capsys) -> None:
-    lab, zk = skewed_lab
+                                                                             capsys) -> None:
+    cluster, zk = skewed_lab
+    lab, zk_connect = cluster.lab, cluster.zk_connect
     before = layout(zk)
     base = ["rebalance", "-z", zk_connect, "--format", "json"]
 
@@ -97,10 +93,12 @@ def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(ske
     # It can be rolled back like any plan.
     assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     assert replica_counts(zk) == counts_before
+    assert judged(cluster, zk, layout(zk))
 
 
-def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path, zk_connect: str) -> None:
-    _lab, zk = skewed_lab
+def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path) -> None:
+    cluster, zk = skewed_lab
+    zk_connect = cluster.zk_connect
     plan_file = tmp_path / "cron.json"
     # One partition per batch at 1 MiB/s: the first batch takes a few real seconds; SIGTERM arrives in it.
     proc = kops("rebalance", "-z", zk_connect, "--apply", "--yes", "--format", "json", "--poll", "0.2",
@@ -124,6 +122,11 @@ def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path, zk_con
     # Resuming finishes the rest, like any apply.
     assert main(["apply", "--resume", str(plan_file), "-z", zk_connect, "--yes", "--format", "json",
                  "--poll", "0.2"]) == 0
+    plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+    expected = {t: dict(a) for t, a in SKEWED.items()}
+    for m in plan.moves:
+        expected[m.topic][m.partition] = m.to_replicas
+    assert judged(cluster, zk, expected)
 
 
 def record_moves(plan_file: Path, batch: int):
