@@ -159,7 +159,7 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
 
 def _real_status(lab: KafkaLab, output: OutputFormat) -> None:
     state = lab.state()
-    seen = cluster_status(state.bootstrap, kraft=state.connect is None)
+    seen = cluster_status(lab.live_bootstrap(state), kraft=state.connect is None)
     registered = set(seen["registered"])  # type: ignore[arg-type]
     nodes = [{"id": n, "roles": list(state.node(n).roles), "rack": state.node(n).rack, "pid": state.pids.get(n),
               "process": "paused" if lab.paused(n, state) else "running" if lab.running(n, state) else "stopped",
@@ -176,10 +176,12 @@ def _real_status(lab: KafkaLab, output: OutputFormat) -> None:
                       n["process"] if n["process"] == "running" else f"[red]{n['process']}[/]",
                       "yes" if n["registered"] else ("-" if "broker" not in n["roles"] else "[red]no[/]"),  # type: ignore[operator]
                       "controller" if n["id"] == seen["controller"] else "")
+    if seen["controller"] is None:
+        console.info("the controller is not known right now (a quorum election, or a silent node)")
     console.out.print(table)
     console.out.print(f"cluster {seen['cluster_id']}: {seen['topics']} topics, {seen['partitions']} partitions; "
                       f"under-replicated {len(seen['under_replicated'])}, offline {len(seen['offline'])}, "  # type: ignore[arg-type]
-                      f"reassigning {len(seen['reassigning'])}")  # type: ignore[arg-type]
+                      f"reassigning {'unknown' if seen['reassigning'] is None else len(seen['reassigning'])}")  # type: ignore[arg-type]
 
 
 BrokerId = Annotated[int, typer.Argument(help="The broker's id (1..N; KRaft dedicated controllers 1001..).")]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaError
@@ -22,6 +23,7 @@ logging.getLogger("kafka").addHandler(logging.NullHandler())
 logging.getLogger("kafka").propagate = False
 
 CLIENT_ID = "kops-lab"
+T = TypeVar("T")
 
 
 @contextmanager
@@ -37,20 +39,42 @@ def admin_client(bootstrap: str, timeout_ms: int = 10000) -> Iterator[KafkaAdmin
 def live_brokers(bootstrap: str) -> set[int] | None:
     """Unfenced brokers in the cluster's metadata, once a controller is known; None while unreachable."""
     try:
-        with admin_client(bootstrap, timeout_ms=5000) as client:
-            found = client.describe_cluster()
-    except (KafkaError, OSError, ValueError):
+        found = first_answer(bootstrap, lambda client: client.describe_cluster(), patience=0)
+    except (EnvironmentProblem, ValueError):
         return None
     if found.get("controller_id", -1) in (None, -1):
         return None
     return {int(b["broker_id"]) for b in found["brokers"] if not b.get("is_fenced")}
 
 
+def first_answer(bootstrap: str, ask: Callable[[KafkaAdminClient], T], timeout_ms: int = 5000,
+                 patience: float = 20.0) -> T:
+    """`ask` through each bootstrap server alone until one answers: kafka-python sends a request to one node and
+    does not fail over when that node is dead (killed) or silent (paused). Rounds go on for `patience` seconds:
+    a paused KRaft quorum leader stalls every broker's forwarded requests until the quorum elects another."""
+    deadline = time.monotonic() + patience
+    while True:
+        problems = []
+        for server in bootstrap.split(","):
+            try:
+                with admin_client(server, timeout_ms=timeout_ms) as client:
+                    return ask(client)
+            except (KafkaError, OSError) as exc:
+                problems.append(f"{server}: {type(exc).__name__}")
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    raise EnvironmentProblem("no broker answered: " + ", ".join(problems), where=bootstrap,
+                             hint="is the lab up? kops lab up, or kops lab broker resume/start")
+
+
 def layout(bootstrap: str) -> dict[str, dict[int, dict[str, object]]]:
     """Every user topic's partitions as Kafka reports them: replicas (in order), leader, ISR."""
-    with admin_client(bootstrap) as client:
+    def ask(client: KafkaAdminClient) -> list[dict[str, Any]]:
         names = [t for t in client.list_topics() if not t.startswith("__")]
-        described = client.describe_topics(names) if names else []
+        return client.describe_topics(names) if names else []
+
+    described = first_answer(bootstrap, ask)
     return {t["name"]: {p["partition_index"]: {"replicas": tuple(p["replica_nodes"]), "leader": p["leader_id"],
                                                 "isr": tuple(sorted(p["isr_nodes"]))} for p in t["partitions"]}
             for t in described}
@@ -69,9 +93,8 @@ def produce(bootstrap: str, topic: str, count: int, partition: int | None = None
     """
     if count <= 0:
         raise UsageError("--bytes must be positive")
-    with admin_client(bootstrap) as client:
-        if topic not in client.list_topics():
-            raise UsageError(f"no topic {topic!r} in the lab", hint="create it first (kops apply, or Kafka's tools)")
+    if topic not in first_answer(bootstrap, lambda client: client.list_topics()):
+        raise UsageError(f"no topic {topic!r} in the lab", hint="create it first (kops apply, or Kafka's tools)")
     out = producer(bootstrap)
     try:
         partitions = sorted(out.partitions_for(topic) or [])
@@ -105,30 +128,23 @@ def steady(bootstrap: str, topic: str, rate: float, record_size: int = 8192) -> 
 
 
 def cluster_status(bootstrap: str, kraft: bool) -> dict[str, object]:
-    """What `kops lab status` shows of a real cluster, as Kafka reports it.
+    """What `kops lab status` shows of a real cluster, as Kafka reports it; `bootstrap`: servers not paused.
 
-    A paused broker accepts connections and answers nothing: each server is tried alone, with a short timeout.
+    Each question goes its own way (kafka-python routes some to the controller it believes in, which a paused
+    node can be), so one silent node costs one unknown field, not the whole status.
     """
-    problems = []
-    for server in bootstrap.split(","):
-        try:
-            return _status_through(server, kraft)
-        except (KafkaError, OSError) as exc:
-            problems.append(f"{server}: {type(exc).__name__}")
-    raise EnvironmentProblem("no broker answered: " + ", ".join(problems), where=bootstrap,
-                             hint="is the lab up? kops lab up, or kops lab broker resume/start")
+    cluster = first_answer(bootstrap, lambda client: client.describe_cluster(), timeout_ms=3000)
 
-
-def _status_through(server: str, kraft: bool) -> dict[str, object]:
-    with admin_client(server, timeout_ms=3000) as client:
-        cluster = client.describe_cluster()
+    def topics(client: KafkaAdminClient) -> list[dict[str, Any]]:
         names = [t for t in client.list_topics() if not t.startswith("__")]
-        described = client.describe_topics(names) if names else []
-        moving = client.list_partition_reassignments()
-        controller = cluster.get("controller_id")
-        if kraft:  # KRaft hides its controllers from DescribeCluster (it names a random broker): ask the quorum
-            quorum = client.describe_metadata_quorum()["topics"][0]["partitions"][0]
-            controller = quorum["leader_id"]
+        return client.describe_topics(names) if names else []
+
+    described = first_answer(bootstrap, topics, timeout_ms=3000)
+    moving = _maybe(bootstrap, lambda client: client.list_partition_reassignments())
+    controller = cluster.get("controller_id")
+    if kraft:  # KRaft hides its controllers from DescribeCluster (it names a random broker): ask the quorum
+        quorum = _maybe(bootstrap, lambda client: client.describe_metadata_quorum())
+        controller = None if quorum is None else quorum["topics"][0]["partitions"][0]["leader_id"]
     partitions = [(t["name"], p) for t in described for p in t["partitions"]]
     return {
         "cluster_id": cluster.get("cluster_id"),
@@ -139,5 +155,13 @@ def _status_through(server: str, kraft: bool) -> dict[str, object]:
         "under_replicated": sorted(f"{n}-{p['partition_index']}" for n, p in partitions
                                    if len(p["isr_nodes"]) < len(p["replica_nodes"])),
         "offline": sorted(f"{n}-{p['partition_index']}" for n, p in partitions if p["leader_id"] < 0),
-        "reassigning": sorted(f"{tp[0]}-{tp[1]}" for tp in moving),
+        "reassigning": None if moving is None else sorted(f"{tp[0]}-{tp[1]}" for tp in moving),
     }
+
+
+def _maybe(bootstrap: str, ask: Callable[[KafkaAdminClient], T]) -> T | None:
+    """One answer if some broker gives it soon; None (shown as unknown) otherwise."""
+    try:
+        return first_answer(bootstrap, ask, timeout_ms=3000, patience=0)
+    except EnvironmentProblem:
+        return None

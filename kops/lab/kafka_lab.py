@@ -272,6 +272,13 @@ class KafkaLab:
         self._started.append(process.pid)
         state.pids[node_id] = process.pid
 
+    def live_bootstrap(self, state: KafkaLabState | None = None) -> str:
+        """Bootstrap servers of the brokers running and not paused (all of them when none is)."""
+        state = state or self.state()
+        live = [f"127.0.0.1:{state.node(b).port}" for b in sorted(state.racks)
+                if self.running(b, state) and not self.paused(b, state)]
+        return ",".join(live) or state.bootstrap
+
     def running(self, node_id: int, state: KafkaLabState | None = None) -> bool:
         state = state or self.state()
         pid = state.pids.get(node_id)
