@@ -532,13 +532,29 @@ class Controller:
         changed = sorted(tp for tp in self.store.take_isr_notifications(names) if tp in ctx.assignments)
         self._refresh_states(changed)
         reassigning = [tp for tp in changed if ctx.assignments[tp].reassigning]
+        reorders = self._requested_reorders(set(changed) - set(reassigning))
 
         def decide(c: ControllerContext) -> Effects:
             effects = decisions.maybe_complete_reassignments(c, reassigning)
+            effects.merge(decisions.complete_reorders(c, reorders))
             effects.metadata_to(c.live_ids())
             return effects
 
         self._decide(decide)
+
+    def _requested_reorders(self, tps: set[TopicPartition]) -> dict[TopicPartition, tuple[int, ...]]:
+        """Requested moves among `tps` that keep their replica set: they wait for the ISR, not for a copy."""
+        ctx = self.ctx
+        assert ctx is not None
+        if not tps:
+            return {}
+        try:
+            found = self.store.read_reassignment()
+        except ZnodeFormatError:
+            return {}
+        targets = {} if found is None else {TopicPartition(t.topic, t.partition): tuple(t.replicas) for t in found[0]}
+        return {tp: r for tp, r in targets.items()
+                if tp in tps and tp in ctx.assignments and set(r) == set(ctx.assignments[tp].replicas)}
 
     def _controlled_shutdown(self, event: ControlledShutdown) -> None:
         ctx = self.ctx

@@ -137,14 +137,15 @@ def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tup
     """Requested targets (a later request supplants an earlier one for the same partition)."""
     effects = Effects()
     resumed: list[TopicPartition] = []
+    reorders: dict[TopicPartition, tuple[int, ...]] = {}
     for tp, target in sorted(targets.items()):
         current = ctx.assignments.get(tp)
         if current is None or tp.topic in ctx.topics_to_delete:
             _log(ctx, effects, f"{tp}: reassignment dropped, no such partition (or its topic is being deleted)")
             effects.reassignments_done.append(tp)
             continue
-        if not current.reassigning and tuple(target) == current.replicas:
-            effects.reassignments_done.append(tp)  # a no-op completes at once
+        if not current.reassigning and set(target) == set(current.replicas):
+            reorders[tp] = tuple(target)  # same replicas (in another order, or not): nothing to copy
             continue
         if current.reassigning and tuple(target) == current.target_replicas:
             # already moving there (failover, or a retried event): make sure every replica knows, then check
@@ -164,7 +165,39 @@ def start_reassignment(ctx: ControllerContext, targets: dict[TopicPartition, tup
         _log(ctx, effects, f"{tp}: reassigning {list(original)} -> {list(target)} (RS {list(replicas)})")
     complete = maybe_complete_reassignments(ctx, sorted(set(effects.assignments) | set(resumed)), pending=effects)
     effects.merge(complete)
+    effects.merge(complete_reorders(ctx, reorders))
     effects.metadata_to(ctx.live_ids())
+    return effects
+
+
+def complete_reorders(ctx: ControllerContext, targets: dict[TopicPartition, tuple[int, ...]]) -> Effects:
+    """Moves that keep the replica set (a new order, or none): nothing to copy, so Kafka (ZooKeeper mode 2.4+ and
+    KRaft alike) completes them as soon as every target replica is in the ISR, which is at once when the
+    partition is healthy. The assignment takes the target's order; the leader stays unless it is not live (the
+    preferred leader changes only by an election). One not in the ISR keeps the request until it catches up
+    (an ISR change re-checks it)."""
+    effects = Effects()
+    live = ctx.live_ids()
+    for tp, target in sorted(targets.items()):
+        state = ctx.states.get(tp)
+        if state is None or not set(target) <= set(state.isr):
+            continue
+        leader = state.leader
+        if leader not in live:
+            choice = elections.reassignment(target, state.isr, live)
+            if choice is None:
+                continue
+            leader = choice.leader
+        effects.assignments[tp] = Assignment(tuple(target))
+        epoch = state.leader_epoch + 1
+        new = replace(state, leader=leader, leader_epoch=epoch)
+        effects.states[tp] = new
+        effects.leader_and_isr([b for b in target if b in live],
+                               LeaderAndIsrEntry(tp, leader, epoch, state.isr, tuple(target), new.zk_version + 1))
+        effects.reassignments_done.append(tp)
+        _log(ctx, effects, f"{tp}: reassignment complete (replica order only), replicas {list(target)}, "
+                           f"leader {leader}")
+    effects.metadata_to(live)
     return effects
 
 

@@ -16,7 +16,7 @@ from kops.kafka.client import ZkClient, ZkSettings
 from kops.model import plan_format
 from kops.model.partitions import TopicPartition
 from kops.sizes.reader import read_sizes
-from tests.integration.test_executor import produced
+from tests.engines import EngineLab
 from tests.labtools import running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -31,9 +31,10 @@ def test_snapshots_summarized_then_planned_with_sizes_and_applied(tmp_path: Path
             ZkClient(ZkSettings(zk_connect)) as zk:
         admin.create_topic(zk, "big", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
         admin.create_topic(zk, "small", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
+        lab = EngineLab("kops", _lab, zk_connect)
         for (topic, p), megabytes in SIZES.items():
             wait_until(lambda topic=topic, p=p: state(zk, topic, p), what="created")
-            wait_until(lambda topic=topic, p=p, n=megabytes: produced(zk, topic, p, n * MB), what="produce")
+            wait_until(lambda topic=topic, p=p, n=megabytes: lab.produce(zk, topic, p, n * MB), what="produce")
 
         def snapshotted() -> bool:  # a snapshot newer than the data on every broker holding it
             latest: dict[int, dict] = {}
