@@ -96,7 +96,21 @@ def _collect(client: ZkClient) -> dict[str, Any]:
     if record is None:
         record = journal.latest()
     return {"lock": holder, "execution": _execution_doc(record, snapshot),
-            "in_flight": _in_flight(snapshot, client), "throttles": _throttles(snapshot, record)}
+            "in_flight": _in_flight(snapshot, client), "throttles": _throttles(snapshot, record),
+            "offline": _offline(snapshot)}
+
+
+def _offline(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Partitions without a live leader, and which ISR member they wait for (Kafka elects outside the ISR
+    only where unclean.leader.election.enable allows it)."""
+    rows = []
+    for tp in snapshot.offline():
+        part = snapshot.partition(tp)
+        assert part is not None
+        isr = list(part.state.isr) if part.state else []
+        rows.append({"topic": tp.topic, "partition": tp.partition, "replicas": list(part.replicas), "isr": isr,
+                     "live_replicas": sorted(set(part.replicas) & snapshot.live_broker_ids)})
+    return rows
 
 
 def _render(doc: dict[str, Any]) -> None:
@@ -113,6 +127,12 @@ def _render(doc: dict[str, Any]) -> None:
         out.print(line)
         if execution.get("stop_reason"):
             out.print(f"[yellow]stopped:[/] {execution['stop_reason']}")
+    for r in doc["offline"][:20]:
+        out.print(f"[red]offline:[/] {r['topic']}-{r['partition']} has no live leader; it waits for an in-sync "
+                  f"replica ({', '.join(map(str, r['isr'])) or 'none recorded'}) to return"
+                  + (f"; live replicas {r['live_replicas']} are not in sync" if r["live_replicas"] else ""))
+    if len(doc["offline"]) > 20:
+        out.print(f"[red]offline:[/] and {len(doc['offline']) - 20} more (kops status --format json lists all)")
     table = console.table(f"Reassignments in flight ({len(doc['in_flight'])})", "Partition", "Replicas", "Adding",
                           "Removing", "Started by", ">Lag")
     for r in doc["in_flight"]:

@@ -36,6 +36,9 @@ class ControllerContext:
     # (RS = target ++ original, distinct); after a failover the order falls back to RS order.
     original_order: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     marked: set[TopicPartition] = field(default_factory=set)  # KIP-253: marked for deletion, not yet drained
+    # Topics whose unclean.leader.election.enable is true (topic override, else the cluster default), as read
+    # by the controller just before the decisions that may need an offline election.
+    unclean_allowed: set[str] = field(default_factory=set)
 
     def originals(self, tp: TopicPartition) -> tuple[int, ...]:
         recorded = self.original_order.get(tp)

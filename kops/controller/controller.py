@@ -30,6 +30,7 @@ from kops.errors import ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import Node, ZkClient
 from kops.kafka.codecs.brokers import decode_broker
+from kops.kafka.codecs.configs import decode_config
 from kops.model.brokers import Broker
 from kops.model.partitions import TopicPartition
 
@@ -38,6 +39,18 @@ state_change_log = logging.getLogger("kops.state_change")
 
 MAX_CONFLICT_RETRIES = 10
 LOG_OFFSETS = "log_offsets"  # the brokers' ListOffsets: [topic, partition, log start, log end] for partitions led
+
+
+UNCLEAN = "unclean.leader.election.enable"
+
+
+def _config_of(node: Node | None) -> dict[str, str]:
+    if node is None:
+        return {}
+    try:
+        return decode_config(node.data, "config")
+    except ZnodeFormatError:
+        return {}  # Kafka would not read it either: the default applies
 
 
 def _address(broker: Broker) -> BrokerAddress:
@@ -202,6 +215,7 @@ class Controller:
         state_change_log.info("[controller %d epoch %d] became controller: %d brokers, %d partitions",
                               self.broker_id, epoch, len(ctx.live), len(ctx.assignments))
         self._generation += 1
+        self._refresh_unclean({tp.topic for tp, st in ctx.states.items() if st.leader not in ctx.live_ids()})
         self._decide(decisions.on_failover)
         self._decide(partition_counts.settle)
         reassigning = sorted(tp for tp, a in ctx.assignments.items() if a.reassigning)
@@ -315,10 +329,13 @@ class Controller:
         self.channel.set_brokers({b: _address(br) for b, br in registered.items()})
         if dead:
             state_change_log.info("[controller %d epoch %d] brokers %s left", self.broker_id, ctx.epoch, sorted(dead))
+            self._refresh_unclean({tp.topic for b in dead for tp in ctx.partitions_on(b)})
             self._decide(lambda c: decisions.on_broker_failure(c, dead))
             for b in dead:
                 ctx.live.pop(b, None)
                 ctx.shutting_down.discard(b)
+        if new:
+            self._refresh_unclean({tp.topic for b in new for tp in ctx.partitions_on(b)})
         for b in sorted(new):
             ctx.live[b] = registered[b].epoch or 0
             state_change_log.info("[controller %d epoch %d] broker %d joined", self.broker_id, ctx.epoch, b)
@@ -541,6 +558,24 @@ class Controller:
             return effects
 
         self._decide(decide)
+
+    def _refresh_unclean(self, topics: set[str]) -> None:
+        """Read unclean.leader.election.enable as Kafka resolves it (the topic's override, else the cluster-wide
+        default in /config/brokers/<default>, else false) for the topics an election may now touch."""
+        ctx = self.ctx
+        assert ctx is not None
+        if not topics:
+            return
+        names = sorted(topics)
+        nodes = self.client.get_many([paths.config("topics", t) for t in names]
+                                     + [paths.config("brokers", "<default>")])
+        configs = [_config_of(node) for node in nodes]
+        default = configs[-1].get(UNCLEAN, "false").lower() == "true"
+        for name, config in zip(names, configs[:-1]):
+            if config.get(UNCLEAN, str(default)).lower() == "true":
+                ctx.unclean_allowed.add(name)
+            else:
+                ctx.unclean_allowed.discard(name)
 
     def _requested_reorders(self, tps: set[TopicPartition]) -> dict[TopicPartition, tuple[int, ...]]:
         """Requested moves among `tps` that keep their replica set: they wait for the ISR, not for a copy."""

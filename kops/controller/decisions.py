@@ -52,11 +52,12 @@ def on_broker_failure(ctx: ControllerContext, dead: set[int]) -> Effects:
         if state is None or not (set(assignment.replicas) & dead):
             continue
         if state.leader in dead or state.leader == elections.NO_LEADER:
-            choice = elections.offline(assignment.replicas, state.isr, live)
+            choice = elections.offline(assignment.replicas, state.isr, live, tp.topic in ctx.unclean_allowed)
             if choice.unclean:
                 _log(ctx, effects, f"{tp}: unclean election of {choice.leader}, no ISR member alive (data loss risk)")
             elif choice.leader == elections.NO_LEADER:
-                _log(ctx, effects, f"{tp}: offline, no live replica among {list(assignment.replicas)}")
+                _log(ctx, effects, f"{tp}: offline, no live ISR member among {list(state.isr)} (unclean election "
+                                   f"{'found no live replica' if tp.topic in ctx.unclean_allowed else 'not enabled'})")
             set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
             _log(ctx, effects, f"{tp}: leader {state.leader} -> {choice.leader}, isr {list(choice.isr)}")
         elif set(state.isr) & dead:
@@ -81,7 +82,7 @@ def on_failover(ctx: ControllerContext) -> Effects:
         if state is None or tp.topic in ctx.topics_to_delete:
             continue
         if state.leader not in live:
-            choice = elections.offline(assignment.replicas, state.isr, live)
+            choice = elections.offline(assignment.replicas, state.isr, live, tp.topic in ctx.unclean_allowed)
             if choice.leader != state.leader or choice.isr != state.isr:
                 if choice.unclean:
                     _log(ctx, effects, f"{tp}: unclean election of {choice.leader}, no ISR member alive (data loss risk)")
@@ -104,7 +105,7 @@ def on_broker_startup(ctx: ControllerContext, broker: int) -> Effects:
         if state is None:
             continue
         if state.leader == elections.NO_LEADER or state.leader not in live:
-            choice = elections.offline(assignment.replicas, state.isr, live)
+            choice = elections.offline(assignment.replicas, state.isr, live, tp.topic in ctx.unclean_allowed)
             if choice.leader != elections.NO_LEADER:
                 set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
                 _log(ctx, effects, f"{tp}: back online with leader {choice.leader}")
@@ -351,7 +352,8 @@ def cancel_reassignments(ctx: ControllerContext, tps: list[TopicPartition]) -> E
         if state.leader in original and state.leader in live:
             leader, isr = state.leader, tuple(r for r in state.isr if r in original)
         else:
-            choice = elections.offline(original, tuple(r for r in state.isr if r in original), live)
+            choice = elections.offline(original, tuple(r for r in state.isr if r in original), live,
+                                       tp.topic in ctx.unclean_allowed)
             leader, isr = choice.leader, choice.isr
         effects.assignments[tp] = Assignment(original)
         set_state(ctx, effects, tp, leader, isr, replicas=original, live=live)

@@ -1,8 +1,9 @@
 """Leader elections, as pure choices (seed 004 §B–C, Kafka's PartitionLeaderElectionAlgorithms).
 
 - offline (broker failure, startup of a partition without a live leader): the first live replica, in
-  assignment order, that is in the ISR; else (unclean, data may be lost, logged) the first live replica,
-  whose ISR becomes just itself; else no leader (-1), ISR kept so the partition can recover cleanly;
+  assignment order, that is in the ISR; else, only where the topic allows it (unclean.leader.election.enable,
+  default false since Kafka 0.11), the first live replica, whose ISR becomes just itself (data may be lost,
+  logged); else no leader (-1), ISR kept, so the partition recovers cleanly when an ISR member returns;
 - reassignment: the first replica of the target that is live and in the ISR;
 - preferred: the first replica, when it is live and in the ISR;
 - controlled shutdown: the first live replica in the ISR that is not shutting down.
@@ -22,13 +23,13 @@ class Election:
     unclean: bool = False
 
 
-def offline(replicas: tuple[int, ...], isr: tuple[int, ...], live: set[int]) -> Election:
+def offline(replicas: tuple[int, ...], isr: tuple[int, ...], live: set[int], allow_unclean: bool = False) -> Election:
     live_isr = tuple(r for r in isr if r in live)
     for r in replicas:
         if r in live_isr:
             return Election(r, live_isr)
     for r in replicas:
-        if r in live:
+        if allow_unclean and r in live:
             return Election(r, (r,), unclean=True)
     return Election(NO_LEADER, isr)
 

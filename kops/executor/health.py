@@ -30,7 +30,8 @@ def problem(snapshot: Snapshot, moves: list[Move], before: Baseline) -> str | No
     ours = {m.tp for m in moves}
     offline = sorted(set(snapshot.offline()) - ours - before.offline)
     if offline:
-        return f"{len(offline)} partition(s) outside the plan went offline, first {offline[0]}"
+        names = ", ".join(str(tp) for tp in offline[:5]) + (" ..." if len(offline) > 5 else "")
+        return f"{len(offline)} partition(s) outside the plan went offline: {names}"
     lagging = sorted(set(snapshot.under_replicated()) - ours - before.under_replicated)
     if lagging:
         return f"{len(lagging)} partition(s) outside the plan became under-replicated, first {lagging[0]}"

@@ -70,6 +70,7 @@ def test_cancel_skips_a_partition_that_would_go_offline(tmp_path: Path, zk_conne
             lab.start_broker(active)
             active = new
         slow_topic(zk, "risky", {0: (1, 2)}, slow_brokers=(3,))
+        admin.alter_config(zk, "topics", "risky", {"unclean.leader.election.enable": "true"})  # the operator allows it
         admin.alter_config(zk, "brokers", "4", {"follower.replication.throttled.rate": "1024"})  # 4 stays behind
         time.sleep(0.5)
         admin.start_reassignment(zk, [ReassignmentTarget("risky", 0, (3, 4))])

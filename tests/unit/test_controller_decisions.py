@@ -32,7 +32,8 @@ def context(*parts: tuple[TopicPartition, tuple[int, ...], int, tuple[int, ...]]
 
 def test_elections() -> None:
     assert elections.offline((1, 2, 3), (2, 3), {2, 3}) == elections.Election(2, (2, 3))
-    assert elections.offline((1, 2, 3), (1,), {3}) == elections.Election(3, (3,), unclean=True)
+    assert elections.offline((1, 2, 3), (1,), {3}) == elections.Election(-1, (1,))  # Kafka's default: offline
+    assert elections.offline((1, 2, 3), (1,), {3}, allow_unclean=True) == elections.Election(3, (3,), unclean=True)
     assert elections.offline((1, 2), (1, 2), set()).leader == elections.NO_LEADER
     assert elections.reassignment((4, 5), (1, 5, 4), {4, 5}).leader == 4
     assert elections.reassignment((4, 5), (1,), {4, 5}) is None
@@ -54,8 +55,16 @@ def test_broker_failure_moves_leaders_to_isr_members_in_one_batch() -> None:
     assert ctx.states[T0].zk_version == 6 and ctx.states[T0].leader == 2
 
 
+def test_no_unclean_election_unless_the_topic_allows_it() -> None:
+    ctx = context((T0, (1, 2), 1, (1,)))
+    effects = on_broker_failure(ctx, {1})
+    assert effects.states[T0].leader == -1 and effects.states[T0].isr == (1,)  # ISR kept for a clean return
+    assert any("unclean election not enabled" in line for line in effects.log)
+
+
 def test_broker_failure_unclean_and_offline_are_logged() -> None:
     ctx = context((T0, (1, 2), 1, (1,)), (T1, (1,), 1, (1,)))
+    ctx.unclean_allowed.add(T0.topic)
     effects = on_broker_failure(ctx, {1})
     assert effects.states[T0].leader == 2 and effects.states[T0].isr == (2,)
     assert effects.states[T1].leader == -1 and effects.states[T1].isr == (1,)
