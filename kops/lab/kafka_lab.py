@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -133,6 +134,7 @@ class KafkaLab:
         if self.exists():
             raise UsageError("a lab is already up here", where=str(self.directory), hint="run: kops lab down first")
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._clear_previous()
         state = KafkaLabState(engine, dist.version, "", None, zookeeper is None and dist.zookeeper_mode, None,
                               heap_mb=heap_mb)
         nodes = plan_nodes(brokers, racks, controllers, dedicated, kraft=not dist.zookeeper_mode)
@@ -158,6 +160,16 @@ class KafkaLab:
             self.down()
             raise
         return state
+
+    def _clear_previous(self) -> None:
+        """A new cluster starts from empty folders: a previous lab's meta.properties (another cluster id, or KRaft
+        data under a ZooKeeper-mode broker) makes Kafka refuse to start, and its old logs would read as "started"."""
+        shutil.rmtree(self.directory / "nodes", ignore_errors=True)
+        for old in (self.directory / "logs").glob("node-*"):
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink(missing_ok=True)
 
     @staticmethod
     def _check_shape(brokers: int, racks: int, controllers: int, dedicated: bool, dist: Distribution) -> None:
@@ -330,6 +342,11 @@ class KafkaLab:
             found = live_brokers(state.bootstrap)
             if found is not None and brokers <= found:
                 return
+            for node_id in sorted(brokers - (found or set())):
+                if not pid_alive(state.pids.get(node_id, -1)):
+                    raise EnvironmentProblem(f"Kafka node {node_id} exited before registering",
+                                             where=str(self.server_log(node_id)),
+                                             hint=f"last lines: {self.log_tail(node_id)}")
             if time.monotonic() > deadline:
                 raise EnvironmentProblem(f"brokers {sorted(brokers - (found or set()))} did not register within "
                                          f"{timeout:g}s", where=str(self.directory / "logs"))
