@@ -30,7 +30,7 @@ from kops.adminapi.client import AdminApiClient
 from kops.errors import ExitCode, KopsError
 from kops.executor import health, progress, steps, throttles
 from kops.executor.journal import Journal
-from kops.executor.lock import ClusterLock, holder_info
+from kops.executor.lock import ClusterLock, FencedClient, LockLost, holder_info
 from kops.executor.record import (
     CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord)
 from kops.kafka import admin, paths
@@ -100,7 +100,9 @@ class Executor:
         self.batch_timeout = batch_timeout
         self.lock_wait = lock_wait
         self._api: AdminApiClient | None = None
-        self._uncancellable_said: set[int] = set()  # batches whose "cannot cancel here" was said once
+        self._uncancellable_said: set[int] = set()
+        self._lock: ClusterLock | None = None  # while held, every write goes through a client fenced by it
+        self._raw_client: ZkClient | None = None  # batches whose "cannot cancel here" was said once
 
     # -- entry points --------------------------------------------------------------------------------------
 
@@ -178,7 +180,17 @@ class Executor:
 
     def _locked(self, plan_path: str) -> "_LockScope":
         holder = holder_info(plan_path, None, self.clock.now())
-        return _LockScope(ClusterLock(self.client, holder, self.lock_wait, self.clock.sleep, self.clock.monotonic))
+        return _LockScope(ClusterLock(self.client, holder, self.lock_wait, self.clock.sleep, self.clock.monotonic), self)
+
+    def _fence(self, lock: ClusterLock) -> None:
+        self._lock, self._raw_client = lock, self.client
+        self.client = FencedClient(self.client, lock)  # type: ignore[assignment]
+        self.journal = Journal(self.client)  # type: ignore[arg-type]
+
+    def _unfence(self) -> None:
+        if self._raw_client is not None:
+            self.client, self._raw_client, self._lock = self._raw_client, None, None
+            self.journal = Journal(self.client)
 
     def _resumable(self, plan_digest: str, kind: str) -> ExecutionRecord:
         record = self.journal.latest(plan_digest, kind)
@@ -239,6 +251,9 @@ class Executor:
             self._save(record)
             self.emit({"event": "stopped", "execution": record.id, "reason": stop.reason})
             return Outcome(ExitCode.STOPPED, record, stop.reason)
+        except LockLost as lost:  # write nothing more: the record belongs to the new holder now
+            self.emit({"event": "lock_lost", "execution": record.id, "reason": lost.one_line()})
+            raise
         except KopsError as exc:
             record.status, record.stop_reason = STOPPED, exc.one_line()
             self._save(record)
@@ -432,6 +447,8 @@ class Executor:
                 stop_after = True
                 self.emit({"event": "message", "text": f"stopping after batch {batch.index} completes "
                                                        f"(interrupt again to cancel it)"})
+            if self._lock is not None and self._lock.lost is not None:
+                raise LockLost(self._lock.lost)  # stop at once: no more submissions, no more record saves
             if timeout is not None and elapsed > timeout:
                 raise _Stop(f"batch {batch.index} timed out after {elapsed:.0f} s; it stays with the controller")
             self.clock.sleep(self.poll)
@@ -518,14 +535,19 @@ class Executor:
 
 
 class _LockScope:
-    def __init__(self, lock: ClusterLock) -> None:
+    """Holds the lock; meanwhile the executor writes through a client fenced by it."""
+
+    def __init__(self, lock: ClusterLock, executor: "Executor") -> None:
         self.lock = lock
+        self.executor = executor
 
     def __enter__(self) -> ClusterLock:
         self.lock.acquire()
+        self.executor._fence(self.lock)
         return self.lock
 
     def __exit__(self, *exc: object) -> None:
+        self.executor._unfence()
         self.lock.release()
 
 

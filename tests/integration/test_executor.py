@@ -319,3 +319,31 @@ def test_cancel_now_cancels_the_batch_in_flight_and_rollback_after_a_partial_app
     assert zk.exists(paths.REASSIGN_PARTITIONS) is None and throttle_configs(zk) == {}
     assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     assert judged(cluster, zk, ORIGINAL) and throttle_configs(zk) == {}
+
+
+def test_an_apply_that_lost_its_lock_stops_writing_and_the_new_holder_finishes(slow_lab) -> None:
+    cluster, zk, plan_file, plan = slow_lab
+    zk_connect = cluster.zk_connect
+    first = apply_in_background(plan_file, zk_connect)  # session timeout 4 s
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    owner = zk.exists(paths.KOPS_LOCK).ephemeral_owner
+    assert batch_status(zk, 1) == "running", "the first apply is mid-batch when it is paused"
+    os.kill(first.pid, signal.SIGSTOP)  # a long GC pause: its session expires, and the lock with it
+    try:
+        wait_until(lambda: (s := zk.exists(paths.KOPS_LOCK)) is None or s.ephemeral_owner != owner, timeout=30,
+                   what="the paused apply's lock to expire")
+        second = apply_in_background(plan_file, zk_connect, "--resume")
+        wait_until(lambda: (s := zk.exists(paths.KOPS_LOCK)) is not None and s.ephemeral_owner != owner,
+                   what="the second apply to take the lock")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    _out, err = first.communicate(timeout=120)
+    assert first.returncode == 1, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "the cluster lock was lost" in lines[0] and "kops apply --resume" in lines[0], err
+    _out, err = second.communicate(timeout=180)
+    assert second.returncode == 0, err
+    record = Journal(zk).latest()
+    assert record.status == "done" and all(b.status == "done" for b in record.batches)
+    assert judged(cluster, zk, targets(plan)) and throttle_configs(zk) == {}
+    assert zk.exists(paths.KOPS_LOCK) is None
