@@ -16,6 +16,7 @@ from kops.cli.options import (
 from kops.cli.plan import render_text
 from kops.errors import ExitCode, UsageError
 from kops.executor.executor import Controls, Executor, Outcome, Stale
+from kops.executor.stall import DEFAULT_STALL_SECONDS
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
 from kops.planner.fingerprint import drift
@@ -26,6 +27,10 @@ BatchTimeout = Annotated[Optional[float], typer.Option(
     "--batch-timeout", help="Stop (exit 3) when a batch runs longer than this many seconds. "
                             "Default: 4 × the batch's estimate + 10 minutes.", min=1.0)]
 Poll = Annotated[float, typer.Option("--poll", help="Seconds between progress reads.", min=0.05)]
+StallTimeout = Annotated[float, typer.Option(
+    "--stall-timeout", help="Stop (exit 3) when a batch shows no progress (no move done, no bytes copied, no ISR "
+                            "or assignment change) for this many seconds, naming what each stuck partition "
+                            "waits for.", min=1.0)]
 
 
 def confirm(question: str, yes: bool, output_format: OutputFormat) -> None:
@@ -49,6 +54,7 @@ def apply(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the plan against the cluster and show the steps; write nothing.")] = False,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
+    stall_timeout: StallTimeout = DEFAULT_STALL_SECONDS,
     poll: Poll = 0.5,
     connect_timeout: ConnectTimeout = 10.0,
     session_timeout: SessionTimeout = 10.0,
@@ -83,7 +89,7 @@ def apply(
         console.info("the plan changes nothing")
         return
     confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
-    run_execution(settings, output_format, poll, batch_timeout,
+    run_execution(settings, output_format, poll, batch_timeout, stall_timeout,
                   lambda executor: executor.apply(plan, str(plan_file), digest, resume, rate))
 
 
@@ -115,6 +121,7 @@ def rollback(
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted rollback of this plan.")] = False,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
+    stall_timeout: StallTimeout = DEFAULT_STALL_SECONDS,
     poll: Poll = 0.5,
     connect_timeout: ConnectTimeout = 10.0,
     session_timeout: SessionTimeout = 10.0,
@@ -137,7 +144,7 @@ def rollback(
     connect = cluster_connect(inventory, limit, zookeeper, plan)
     settings = zk_settings(connect, connect_timeout, session_timeout)
     confirm("roll back?", yes, output_format)
-    outcome = run_execution(settings, output_format, poll, batch_timeout,
+    outcome = run_execution(settings, output_format, poll, batch_timeout, stall_timeout,
                             lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id, execution, resume),
                             check=False)
     for note in outcome.record.irreversible:
@@ -147,7 +154,7 @@ def rollback(
 
 
 def run_execution(settings: ZkSettings, output_format: OutputFormat, poll: float, batch_timeout: float | None,
-                  action: Callable[[Executor], Outcome], check: bool = True) -> Outcome:
+                  stall_timeout: float, action: Callable[[Executor], Outcome], check: bool = True) -> Outcome:
     """Signals, progress rendering and the session around one execution; exit 3/4/5 unless `check` is off."""
     controls = Controls()
     install_signals(controls)
@@ -155,7 +162,7 @@ def run_execution(settings: ZkSettings, output_format: OutputFormat, poll: float
     try:
         with ZkClient(settings) as client:
             outcome = action(Executor(client, reporter, controls, poll_seconds=poll, batch_timeout=batch_timeout,
-                                      lock_wait=settings.session_timeout + 5))
+                                      lock_wait=settings.session_timeout + 5, stall_timeout=stall_timeout))
     finally:
         reporter.close()
     if check and outcome.exit_code is not ExitCode.OK:

@@ -27,6 +27,9 @@ from kops.planner.throttles import ALL_KEYS
 from kops.units import format_size
 
 
+STALLED_AFTER_SECONDS = 30  # no progress recorded for this long: kops status says the batch is stalled
+
+
 def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot) -> dict[str, Any] | None:
     if record is None:
         return None
@@ -41,8 +44,11 @@ def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot) -> dict[s
         done = progress.done_moves(snapshot, current.moves)
         doc["batch_partitions"], doc["batch_done"] = len(current.moves), len(done)
         elapsed = time.time() - (current.started_at or time.time())
-        if done and elapsed > 0:
+        if done and elapsed > 0 and len(done) < len(current.moves):
             doc["batch_eta_seconds"] = round(elapsed / len(done) * (len(current.moves) - len(done)), 1)
+        quiet = time.time() - (current.progress_at or current.started_at or time.time())
+        if record.status == "running" and len(done) < len(current.moves) and quiet >= STALLED_AFTER_SECONDS:
+            doc["stalled_seconds"] = round(quiet)
     return doc
 
 
@@ -124,6 +130,8 @@ def _render(doc: dict[str, Any]) -> None:
             line += f"; batch {execution['batch']}: {execution.get('batch_done', 0)}/{execution.get('batch_partitions', 0)} partitions"
             if execution.get("batch_eta_seconds") is not None:
                 line += f", ETA {execution['batch_eta_seconds']:.0f} s"
+            if execution.get("stalled_seconds") is not None:
+                line += f", [red]stalled for {execution['stalled_seconds']} s[/]"
         out.print(line)
         if execution.get("stop_reason"):
             out.print(f"[yellow]stopped:[/] {execution['stop_reason']}")

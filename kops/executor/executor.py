@@ -28,9 +28,10 @@ from typing import Any
 
 from kops.adminapi.client import AdminApiClient
 from kops.errors import ExitCode, KopsError
-from kops.executor import health, progress, steps, throttles
+from kops.executor import health, progress, stall, steps, throttles
 from kops.executor.journal import Journal
 from kops.executor.lock import ClusterLock, FencedClient, LockLost, holder_info
+from kops.executor.stall import DEFAULT_STALL_SECONDS, StallWatch
 from kops.executor.record import (
     CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord)
 from kops.kafka import admin, paths
@@ -44,6 +45,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 
 Reporter = Callable[[dict[str, Any]], None]
+PROGRESS_SAVE_SECONDS = 5.0  # a batch's last progress is saved at most this often
 THROTTLE_SETTLE_SECONDS = 0.5
 
 
@@ -90,7 +92,7 @@ class _Stop(Exception):
 class Executor:
     def __init__(self, client: ZkClient, reporter: Reporter, controls: Controls | None = None,
                  clock: Clock | None = None, poll_seconds: float = 0.5, batch_timeout: float | None = None,
-                 lock_wait: float = 15.0) -> None:
+                 lock_wait: float = 15.0, stall_timeout: float = DEFAULT_STALL_SECONDS) -> None:
         self.client = client
         self.journal = Journal(client)
         self.emit = reporter
@@ -99,6 +101,7 @@ class Executor:
         self.poll = poll_seconds
         self.batch_timeout = batch_timeout
         self.lock_wait = lock_wait
+        self.stall_timeout = stall_timeout
         self._api: AdminApiClient | None = None
         self._uncancellable_said: set[int] = set()
         self._lock: ClusterLock | None = None  # while held, every write goes through a client fenced by it
@@ -415,6 +418,8 @@ class Executor:
         total = sum(m.copied_bytes for b in record.batches for m in b.moves)
         stop_after = False
         observed: dict[TopicPartition, int] = {}  # sizes learnt from first lags, kept across polls
+        watch = StallWatch(self.stall_timeout, self.clock.monotonic())
+        saved_progress = self.clock.monotonic()
         while True:
             elapsed = self.clock.monotonic() - started
             try:
@@ -432,6 +437,13 @@ class Executor:
             requested = {(x.topic, x.partition) for x in snapshot.requested_moves}
             if measured.done == measured.partitions and not any(m.tp in requested for m in batch.moves):
                 return
+            if watch.observe(self.clock.monotonic(), stall.signature(snapshot, batch.moves, measured.bytes_done)):
+                batch.progress_at = self.clock.now()
+                if self.clock.monotonic() - saved_progress > PROGRESS_SAVE_SECONDS:  # for kops status
+                    self._save(record)
+                    saved_progress = self.clock.monotonic()
+            elif watch.stalled(self.clock.monotonic()):
+                self._stalled(batch, snapshot, watch.stalled_for(self.clock.monotonic()))
             problem = health.problem(snapshot, batch.moves, base)
             if problem is not None:
                 raise _Stop(f"health stop in batch {batch.index}: {problem}; the batch stays with the controller, "
@@ -453,6 +465,14 @@ class Executor:
                 raise _Stop(f"batch {batch.index} timed out after {elapsed:.0f} s; it stays with the controller")
             self.clock.sleep(self.poll)
             snapshot = self._snapshot()
+
+    def _stalled(self, batch: BatchRecord, snapshot: Snapshot, seconds: float) -> None:
+        stuck = stall.explain(snapshot, batch.moves, progress.done_moves(snapshot, batch.moves))
+        for line in stuck:
+            self.emit({"event": "stalled", "batch": batch.index, "text": line})
+        raise _Stop(f"batch {batch.index} stalled: no progress for {seconds:.0f} s; {len(stuck)} partition(s) stuck, "
+                    f"first {stuck[0] if stuck else '?'}; the batch stays with the controller, fix the cause and "
+                    f"run `kops apply --resume`, or `kops rollback`")
 
     def _cancel_in_flight(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
         if KIP236_CANCEL not in snapshot.cluster_features():

@@ -36,13 +36,19 @@ class BatchProgress:
                 "eta": None if self.eta is None else round(self.eta, 1)}
 
 
-def is_done(snapshot: Snapshot, move: Move) -> bool:
+def is_done(snapshot: Snapshot, move: Move, requested: set[tuple[str, int]] | None = None) -> bool:
+    """At its target, nothing adding or removing, and no longer requested: a move whose entry is still in the
+    reassignment (a reorder waiting for the ISR, say) is not done, whatever the topic znode says."""
     part = snapshot.partition(move.tp)
-    return part is not None and not part.reassigning and part.replicas == tuple(move.to_replicas)
+    if requested is None:
+        requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
+    return (part is not None and not part.reassigning and part.replicas == tuple(move.to_replicas)
+            and (move.topic, move.partition) not in requested)
 
 
 def done_moves(snapshot: Snapshot, moves: list[Move]) -> set[TopicPartition]:
-    return {m.tp for m in moves if is_done(snapshot, m)}
+    requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
+    return {m.tp for m in moves if is_done(snapshot, m, requested)}
 
 
 def lags(moves: list[Move], done: set[TopicPartition], api: AdminApiClient | None) -> dict[tuple[TopicPartition, int], int]:

@@ -34,6 +34,7 @@ class BatchRecord:
     estimate_seconds: float | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    progress_at: float | None = None  # the last time the batch moved (stall detection, kops status)
 
     @property
     def tps(self) -> set[TopicPartition]:
@@ -101,7 +102,7 @@ def to_document(r: ExecutionRecord) -> dict[str, Any]:
                     for c in r.configs],
         "throttles_before": r.throttles_before, "throttles_written": r.throttles_written,
         "batches": [{"index": b.index, "status": b.status, "estimate_seconds": b.estimate_seconds,
-                     "started_at": b.started_at, "finished_at": b.finished_at,
+                     "started_at": b.started_at, "finished_at": b.finished_at, "progress_at": b.progress_at,
                      "moves": [_move(m) for m in b.moves]} for b in r.batches],
         "election": [[tp.topic, tp.partition] for tp in r.election], "election_done": r.election_done,
         "irreversible": r.irreversible,
@@ -127,7 +128,8 @@ def loads(data: bytes, where: str) -> ExecutionRecord:
             throttles_before={k: dict(v) for k, v in (d.get("throttles_before") or {}).items()},
             throttles_written={k: dict(v) for k, v in (d.get("throttles_written") or {}).items()},
             batches=[BatchRecord(int(b["index"]), [Move(t, int(p), tuple(f), tuple(to), int(n)) for t, p, f, to, n in b["moves"]],
-                                 b["status"], b.get("estimate_seconds"), b.get("started_at"), b.get("finished_at"))
+                                 b["status"], b.get("estimate_seconds"), b.get("started_at"), b.get("finished_at"),
+                                 b.get("progress_at"))
                      for b in d["batches"]],
             election=[TopicPartition(t, int(p)) for t, p in d.get("election") or []],
             election_done=bool(d.get("election_done")), irreversible=list(d.get("irreversible") or []),

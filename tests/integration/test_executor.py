@@ -347,3 +347,43 @@ def test_an_apply_that_lost_its_lock_stops_writing_and_the_new_holder_finishes(s
     assert record.status == "done" and all(b.status == "done" for b in record.batches)
     assert judged(cluster, zk, targets(plan)) and throttle_configs(zk) == {}
     assert zk.exists(paths.KOPS_LOCK) is None
+
+
+def test_a_batch_without_progress_stops_naming_what_each_partition_waits_for(tmp_path: Path, zk_connect: str,
+                                                                             capsys) -> None:
+    """A hung broker (SIGSTOP, its ZooKeeper session kept alive by a long timeout): registered, copying nothing."""
+    from tests.engines import EngineLab
+    from tests.labtools import controller, running_lab
+
+    with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=4.0, session_timeout=120.0) as lab, \
+            ZkClient(ZkSettings(zk_connect)) as zk:
+        EngineLab("kops", lab, zk_connect).create_and_fill(zk, ORIGINAL, 4)
+        plan_file, plan = make_plan(tmp_path, zk_connect, throttle="1MiB/s")
+        first = plan.batches[0].moves
+        victim = next(b for m in first for b in m.adding if b != controller(zk))
+        stuck_tps = {str(m.tp) for m in first if victim in m.adding}
+        slow = kops("apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
+                    "--stall-timeout", "35")
+        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+        assert batch_status(zk, 1) == "running"
+        lab.pause_broker(victim)
+        try:
+            wait_until(lambda: _status(zk_connect, capsys)["execution"].get("stalled_seconds"), timeout=60,
+                       what="kops status to call the batch stalled")
+            out, err = slow.communicate(timeout=120)
+        finally:
+            lab.resume_broker(victim)
+        assert slow.returncode == 3, err
+        record = Journal(zk).latest()
+        assert "stalled: no progress for" in record.stop_reason
+        assert throttle_configs(zk)  # the batch stays with the controller, throttled, until resume or rollback
+        stuck = [json.loads(line)["text"] for line in out.splitlines() if '"stalled"' in line]
+        assert {line.split(":")[0] for line in stuck} == stuck_tps, stuck
+        assert all(f"waits for broker {victim} to join the ISR (broker {victim} is alive)" in line for line in stuck)
+        assert resume(plan_file, zk_connect) == 0 and layout(zk) == targets(plan) and throttle_configs(zk) == {}
+
+
+def _status(zk_connect: str, capsys) -> dict:
+    capsys.readouterr()
+    assert main(["status", "-z", zk_connect, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
