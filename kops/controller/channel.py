@@ -1,14 +1,18 @@
-"""The controller's connections to the brokers: one batched request per broker per event, sent in parallel.
+"""The controller's connections to the brokers: one send queue and one sender thread per broker.
 
-A broker that does not answer is logged and skipped; the broker-change event that follows its death (its
-znode vanishing) is what the controller acts on, as in Kafka's ControllerChannelManager.
+As in Kafka's ControllerChannelManager, the event thread only enqueues: each broker's requests go out in order
+from its own thread, so a broker that stops answering (paused, a hung disk) delays only its own queue, never
+the controller's decisions for other partitions. A broker that does not answer is logged and skipped; the
+broker-change event that follows its death (its znode vanishing) is what the controller acts on.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from kops.controller.effects import BrokerRequests
@@ -20,69 +24,116 @@ from kops.kafka.codecs.brokers import decode_broker
 from kops.rpc import RpcClient, RpcError, RpcUnavailable
 
 log = logging.getLogger(__name__)
+Reply = dict[str, Any] | None
+
+
+class _BrokerSender:
+    """One broker's queue and the thread that drains it, in order."""
+
+    def __init__(self, broker_id: int, address: BrokerAddress, timeout: float) -> None:
+        self.broker_id = broker_id
+        self.client = RpcClient(address.host, address.port, timeout)
+        self.address = address
+        self.queue: queue.Queue[tuple[str, dict[str, Any], Future[Reply]] | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._drain, name=f"controller-send-{broker_id}", daemon=True)
+        self.thread.start()
+
+    def submit(self, method: str, body: dict[str, Any]) -> Future[Reply]:
+        future: Future[Reply] = Future()
+        self.queue.put((method, body, future))
+        return future
+
+    def _drain(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                break
+            method, body, future = item
+            try:
+                future.set_result(self.client.call(method, body))
+            except (RpcUnavailable, RpcError) as exc:
+                log.warning("broker %d: %s: %s", self.broker_id, method, exc.what)
+                future.set_result(None)
+            except Exception as exc:  # noqa: BLE001 - the sender thread must outlive any one request
+                log.exception("broker %d: %s failed", self.broker_id, method)
+                future.set_exception(exc)
+        self.client.close()
+        while not self.queue.empty():  # requests left behind by a stop: nobody waits for them forever
+            left = self.queue.get_nowait()
+            if left is not None:
+                left[2].set_result(None)
+
+    def stop(self) -> None:
+        self.queue.put(None)
 
 
 class BrokerChannel:
     def __init__(self, timeout: float = 30.0) -> None:
         self.timeout = timeout
         self.brokers: dict[int, BrokerAddress] = {}
-        self._clients: dict[int, RpcClient] = {}
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="controller-channel")
+        self._senders: dict[int, _BrokerSender] = {}
+        self._lock = threading.Lock()
 
     def set_brokers(self, brokers: dict[int, BrokerAddress]) -> None:
-        for broker_id, client in list(self._clients.items()):
-            known = self.brokers.get(broker_id)
-            new = brokers.get(broker_id)
-            if new is None or known is None or (new.host, new.port) != (known.host, known.port):
-                client.close()
-                del self._clients[broker_id]
-        self.brokers = dict(brokers)
+        with self._lock:
+            for broker_id, sender in list(self._senders.items()):
+                new = brokers.get(broker_id)
+                if new is None or (new.host, new.port) != (sender.address.host, sender.address.port):
+                    sender.stop()
+                    del self._senders[broker_id]
+            self.brokers = dict(brokers)
 
-    def _client(self, broker_id: int) -> RpcClient | None:
-        address = self.brokers.get(broker_id)
-        if address is None:
-            return None
-        client = self._clients.get(broker_id)
-        if client is None:
-            client = self._clients[broker_id] = RpcClient(address.host, address.port, self.timeout)
-        return client
+    def _sender(self, broker_id: int) -> _BrokerSender | None:
+        with self._lock:
+            address = self.brokers.get(broker_id)
+            if address is None:
+                return None
+            sender = self._senders.get(broker_id)
+            if sender is None:
+                sender = self._senders[broker_id] = _BrokerSender(broker_id, address, self.timeout)
+            return sender
 
     def send(self, controller_id: int, epoch: int, requests: dict[int, BrokerRequests],
-             counts: Mapping[str, tuple[int, int]] | None = None) -> dict[int, dict[str, Any] | None]:
-        """Send every broker its batch; the replies (None where the broker refused or did not answer).
+             counts: Mapping[str, tuple[int, int]] | None = None) -> dict[int, Future[Reply]]:
+        """Queue every broker its batch and return at once; a future per broker for the reply (None where the
+        broker refused, did not answer, or is unknown).
 
         `counts`: the topics' KIP-253 (initial, undeleted) partition counts, carried with LeaderAndIsr.
         """
+        futures: dict[int, Future[Reply]] = {}
+        for broker_id, reqs in sorted(requests.items()):
+            sender = self._sender(broker_id)
+            if sender is None:
+                futures[broker_id] = _done(None)
+                continue
+            futures[broker_id] = sender.submit(METHOD, encode_batch(controller_id, epoch, reqs, self.brokers, counts))
+        return futures
 
-        def one(broker_id: int, reqs: BrokerRequests) -> dict[str, Any] | None:
-            client = self._client(broker_id)
-            if client is None:
-                return None
-            try:
-                return client.call(METHOD, encode_batch(controller_id, epoch, reqs, self.brokers, counts))
-            except (RpcUnavailable, RpcError) as exc:
-                log.warning("broker %d: %s", broker_id, exc.what)
-                return None
-
-        futures = {b: self._pool.submit(one, b, r) for b, r in sorted(requests.items())}
-        return {b: f.result() for b, f in futures.items()}
-
-    def call(self, broker_id: int, method: str, body: dict[str, Any]) -> dict[str, Any] | None:
-        """One request to one broker from the event thread (e.g. log offsets); None if it cannot answer."""
-        client = self._client(broker_id)
-        if client is None:
+    def call(self, broker_id: int, method: str, body: dict[str, Any], timeout: float | None = None) -> Reply:
+        """One request to one broker, waited for (e.g. log offsets); None if it cannot answer in time."""
+        sender = self._sender(broker_id)
+        if sender is None:
             return None
-        try:
-            return client.call(method, body)
-        except (RpcUnavailable, RpcError) as exc:
-            log.warning("broker %d: %s: %s", broker_id, method, exc.what)
-            return None
+        return wait(sender.submit(method, body), self.timeout if timeout is None else timeout)
 
     def close(self) -> None:
-        for client in self._clients.values():
-            client.close()
-        self._clients.clear()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            for sender in self._senders.values():
+                sender.stop()
+            self._senders.clear()
+
+
+def _done(value: Reply) -> Future[Reply]:
+    future: Future[Reply] = Future()
+    future.set_result(value)
+    return future
+
+
+def wait(future: Future[Reply], timeout: float) -> Reply:
+    try:
+        return future.result(timeout)
+    except Exception:  # noqa: BLE001 - a timeout or the sender's failure: no answer
+        return None
 
 
 def call_registered_broker(client: ZkClient, broker_id: int, method: str, body: dict[str, Any] | None = None,

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from kops.controller import decisions, partition_counts
@@ -23,7 +24,7 @@ from kops.controller.events import (
     BrokerChange, CancelRequested, ControlledShutdown, ControllerChange, DrainCheck, Event, Expire, FreezeChanged,
     IsrChanged, PartitionModifications, PreferredElectionRequested, QueueChanged, ReassignmentRequested, Reelect,
     ReplicasDeleted, Startup, TopicChange, TopicDeletion)
-from kops.controller.channel import BrokerChannel
+from kops.controller.channel import BrokerChannel, Reply, wait
 from kops.controller.store import ControllerMoved, ControllerStore, StateConflict
 from kops.controller.wire import BrokerAddress
 from kops.errors import ZnodeFormatError
@@ -255,7 +256,7 @@ class Controller:
 
     # -- applying effects --------------------------------------------------------------------------------
 
-    def _decide(self, decide: Callable[[ControllerContext], Effects]) -> dict[int, dict[str, Any] | None]:
+    def _decide(self, decide: Callable[[ControllerContext], Effects]) -> dict[int, Future[Reply]]:
         """Decide against the context and apply; on a state-znode race re-read those partitions and retry."""
         for _attempt in range(MAX_CONFLICT_RETRIES):
             ctx = self.ctx
@@ -273,7 +274,7 @@ class Controller:
                 return {}
         raise RuntimeError(f"gave up after {MAX_CONFLICT_RETRIES} rounds of state znode conflicts")
 
-    def _apply(self, ctx: ControllerContext, effects: Effects) -> dict[int, dict[str, Any] | None]:
+    def _apply(self, ctx: ControllerContext, effects: Effects) -> dict[int, Future[Reply]]:
         if effects.empty:
             self._log_state_changes(effects)
             return {}
@@ -285,7 +286,9 @@ class Controller:
         for line in effects.log:
             state_change_log.info("%s", line)
 
-    def _after_write(self, ctx: ControllerContext, effects: Effects) -> dict[int, dict[str, Any] | None]:
+    def _after_write(self, ctx: ControllerContext, effects: Effects) -> dict[int, Future[Reply]]:
+        """Memory, the state-change log, then the brokers' requests queued (not waited for: a silent broker
+        must not hold up the next decision), then finished reassignments removed from the znode."""
         apply_to_memory(ctx, effects)
         self._log_state_changes(effects)  # after ZooKeeper accepted them: the log says what happened
         started = time.perf_counter()
@@ -415,7 +418,8 @@ class Controller:
                 by_leader.setdefault(state.leader, []).append(tp)
         drained: set[TopicPartition] = set()
         for leader, tps in sorted(by_leader.items()):
-            reply = self.channel.call(leader, LOG_OFFSETS, {"partitions": [[tp.topic, tp.partition] for tp in tps]})
+            reply = self.channel.call(leader, LOG_OFFSETS, {"partitions": [[tp.topic, tp.partition] for tp in tps]},
+                                     timeout=5.0)
             for topic, p, start, end in (reply or {}).get("offsets", []):
                 if int(start) == int(end):
                     drained.add(TopicPartition(str(topic), int(p)))
@@ -435,7 +439,8 @@ class Controller:
                 self.store.delete_quietly(paths.delete_topic(topic))
                 continue
             replicas = {r for tp in ctx.partitions_of(topic) for r in ctx.assignments[tp].replicas}
-            if replicas and all(replies.get(r) is not None for r in replicas):
+            answered = {r: wait(replies[r], self.channel.timeout) for r in replicas if r in replies}
+            if replicas and all(answered.get(r) is not None for r in replicas):
                 self._deletions_sent.add(topic)
                 self.loop.put(ReplicasDeleted(topic))
 

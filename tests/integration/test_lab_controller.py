@@ -249,3 +249,34 @@ def test_a_raced_state_znode_fails_only_its_own_partition(zk: ZkClient) -> None:
     assert raised.value.partitions == {TopicPartition("t", 7)}
     assert len(raised.value.committed) == 39
     assert zk.get(paths.partition_state("t", 8)).stat.version == 1 and state(zk, "t", 8).leader_epoch == 1
+
+
+def test_a_paused_broker_does_not_hold_up_the_controllers_other_decisions(tmp_path: Path, zk_connect: str) -> None:
+    """Per-broker send queues: a broker that stopped answering (SIGSTOP, its session still alive) delays only
+    its own requests. Before, each decision waited up to 30 s for it, so a second election came 30 s late."""
+    with running_lab(tmp_path / "lab", zk_connect, brokers=3, time_scale=10.0, session_timeout=60.0) as lab, \
+            ZkClient(ZkSettings(zk_connect)) as zk:
+        active = wait_until(lambda: controller(zk), what="a controller")
+        quiet = max({1, 2, 3} - {active})  # never the controller: pausing it would stall everything
+        a, b = sorted({1, 2, 3} - {quiet})
+        admin.create_topic(zk, "e", {0: (b, a), 1: (b, a)})
+        wait_until(lambda: all(state(zk, "e", p) for p in (0, 1)), what="created")
+        wait_until(lambda: all(set(state(zk, "e", p).isr) == {a, b} for p in (0, 1)), what="in sync")
+        for p in (0, 1):  # make a the leader while b stays preferred: reorder, elect, reorder back
+            admin.start_reassignment(zk, [ReassignmentTarget("e", p, (a, b))])
+            wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, what="reordered")
+            admin.request_preferred_election(zk, [TopicPartition("e", p)])
+            wait_until(lambda p=p: state(zk, "e", p).leader == a, what="a leads")
+            wait_until(lambda: zk.exists(paths.PREFERRED_REPLICA_ELECTION) is None, what="election done")
+            admin.start_reassignment(zk, [ReassignmentTarget("e", p, (b, a))])
+            wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, what="preferred b again")
+        assert all(state(zk, "e", p).leader == a for p in (0, 1))
+        lab.pause_broker(quiet)  # holds nothing of "e", but every decision sends it UpdateMetadata
+        try:
+            for p in (0, 1):
+                wait_until(lambda: zk.exists(paths.PREFERRED_REPLICA_ELECTION) is None, timeout=10, what="no election")
+                admin.request_preferred_election(zk, [TopicPartition("e", p)])
+                wait_until(lambda p=p: state(zk, "e", p).leader == b, timeout=10,
+                           what=f"e-{p}'s preferred leader elected while broker {quiet} is paused")
+        finally:
+            lab.resume_broker(quiet)
