@@ -15,6 +15,8 @@ Usage: python bench/no_loss.py [--rate 2000] [--megabytes 8]
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -22,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kops.cli.main import main as kops
+from kops.cli.main import main as kops_main
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
@@ -37,6 +39,12 @@ PLAYBOOK = """- hosts: all
   brokers: {decommission: [4]}
   execution: {throttle: 4MiB/s, batch: {max_partitions: 4}}
 """
+
+
+def kops(argv: list[str]) -> int:
+    """The kops CLI in-process, its own output kept out of the benchmark's JSON lines."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return kops_main(argv)
 
 
 def wait(check, what: str, timeout: float = 180.0) -> None:  # type: ignore[no-untyped-def]

@@ -17,13 +17,15 @@ Usage: python bench/vs_kafka_tool.py [--partitions 24] [--megabytes 4] [--thrott
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from kops.cli.main import main as kops
+from kops.cli.main import main as kops_main
 from kops.kafka import admin
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
@@ -33,6 +35,12 @@ from kops.units import parse_rate
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 TOPIC = "bench"
+
+
+def kops(argv: list[str]) -> int:
+    """The kops CLI in-process, its own output kept out of the benchmark's JSON lines."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return kops_main(argv)
 
 
 def placements(scenario: str, partitions: int) -> dict[int, tuple[int, ...]]:
