@@ -12,8 +12,12 @@ then, chosen by the same seed, `kops apply --resume` or `kops rollback`. A scena
 planned layout (resume) or the original one (rollback), replica order included, no partition is offline, and no
 throttle is left on its topics or on any broker. Baseline, same run: the same plan applied with no fault.
 
-Usage: python bench/chaos.py [--scenarios 20] [--seed 1]      Prints JSON lines: one per scenario, then a summary
-with `scenarios`, `ok`, `failed`, `seconds`, `baseline_seconds`.
+Each scenario starts from a clean cluster: every broker running, nothing moving (a reassignment left in flight is
+waited for), no kops lock, no throttle anywhere; a scenario that cannot be cleaned up is reported, not inherited.
+`--busy N` keeps N processes spinning beside the lab all along (an operator's busy machine, a second lab).
+
+Usage: python bench/chaos.py [--scenarios 20] [--seed 1] [--busy 0]     Prints JSON lines: one per scenario, then
+a summary with `scenarios`, `ok`, `failed`, `seconds`, `baseline_seconds`, `busy`.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from pathlib import Path
 
 from kops.errors import KopsError
 from kops.executor.journal import Journal
-from kops.kafka import admin
+from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient
 from kops.kafka.reader import read_snapshot
 from kops.lab import traffic
@@ -185,11 +189,43 @@ def stop_reasons(zk: ZkClient, plan_file: Path) -> list[str]:
     return reasons
 
 
+def clean_start(lab: Lab, zk: ZkClient) -> str | None:
+    """Every broker up, nothing in flight, no lock, no throttle; None, or what could not be cleaned."""
+    state = lab.state()
+    for broker in sorted(state.racks):
+        if not lab.running(broker, state):
+            lab.start_broker(broker)
+    if not wait_for(lambda: not read_snapshot(zk).in_flight(), 180):
+        return "a reassignment stayed in flight"
+    if not wait_for(lambda: zk.exists(paths.KOPS_LOCK) is None, 30):
+        return "the kops lock stayed held"
+    snap = read_snapshot(zk)
+    for name, topic in snap.topics.items():
+        keys = [k for k in topic.config if k in ALL_KEYS]
+        if keys:
+            admin.alter_config(zk, "topics", name, dict.fromkeys(keys))
+    for broker, config in snap.broker_configs.items():
+        keys = [k for k in config if k in ALL_KEYS]
+        if keys:
+            admin.alter_config(zk, "brokers", str(broker), dict.fromkeys(keys))
+    if not wait_for(lambda: not read_snapshot(zk).under_replicated(), 120):
+        return "partitions stayed under-replicated"
+    return None
+
+
+def busy_processes(count: int) -> list[subprocess.Popen]:
+    """CPU burners, bounded in time (an hour) and killed at the end of the run."""
+    code = "import time\nend = time.monotonic() + 3600\nwhile time.monotonic() < end: pass\n"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(count)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--busy", type=int, default=0, help="processes kept busy beside the lab")
     args = parser.parse_args()
+    burners = busy_processes(args.busy)
     logging.basicConfig(level=logging.ERROR)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -208,14 +244,23 @@ def main() -> None:
                 results = []
                 began = time.monotonic()
                 for i in range(args.scenarios):
+                    dirty = clean_start(lab, zk)
+                    if dirty is not None:
+                        result = {"scenario": i, "ok": False, "why": f"could not start clean: {dirty}"}
+                        print(json.dumps(result), flush=True)
+                        results.append(result)
+                        continue
                     result = scenario(i, rng, lab, zk, connect, Path(tmp))
                     print(json.dumps(result), flush=True)
                     results.append(result)
                 ok = sum(1 for r in results if r["ok"])
                 print(json.dumps({"scenarios": len(results), "ok": ok, "failed": len(results) - ok, "seed": args.seed,
                                   "seconds": round(time.monotonic() - began, 1), "baseline_seconds": baseline,
-                                  "nproc": os.cpu_count()}), flush=True)
+                                  "nproc": os.cpu_count(), "busy": args.busy}), flush=True)
         finally:
+            for burner in burners:
+                burner.kill()
+                burner.wait()
             lab.down()
             server.stop()
 

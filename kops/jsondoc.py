@@ -65,6 +65,15 @@ def as_int(value: Any, at: str, bounds: tuple[int, int] = INT32) -> int:
     return value
 
 
+def as_positive_number(value: Any, at: str) -> float:
+    """A finite number above zero (an integer or a float, never a bool)."""
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise ShapeError(f"{at} must be a JSON number, got {_describe(value)}")
+    if value <= 0:
+        raise ShapeError(f"{at} must be positive, got {value}")
+    return float(value)
+
+
 def as_str(value: Any, at: str) -> str:
     if type(value) is not str:
         raise ShapeError(f"{at} must be a JSON string, got {_describe(value)}")

@@ -19,6 +19,7 @@ from kops.executor.executor import Controls, Executor, Outcome, Stale
 from kops.executor.stall import DEFAULT_STALL_SECONDS
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
+from kops.model.plan import Plan
 from kops.planner.fingerprint import drift
 
 PlanArg = Annotated[Path, typer.Argument(help="The plan file (kops plan -o FILE).", show_default=False)]
@@ -27,10 +28,10 @@ BatchTimeout = Annotated[Optional[float], typer.Option(
     "--batch-timeout", help="Stop (exit 3) when a batch runs longer than this many seconds. "
                             "Default: 4 × the batch's estimate + 10 minutes.", min=1.0)]
 Poll = Annotated[float, typer.Option("--poll", help="Seconds between progress reads.", min=0.05)]
-StallTimeout = Annotated[float, typer.Option(
+StallTimeout = Annotated[Optional[float], typer.Option(
     "--stall-timeout", help="Stop (exit 3) when a batch shows no progress (no move done, no bytes copied, no ISR "
                             "or assignment change) for this many seconds, naming what each stuck partition "
-                            "waits for.", min=1.0)]
+                            "waits for. Default: the playbook's execution.stall_timeout, else 300.", min=1.0)]
 
 
 def confirm(question: str, yes: bool, output_format: OutputFormat) -> None:
@@ -54,7 +55,7 @@ def apply(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the plan against the cluster and show the steps; write nothing.")] = False,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
-    stall_timeout: StallTimeout = DEFAULT_STALL_SECONDS,
+    stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
     connect_timeout: ConnectTimeout = 10.0,
     session_timeout: SessionTimeout = 10.0,
@@ -89,7 +90,7 @@ def apply(
         console.info("the plan changes nothing")
         return
     confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
-    run_execution(settings, output_format, poll, batch_timeout, stall_timeout,
+    run_execution(settings, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
                   lambda executor: executor.apply(plan, str(plan_file), digest, resume, rate))
 
 
@@ -121,7 +122,7 @@ def rollback(
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted rollback of this plan.")] = False,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
-    stall_timeout: StallTimeout = DEFAULT_STALL_SECONDS,
+    stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
     connect_timeout: ConnectTimeout = 10.0,
     session_timeout: SessionTimeout = 10.0,
@@ -144,13 +145,20 @@ def rollback(
     connect = cluster_connect(inventory, limit, zookeeper, plan)
     settings = zk_settings(connect, connect_timeout, session_timeout)
     confirm("roll back?", yes, output_format)
-    outcome = run_execution(settings, output_format, poll, batch_timeout, stall_timeout,
+    outcome = run_execution(settings, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
                             lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id, execution, resume),
                             check=False)
     for note in outcome.record.irreversible:
         console.warning(f"not undone: {note}")
     if outcome.exit_code is not ExitCode.OK:
         raise typer.Exit(outcome.exit_code)
+
+
+def stall_seconds(given: float | None, plan: Plan) -> float:
+    """--stall-timeout, else the playbook's execution.stall_timeout carried by the plan, else 5 minutes."""
+    if given is not None:
+        return given
+    return plan.stall_timeout if plan.stall_timeout is not None else DEFAULT_STALL_SECONDS
 
 
 def run_execution(settings: ZkSettings, output_format: OutputFormat, poll: float, batch_timeout: float | None,

@@ -14,8 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kops.cli import console
-from kops.cli.apply import BatchTimeout, Poll, StallTimeout, Yes, confirm, run_execution
-from kops.executor.stall import DEFAULT_STALL_SECONDS
+from kops.cli.apply import BatchTimeout, Poll, StallTimeout, Yes, confirm, run_execution, stall_seconds
 from kops.cli.execution import cluster_connect, load_plan
 from kops.cli.options import (
     ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, parse_option, parse_throttle,
@@ -73,7 +72,7 @@ def rebalance(
     yes: Yes = False,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
-    stall_timeout: StallTimeout = DEFAULT_STALL_SECONDS,
+    stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
     connect_timeout: ConnectTimeout = 10.0,
     session_timeout: SessionTimeout = 10.0,
@@ -141,7 +140,7 @@ def rebalance(
                 output_format)
         return
     written, digest = load_plan(plan_file)  # the file as the executor's record and `kops rollback` will key it
-    outcome = run_execution(settings, output_format, poll, batch_timeout, stall_timeout,
+    outcome = run_execution(settings, output_format, poll, batch_timeout, stall_seconds(stall_timeout, written),
                             lambda executor: executor.apply(written, str(plan_file), digest, False, rate),
                             check=False)
     done = outcome.exit_code is ExitCode.OK

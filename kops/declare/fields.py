@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from kops.declare.problems import Problems
 from kops.model.desired import SourceLocation, shown
-from kops.units import parse_rate, parse_size
+from kops.units import parse_duration, parse_rate, parse_size
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -106,6 +106,15 @@ def as_size(value: Any, what: str, loc: SourceLocation, problems: Problems) -> i
 
 def as_rate(value: Any, what: str, loc: SourceLocation, problems: Problems) -> int | None:
     return _parsed(parse_rate, value, what, loc, problems)
+
+
+def as_duration(value: Any, what: str, loc: SourceLocation, problems: Problems) -> float | None:
+    """Seconds from 90s, 5m, 1h or a plain number; positive."""
+    seconds = _parsed(parse_duration, value, what, loc, problems)
+    if seconds is not None and seconds <= 0:
+        problems.error(loc, f"{what} must be positive, got {shown(value)!r}")
+        return None
+    return seconds
 
 
 def as_fraction(value: Any, what: str, loc: SourceLocation, problems: Problems) -> float | None:

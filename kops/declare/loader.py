@@ -33,7 +33,7 @@ PLAY_KEYS = (
 )
 BROKER_KEYS = ("decommission", "add")
 REBALANCE_KEYS = ("goal", "tolerance")
-EXECUTION_KEYS = ("throttle", "batch", "order")
+EXECUTION_KEYS = ("throttle", "batch", "order", "stall_timeout")
 BATCH_KEYS = ("max_partitions", "max_bytes", "max_moves_per_broker")
 ORDERS = ("size", "topic", "as-declared")
 
@@ -370,6 +370,8 @@ def _apply_execution(section: dict, loc: SourceLocation, cluster: _Cluster, prob
         max_moves_per_broker=fields.as_int(batch["max_moves_per_broker"], "max_moves_per_broker", loc, problems, minimum=1)
         if batch.get("max_moves_per_broker") is not None else None,
         order=fields.as_choice(section.get("order", "size"), ORDERS, "execution.order", loc, problems) or "size",
+        stall_timeout=fields.as_duration(section["stall_timeout"], "execution.stall_timeout", loc, problems)
+        if section.get("stall_timeout") is not None else None,
         location=loc,
     )
     previous = cluster.execution
@@ -388,4 +390,4 @@ _SECTIONS = (
 
 
 def _settings(e: Execution) -> tuple:
-    return (e.throttle, e.max_partitions, e.max_bytes, e.max_moves_per_broker, e.order)
+    return (e.throttle, e.max_partitions, e.max_bytes, e.max_moves_per_broker, e.order, e.stall_timeout)

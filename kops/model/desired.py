@@ -89,6 +89,7 @@ class Execution:
     max_bytes: int | None = None
     max_moves_per_broker: int | None = None
     order: str = "size"  # size | topic | as-declared
+    stall_timeout: float | None = None  # seconds without progress before a batch stops (kops apply)
     location: SourceLocation | None = None
 
 

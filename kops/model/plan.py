@@ -178,6 +178,7 @@ class Plan:
     summary: Summary
     warnings: tuple[str, ...] = ()
     kops_version: str = ""
+    stall_timeout: float | None = None  # the playbook's execution.stall_timeout; kops apply --stall-timeout wins
 
     @property
     def moves(self) -> list[Move]:

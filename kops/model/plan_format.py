@@ -11,7 +11,8 @@ from typing import Any
 
 from kops.errors import DocumentError
 from kops.jsondoc import (
-    ShapeError, as_bool, as_int, as_int_key, as_int_list, as_list, as_object, as_str, as_str_map, field, parse_json,
+    ShapeError, as_bool, as_int, as_int_key, as_int_list, as_list, as_object, as_positive_number, as_str, as_str_map,
+    field, parse_json,
 )
 from kops.model.partitions import TopicPartition
 from kops.model.plan import (
@@ -100,6 +101,7 @@ def to_document(plan: Plan) -> dict[str, Any]:
             "bytes_before": _int_map(s.bytes_before), "bytes_after": _int_map(s.bytes_after),
         },
         "warnings": list(plan.warnings),
+        **({} if plan.stall_timeout is None else {"stall_timeout": plan.stall_timeout}),
     }
 
 
@@ -230,6 +232,7 @@ def from_document(doc: Any) -> Plan:
         summary=summary,
         warnings=tuple(as_str(x, "warnings") for x in as_list(d.get("warnings") or [], "warnings")),
         kops_version=as_str(d.get("kops_version", ""), "kops_version"),
+        stall_timeout=None if d.get("stall_timeout") is None else as_positive_number(d["stall_timeout"], "stall_timeout"),
     )
 
 

@@ -485,6 +485,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         summary=summary,
         warnings=tuple(work.warnings),
         kops_version=__version__,
+        stall_timeout=desired.execution.stall_timeout,
     )
 
 

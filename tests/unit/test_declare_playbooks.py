@@ -216,7 +216,7 @@ def test_play_level_rules(tmp_path: Path) -> None:
           topics: [{name: a}]
           brokers: {decommission: [1], add: [1]}
           rebalance: {goal: entropy}
-          execution: {throttle: 10MiB/s, batch: {max_partitions: 0}, order: random}
+          execution: {throttle: 10MiB/s, batch: {max_partitions: 0}, order: random, stall_timeout: soon}
         - name: second
           hosts: nonprod
           topics: [{name: a}]
@@ -231,6 +231,7 @@ def test_play_level_rules(tmp_path: Path) -> None:
         "rebalance.goal must be one of replicas, leaders, bytes",
         "max_partitions must be at least 1",
         "execution.order must be one of size, topic, as-declared",
+        "execution.stall_timeout",
         "10:19: topic 'a' is declared twice for cluster dev (first declared at",
         "third: hosts is required",
         "host pattern 'ghosts' matches no host or group",
@@ -247,9 +248,10 @@ def test_allow_delete_and_broker_sections(tmp_path: Path) -> None:
           topics: [{name: old, state: absent}]
           brokers: {decommission: "4, 5", add: [7]}
           rebalance: {goal: leaders, tolerance: 0%}
-          execution: {throttle: 50MiB/s, batch: {max_bytes: 1GiB, max_moves_per_broker: "3"}}
+          execution: {throttle: 50MiB/s, batch: {max_bytes: 1GiB, max_moves_per_broker: "3"}, stall_timeout: 2m}
     """)
     assert decl.ok, messages(decl)
+    assert decl.desired["prod"].execution.stall_timeout == 120.0
     d = decl.desired["prod"]
     assert d.allow_delete and d.topics["old"].state == "absent"
     assert d.brokers.decommission == (4, 5) and d.brokers.add == (7,)

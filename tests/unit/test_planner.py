@@ -299,3 +299,14 @@ def test_drift_names_what_changed_since_the_plan() -> None:
     other = snapshot(B6, [topic("a", [(1, 2)]), topic("b", [(2, 3)])]).__class__(
         "another-cluster", snap.controller, snap.brokers, snap.topics)
     assert drift(result.fingerprint, other)[0].startswith("cluster id is another-cluster")
+
+
+def test_the_playbooks_stall_timeout_travels_in_the_plan_file() -> None:
+    snap = snapshot(B6, [round_robin("t", 6, 2, [1, 2, 3, 4, 5, 6])])
+    result = plan(declare(td("t", 6, 3), execution=Execution(stall_timeout=120.0)), snap)
+    assert result.stall_timeout == 120.0
+    loaded = plan_format.loads(plan_format.dumps(result), "plan.json")
+    assert loaded.stall_timeout == 120.0 and plan_format.dumps(loaded) == plan_format.dumps(result)
+    assert "stall_timeout" not in plan_format.dumps(plan(declare(td("t", 6, 3)), snap)).decode()
+    with pytest.raises(Exception, match="stall_timeout must be positive"):
+        plan_format.loads(plan_format.dumps(result).replace(b'"stall_timeout": 120.0', b'"stall_timeout": -1'), "p")
