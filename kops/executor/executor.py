@@ -45,6 +45,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 
 Reporter = Callable[[dict[str, Any]], None]
+FULL_READ_SECONDS = 10.0  # polls read the batch's topics; the whole cluster (health of the rest) this often
 PROGRESS_SAVE_SECONDS = 5.0  # a batch's last progress is saved at most this often
 THROTTLE_SETTLE_SECONDS = 0.5
 
@@ -159,8 +160,9 @@ class Executor:
 
     # -- preconditions -------------------------------------------------------------------------------------
 
-    def _snapshot(self) -> Snapshot:
-        return read_snapshot(self.client)
+    def _snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
+        """The whole cluster, or a poll's view of a batch's topics (brokers and reassignment included)."""
+        return read_snapshot(self.client, only_topics=only_topics)
 
     @staticmethod
     def _refuse_unsafe(snapshot: Snapshot, cluster_id: str | None) -> None:
@@ -419,6 +421,7 @@ class Executor:
         stop_after = False
         observed: dict[TopicPartition, int] = {}  # sizes learnt from first lags, kept across polls
         watch = StallWatch(self.stall_timeout, self.clock.monotonic())
+        last_full = self.clock.monotonic()
         saved_progress = self.clock.monotonic()
         while True:
             elapsed = self.clock.monotonic() - started
@@ -464,7 +467,10 @@ class Executor:
             if timeout is not None and elapsed > timeout:
                 raise _Stop(f"batch {batch.index} timed out after {elapsed:.0f} s; it stays with the controller")
             self.clock.sleep(self.poll)
-            snapshot = self._snapshot()
+            if self.clock.monotonic() - last_full >= FULL_READ_SECONDS:  # health beyond the batch's topics
+                snapshot, last_full = self._snapshot(), self.clock.monotonic()
+            else:
+                snapshot = self._snapshot({m.topic for m in batch.moves})
 
     def _stalled(self, batch: BatchRecord, snapshot: Snapshot, seconds: float) -> None:
         stuck = stall.explain(snapshot, batch.moves, progress.done_moves(snapshot, batch.moves))

@@ -11,7 +11,7 @@ and the snapshot says it is incomplete.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from kops.errors import NotAKafkaCluster, ZnodeFormatError
 from kops.kafka import paths
@@ -69,9 +69,14 @@ def check_is_kafka(client: ZkClient) -> None:
         )
 
 
-def read_snapshot(client: ZkClient, progress: Progress | None = None) -> Snapshot:
+def read_snapshot(client: ZkClient, progress: Progress | None = None,
+                  only_topics: Collection[str] | None = None) -> Snapshot:
+    """The whole cluster; with `only_topics`, a poll's view: the brokers, the controller and reassignment
+    znodes and just those topics (their assignments and partition states, no configs), at a cost that grows
+    with the topics asked for, not with the cluster (bench/poll.py)."""
     note = progress or (lambda _msg: None)
-    check_is_kafka(client)
+    if only_topics is None:
+        check_is_kafka(client)
     c = _Collector()
 
     note("listing brokers, topics and configs")
@@ -84,10 +89,14 @@ def read_snapshot(client: ZkClient, progress: Progress | None = None) -> Snapsho
         paths.PREFERRED_REPLICA_ELECTION,
     ]
     controller_n, epoch_n, cluster_n, migration_n, reassign_n, election_n = client.get_many(singles)
-    broker_ids, topic_names, deletions, topic_configs, broker_config_names = client.children_many(
-        [paths.BROKER_IDS, paths.BROKER_TOPICS, paths.DELETE_TOPICS, paths.config_root("topics"),
-         paths.config_root("brokers")]
-    )
+    if only_topics is None:
+        broker_ids, topic_names, deletions, topic_configs, broker_config_names = client.children_many(
+            [paths.BROKER_IDS, paths.BROKER_TOPICS, paths.DELETE_TOPICS, paths.config_root("topics"),
+             paths.config_root("brokers")])
+    else:  # the topics asked for are read directly: a missing one reads as gone
+        [broker_ids, deletions], topic_names = client.children_many([paths.BROKER_IDS, paths.DELETE_TOPICS]), \
+            sorted(only_topics)
+        topic_configs, broker_config_names = [], []
     ids = _int_children(broker_ids)
     names = sorted(topic_names or [])
     configured = set(topic_configs or [])
@@ -112,7 +121,10 @@ def read_snapshot(client: ZkClient, progress: Progress | None = None) -> Snapsho
                 c.problems.append(Problem(path, exc.problem))
     assignments: dict[str, TopicAssignment] = {}
     for name in names:
-        found = c.decode(decode_topic, next(nodes), paths.topic(name))
+        node = next(nodes)
+        if node is None:  # asked for by name and gone (deleted meanwhile)
+            continue
+        found = c.decode(decode_topic, node, paths.topic(name))
         if isinstance(found, TopicAssignment):
             assignments[name] = found
     configs: dict[str, dict[str, str]] = {}
