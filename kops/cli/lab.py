@@ -39,7 +39,7 @@ app = typer.Typer(help="A local cluster on this machine: the kops engine (real Z
                        "controller) or real Apache Kafka (3.9 in ZooKeeper mode, 4.x in KRaft mode).",
                   no_args_is_help=True)
 zookeeper_app = typer.Typer(help="The lab's ZooKeeper server (a real one, from PySpark's jars).", no_args_is_help=True)
-broker_app = typer.Typer(help="Fault injection: stop (controlled), kill (SIGKILL) or start one broker.", no_args_is_help=True)
+broker_app = typer.Typer(help="Fault injection on one broker: stop (controlled), kill (SIGKILL), start, pause (SIGSTOP), resume.", no_args_is_help=True)
 app.add_typer(zookeeper_app, name="zookeeper")
 app.add_typer(broker_app, name="broker")
 
@@ -187,54 +187,31 @@ def _real_status(lab: KafkaLab, output: OutputFormat) -> None:
 BrokerId = Annotated[int, typer.Argument(help="The broker's id (1..N; KRaft dedicated controllers 1001..).")]
 
 
-@broker_app.command("stop")
-def broker_stop(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
-    """Controlled shutdown: the controller moves leadership off the broker, then it exits.
+def _broker_verb(name: str, act: str, said: str, doc: str) -> None:
+    """`kops lab broker NAME ID`: one fault injection, the same on every engine."""
 
-    Example: kops lab broker stop 2
-    """
-    open_lab(lab_dir).stop_broker(broker)
-    console.out.print(f"broker {broker} stopped (controlled shutdown)")
+    def command(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
+        getattr(open_lab(lab_dir), act)(broker)
+        console.out.print(f"broker {broker} {said}")
 
-
-@broker_app.command("kill")
-def broker_kill(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
-    """Crash a broker (SIGKILL); ZooKeeper notices when its session expires.
-
-    Example: kops lab broker kill 1
-    """
-    open_lab(lab_dir).kill_broker(broker)
-    console.out.print(f"broker {broker} killed")
+    command.__doc__ = doc
+    broker_app.command(name)(command)
 
 
-@broker_app.command("start")
-def broker_start(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
-    """Start a stopped or killed broker again; returns once it is registered.
-
-    Example: kops lab broker start 1
-    """
-    open_lab(lab_dir).start_broker(broker)
-    console.out.print(f"broker {broker} started")
-
-
-@broker_app.command("pause")
-def broker_pause(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
-    """Freeze a broker (SIGSTOP): alive, sockets open, answering nothing, as in a long GC pause.
-
-    Example: kops lab broker pause 2 ; kops lab broker resume 2
-    """
-    open_lab(lab_dir).pause_broker(broker)
-    console.out.print(f"broker {broker} paused")
-
-
-@broker_app.command("resume")
-def broker_resume(broker: BrokerId, lab_dir: LabDir = DEFAULT_DIR) -> None:
-    """Let a paused broker run again (SIGCONT).
-
-    Example: kops lab broker resume 2
-    """
-    open_lab(lab_dir).resume_broker(broker)
-    console.out.print(f"broker {broker} resumed")
+_broker_verb("stop", "stop_broker", "stopped (controlled shutdown)",
+             "Controlled shutdown: the controller moves leadership off the broker, then it exits.\n\n"
+             "Example: kops lab broker stop 2")
+_broker_verb("kill", "kill_broker", "killed",
+             "Crash a broker (SIGKILL); ZooKeeper (or the KRaft controller) notices when its session expires.\n\n"
+             "Example: kops lab broker kill 1")
+_broker_verb("start", "start_broker", "started",
+             "Start a stopped or killed broker again; returns once it is registered.\n\n"
+             "Example: kops lab broker start 1")
+_broker_verb("pause", "pause_broker", "paused",
+             "Freeze a broker (SIGSTOP): alive, sockets open, answering nothing, as in a long GC pause.\n\n"
+             "Example: kops lab broker pause 2 ; kops lab broker resume 2")
+_broker_verb("resume", "resume_broker", "resumed",
+             "Let a paused broker run again (SIGCONT).\n\nExample: kops lab broker resume 2")
 
 
 @app.command("produce")

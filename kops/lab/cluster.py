@@ -10,22 +10,20 @@ test process). Simulated time is shared: every broker gets the same monotonic or
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from kops.errors import EnvironmentProblem, KopsError, UsageError
 from kops.kafka import paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.connect import parse_connect
-from kops.lab.processes import cmdline_contains, die_with_parent, is_paused, pid_alive, signal_and_wait
+from kops.lab.folder import LabFolder
+from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
 from kops.lab.zookeeper import ZooKeeperServer
 
-STATE_FILE = "lab.json"
 CONNECT_FILE = "zookeeper"
 DEFAULT_CHROOT = "/kops-lab"
 BROKER_MODULE = "kops.broker"
@@ -55,19 +53,7 @@ class LabState:
         return cls(**doc)
 
 
-class Lab:
-    def __init__(self, directory: Path | str, *, detached: bool = True) -> None:
-        self.directory = Path(directory)
-        self.detached = detached
-        self._processes: dict[int, subprocess.Popen[bytes]] = {}
-        self._started: list[int] = []
-
-    # -- state -------------------------------------------------------------------------------------------
-
-    @property
-    def state_file(self) -> Path:
-        return self.directory / STATE_FILE
-
+class Lab(LabFolder):
     def state(self) -> LabState:
         try:
             return LabState.from_json(self.state_file.read_text())
@@ -78,12 +64,13 @@ class Lab:
                             hint="run: kops lab down, then kops lab up") from None
 
     def _save(self, state: LabState) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(state.to_json())
-        tmp.replace(self.state_file)
+        self._write_state(state.to_json())
 
-    def exists(self) -> bool:
-        return self.state_file.exists()
+    def _ids(self, state: LabState) -> list[int]:
+        return sorted(state.racks)
+
+    def _owns(self, pid: int) -> bool:
+        return self._is_broker(pid)
 
     def client(self, state: LabState | None = None) -> ZkClient:
         state = state or self.state()
@@ -175,11 +162,6 @@ class Lab:
         state.pids[broker] = process.pid
         return process.pid
 
-    def running(self, broker: int, state: LabState | None = None) -> bool:
-        state = state or self.state()
-        pid = state.pids.get(broker)
-        return pid is not None and self._is_broker(pid)
-
     def start_broker(self, broker: int, timeout: float = 60.0) -> None:
         state = self.state()
         if broker not in state.racks:
@@ -194,39 +176,11 @@ class Lab:
 
     def stop_broker(self, broker: int, timeout: float = 60.0) -> None:
         """Controlled shutdown (SIGTERM): leadership moves away before the process exits."""
-        self._signal_broker(broker, signal.SIGTERM, timeout)
+        self._signal(broker, signal.SIGTERM, timeout)
 
     def kill_broker(self, broker: int) -> None:
         """A crash (SIGKILL): the registration vanishes only when the ZooKeeper session expires."""
-        self._signal_broker(broker, signal.SIGKILL, 5.0)
-
-    def pause_broker(self, broker: int) -> None:
-        """SIGSTOP: the process stops answering but keeps its sockets and its session (until it expires)."""
-        os.kill(self._running_pid(broker), signal.SIGSTOP)
-
-    def resume_broker(self, broker: int) -> None:
-        os.kill(self._running_pid(broker), signal.SIGCONT)
-
-    def paused(self, broker: int, state: LabState | None = None) -> bool:
-        return is_paused((state or self.state()).pids.get(broker))
-
-    def _running_pid(self, broker: int) -> int:
-        state = self.state()
-        if broker not in state.racks:
-            raise UsageError(f"broker {broker} is not part of this lab", hint=f"brokers are {sorted(state.racks)}")
-        pid = state.pids.get(broker)
-        if pid is None or not self._is_broker(pid):
-            raise UsageError(f"broker {broker} is not running", hint=f"start it: kops lab broker start {broker}")
-        return pid
-
-    def _signal_broker(self, broker: int, sig: int, timeout: float) -> None:
-        pid = self._running_pid(broker)
-        if self.paused(broker):
-            os.kill(pid, signal.SIGCONT)
-        signal_and_wait(pid, sig, timeout)
-        process = self._processes.pop(broker, None)
-        if process is not None:
-            process.wait(5)
+        self._signal(broker, signal.SIGKILL, 5.0)
 
     def wait_ready(self, brokers: set[int], timeout: float, need_controller: bool = True,
                    stale: dict[int, int] | None = None) -> None:
@@ -269,7 +223,3 @@ class Lab:
         tail = [line for line in text.splitlines() if line.strip()][-lines:]
         return " | ".join(tail) or "(empty)"
 
-    def pids_alive(self) -> list[int]:
-        """Pids of broker processes this object started that still run (after `down`: none)."""
-        return [p.pid for p in self._processes.values() if p.poll() is None] + [
-            pid for pid in self._started if self._is_broker(pid)]

@@ -13,7 +13,6 @@ StorageTool under one cluster id.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -25,10 +24,10 @@ from pathlib import Path
 from kops.errors import EnvironmentProblem, KopsError, UsageError
 from kops.lab import kafka_config as cfg
 from kops.lab.kafka_dist import Distribution, require
-from kops.lab.processes import cmdline_contains, die_with_parent, is_paused, pid_alive, signal_and_wait
+from kops.lab.folder import STATE_FILE, LabFolder
+from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
 from kops.lab.zookeeper import ZooKeeperServer, free_port
 
-STATE_FILE = "lab.json"
 BOOTSTRAP_FILE = "bootstrap"
 CONNECT_FILE = "zookeeper"
 CHROOT = "/kops-lab"
@@ -85,23 +84,10 @@ def plan_nodes(brokers: int, racks: int, controllers: int, dedicated: bool, kraf
     return nodes
 
 
-class KafkaLab:
+class KafkaLab(LabFolder):
     """Real Kafka processes on loopback, started and stopped for real."""
 
-    def __init__(self, directory: Path | str, *, detached: bool = True) -> None:
-        self.directory = Path(directory)
-        self.detached = detached
-        self._processes: dict[int, subprocess.Popen[bytes]] = {}
-        self._started: list[int] = []
-
-    # -- state -------------------------------------------------------------------------------------------
-
-    @property
-    def state_file(self) -> Path:
-        return self.directory / STATE_FILE
-
-    def exists(self) -> bool:
-        return self.state_file.exists()
+    kind = "node"
 
     def state(self) -> KafkaLabState:
         try:
@@ -113,9 +99,7 @@ class KafkaLab:
                             hint="run: kops lab down, then kops lab up") from None
 
     def _save(self, state: KafkaLabState) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(state.to_json())
-        tmp.replace(self.state_file)
+        self._write_state(state.to_json())
 
     def distribution(self, state: KafkaLabState | None = None) -> Distribution:
         state = state or self.state()
@@ -268,6 +252,12 @@ class KafkaLab:
 
     # -- nodes -------------------------------------------------------------------------------------------
 
+    def _owns(self, pid: int) -> bool:
+        return self._is_node(pid)
+
+    def _ids(self, state: KafkaLabState) -> list[int]:
+        return sorted(state.nodes)
+
     def _is_node(self, pid: int) -> bool:
         return pid_alive(pid) and cmdline_contains(pid, str(self.directory.resolve() / "nodes").encode())
 
@@ -290,14 +280,6 @@ class KafkaLab:
         live = [f"127.0.0.1:{state.node(b).port}" for b in sorted(state.racks)
                 if self.running(b, state) and not self.paused(b, state)]
         return ",".join(live) or state.bootstrap
-
-    def running(self, node_id: int, state: KafkaLabState | None = None) -> bool:
-        state = state or self.state()
-        pid = state.pids.get(node_id)
-        return pid is not None and self._is_node(pid)
-
-    def paused(self, node_id: int, state: KafkaLabState | None = None) -> bool:
-        return is_paused((state or self.state()).pids.get(node_id))
 
     def _log_size(self, node_id: int) -> int:
         try:
@@ -400,30 +382,6 @@ class KafkaLab:
         """A crash (SIGKILL)."""
         self._signal(node_id, signal.SIGKILL, 10.0)
 
-    def pause_broker(self, node_id: int) -> None:
-        """SIGSTOP: the process stops answering but keeps its sockets (a GC pause, a hung disk)."""
-        os.kill(self._running_pid(node_id), signal.SIGSTOP)
-
-    def resume_broker(self, node_id: int) -> None:
-        os.kill(self._running_pid(node_id), signal.SIGCONT)
-
-    def _running_pid(self, node_id: int) -> int:
-        state = self.state()
-        self._check_node(state, node_id)
-        pid = state.pids.get(node_id)
-        if pid is None or not self._is_node(pid):
-            raise UsageError(f"node {node_id} is not running", hint=f"start it: kops lab broker start {node_id}")
-        return pid
-
-    def _signal(self, node_id: int, sig: int, timeout: float) -> None:
-        pid = self._running_pid(node_id)
-        if self.paused(node_id):
-            os.kill(pid, signal.SIGCONT)
-        signal_and_wait(pid, sig, timeout)
-        process = self._processes.pop(node_id, None)
-        if process is not None:
-            process.wait(10)
-
     # -- traffic -----------------------------------------------------------------------------------------
 
     def produce(self, topic: str, count: int, partition: int | None = None) -> int:
@@ -447,7 +405,3 @@ class KafkaLab:
             state.ingest[topic] = process.pid
         self._save(state)
 
-    def pids_alive(self) -> list[int]:
-        """Pids of Kafka processes this object started that still run (after `down`: none)."""
-        return [p.pid for p in self._processes.values() if p.poll() is None] + [
-            pid for pid in self._started if self._is_node(pid)]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from kops.cli.main import main
 from kops.executor.journal import Journal
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
