@@ -36,6 +36,21 @@ Zookeeper = Annotated[
         show_default=False,
     ),
 ]
+BootstrapServer = Annotated[
+    Optional[str],
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        help="Reach the cluster through Kafka's Admin API: HOST:PORT[,HOST:PORT...] (KRaft, Kafka 4, or any 2.4+). "
+             "With -z too, the Admin API is used.",
+        show_default=False,
+    ),
+]
+CommandConfig = Annotated[
+    Optional[Path],
+    typer.Option("--command-config", help="Kafka client properties for the Admin API (security.protocol, "
+                                          "sasl.mechanism, sasl.jaas.config, ssl.*), as Kafka's own tools take them."),
+]
 ConnectTimeout = Annotated[
     float,
     typer.Option("--connect-timeout", help="Seconds to wait for ZooKeeper before giving up (exit 1).", min=0.1),

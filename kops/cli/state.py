@@ -10,7 +10,11 @@ from typing import Annotated, Optional
 import typer
 
 from kops.cli import console
+from kops.admin.connection import AdminSettings, admin_session, read_properties
+from kops.admin.reader import read_snapshot as read_admin_snapshot
 from kops.cli.options import (
+    BootstrapServer,
+    CommandConfig,
     ConnectTimeout,
     Format,
     OutputFormat,
@@ -58,8 +62,18 @@ def take_snapshot(settings_zookeeper: str | None, connect_timeout: float, sessio
             return read_snapshot(client, progress=lambda msg: status.update(msg))
 
 
+def take_snapshot_admin(bootstrap: str, command_config: Path | None, connect_timeout: float) -> Snapshot:
+    properties = read_properties(command_config) if command_config else {}
+    settings = AdminSettings(bootstrap, properties, connect_timeout_ms=int(max(connect_timeout, 1.0) * 1000))
+    with console.err.status("reading the cluster through the Admin API", spinner="dots"):
+        with admin_session(settings) as client:
+            return read_admin_snapshot(client, bootstrap)
+
+
 def state(
     zookeeper: Zookeeper = None,
+    bootstrap_server: BootstrapServer = None,
+    command_config: CommandConfig = None,
     output_format: Format = OutputFormat.text,
     out: Annotated[
         Optional[Path], typer.Option("--out", "-o", help="Save the snapshot (kops-snapshot/1 JSON) to this file.")
@@ -82,8 +96,15 @@ def state(
       kops state -z zk1:2181/kafka --out snapshots/prod.json
 
       kops state -z zk1:2181/kafka --format json | jq '.summary'
+
+      kops state -b broker1:9092 --command-config client.properties --out snapshots/prod.json
     """
-    snapshot = take_snapshot(zookeeper, connect_timeout, session_timeout, tls_ca, tls_cert, tls_key)
+    if bootstrap_server:
+        if zookeeper:
+            console.info("both -z and -b given: reading through the Admin API")
+        snapshot = take_snapshot_admin(bootstrap_server, command_config, connect_timeout)
+    else:
+        snapshot = take_snapshot(zookeeper, connect_timeout, session_timeout, tls_ca, tls_cert, tls_key)
     if out is not None:
         write_atomically(out, snapshot_format.dumps(snapshot))
         console.info(f"wrote snapshot of {snapshot.partition_count} partitions to {out}")

@@ -57,3 +57,62 @@ def test_kops_state_reads_what_kafka_reports(kafka39: EngineLab, tmp_path: Path,
     assert main(["plan", str(playbook), "--snapshot", str(snapshot_file), "-o", str(offline), "--format", "json"]) in (0, 2)
     a, b = (plan_format.loads(f.read_bytes(), str(f)) for f in (live, offline))
     assert a.moves == b.moves and a.moves
+
+
+def _view(doc: dict) -> dict:
+    """What both transports must agree on."""
+    return {
+        "cluster_id": doc["cluster_id"],
+        "brokers": {b["id"]: (b["rack"], b["host"], b["port"]) for b in doc["brokers"]},
+        "topics": {name: ({p: (tuple(x["replicas"]), x["leader"], tuple(sorted(x["isr"])), tuple(x.get("adding") or ()),
+                               tuple(x.get("removing") or ())) for p, x in t["partitions"].items()},
+                          t["config"], t.get("topic_id"))
+                   for name, t in doc["topics"].items()},
+        "broker_configs": doc["broker_configs"],
+    }
+
+
+def test_the_admin_api_reads_the_same_snapshot_as_zookeeper(kafka39: EngineLab, tmp_path: Path, capsys) -> None:
+    reset_real_cluster(kafka39.lab, kafka39.zk_connect)
+    bootstrap = kafka39.bootstrap
+    assert bootstrap is not None
+    with admin_client(bootstrap) as client:
+        client.create_topics([NewTopic("orders", 4, 3, topic_configs={"retention.ms": "3600000"})])
+    wait_until(lambda: all(p["leader"] >= 0 for p in layout(bootstrap).get("orders", {}).values())
+               and len(layout(bootstrap).get("orders", {})) == 4, what="topic ready")
+    assert main(["state", "-z", kafka39.zk_connect, "--out", str(tmp_path / "zk.json")]) == 0
+    assert main(["state", "-b", bootstrap, "--out", str(tmp_path / "admin.json")]) == 0
+    assert main(["state", "-b", bootstrap, "-z", kafka39.zk_connect, "--format", "json"]) == 0
+    assert "reading through the Admin API" in capsys.readouterr().err
+    zk_doc, admin_doc = (json.loads((tmp_path / f).read_text()) for f in ("zk.json", "admin.json"))
+    assert _view(admin_doc) == _view(zk_doc)
+
+
+def test_state_through_the_admin_api_on_kafka_4_plans_offline(tmp_path: Path, capsys) -> None:
+    from kops.lab.kafka_lab import KafkaLab
+    from tests.engines import require_real
+
+    require_real("kafka-4")
+    lab = KafkaLab(tmp_path / "lab", detached=False)
+    state_ = lab.up("kafka-4", brokers=4, racks=2, controllers=1)
+    try:
+        with admin_client(state_.bootstrap) as client:
+            client.create_topics([NewTopic("events", 6, 2)])
+        wait_until(lambda: len(layout(state_.bootstrap).get("events", {})) == 6, what="topic ready")
+        snap = tmp_path / "snap.json"
+        assert main(["state", "-b", state_.bootstrap, "--out", str(snap)]) == 0
+        doc = json.loads(snap.read_text())
+        assert {b["id"]: b["rack"] for b in doc["brokers"]} == {1: "rack-1", 2: "rack-2", 3: "rack-1", 4: "rack-2"}
+        assert len(doc["topics"]["events"]["partitions"]) == 6
+        playbook = tmp_path / "pb.yml"
+        playbook.write_text("- hosts: all\n  topics: [{name: events, replication_factor: 3}]\n")
+        plan_file = tmp_path / "plan.json"
+        assert main(["plan", str(playbook), "--snapshot", str(snap), "-o", str(plan_file), "--format", "json"]) in (0, 2)
+        plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+        assert len(plan.moves) == 6 and all(len(m.to_replicas) == 3 for m in plan.moves)
+        capsys.readouterr()
+        assert main(["state", "-b", "127.0.0.1:1", "--connect-timeout", "1"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "no broker answered" in err[0]
+    finally:
+        lab.down()

@@ -1,0 +1,93 @@
+"""Connecting to a cluster through its brokers, as Kafka's own tools do: bootstrap servers plus an optional
+client properties file (`--command-config`, Kafka's format) for TLS and SASL. Secrets come from that file or
+the environment, never from the command line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaError, KafkaTimeoutError
+
+from kops.errors import ConnectionFailed, UsageError
+
+logging.getLogger("kafka").addHandler(logging.NullHandler())
+logging.getLogger("kafka").propagate = False  # kafka-python's connection chatter is not kops's output
+
+# Kafka client property -> kafka-python argument, for the ones that carry over as they are.
+DIRECT = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "ssl.truststore.location": "ssl_cafile",  # PEM only: kafka-python reads no JKS
+    "ssl.keystore.location": "ssl_certfile",
+    "ssl.key.password": "ssl_password",
+    "ssl.endpoint.identification.algorithm": "ssl_check_hostname",
+    "request.timeout.ms": "request_timeout_ms",
+}
+JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
+
+
+@dataclass(frozen=True)
+class AdminSettings:
+    bootstrap: str
+    properties: dict[str, str] = field(default_factory=dict)
+    timeout_ms: int = 15000  # each request
+    connect_timeout_ms: int = 10000  # finding a broker that answers (kops's --connect-timeout)
+
+    def client_arguments(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"bootstrap_servers": self.bootstrap.split(","), "client_id": "kops",
+                               "request_timeout_ms": self.timeout_ms, "bootstrap_timeout_ms": self.connect_timeout_ms,
+                               "reconnect_backoff_max_ms": 1000}
+        for key, value in self.properties.items():
+            if key in DIRECT:
+                out[DIRECT[key]] = value != "" if key.endswith("identification.algorithm") else value
+            elif key == "sasl.jaas.config":
+                found = dict(JAAS.findall(value))
+                out["sasl_plain_username"] = found.get("username")
+                out["sasl_plain_password"] = found.get("password")
+        if "request_timeout_ms" in out:
+            out["request_timeout_ms"] = int(out["request_timeout_ms"])
+        return out
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Kafka's client properties format: key=value lines, # and ! comments, backslash continuations."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read the client properties: {exc.strerror}", where=str(path)) from None
+    props: dict[str, str] = {}
+    for number, line in enumerate(text.replace("\\\n", "").splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        found = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)", line)
+        if found is None:
+            raise UsageError(f"line {number} is not key=value", where=f"{path}:{number}",
+                             hint="Kafka's client properties format, e.g. security.protocol=SASL_SSL")
+        props[found.group(1)] = found.group(2)
+    return props
+
+
+@contextmanager
+def admin_session(settings: AdminSettings) -> Iterator[KafkaAdminClient]:
+    """A connected admin client, or one line saying why not (exit 1)."""
+    try:
+        client = KafkaAdminClient(**settings.client_arguments())
+    except KafkaTimeoutError:
+        raise ConnectionFailed("no broker answered", where=settings.bootstrap,
+                               hint="check the bootstrap servers and --command-config (security.protocol)") from None
+    except KafkaError as exc:
+        raise ConnectionFailed(f"cannot connect: {exc}", where=settings.bootstrap,
+                               hint="check --command-config (credentials, TLS)") from None
+    try:
+        yield client
+    finally:
+        client.close()
