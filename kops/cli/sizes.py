@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from kops.cli import console
-from kops.cli.options import Format, OutputFormat
+from kops.admin.connection import AdminSettings, admin_session, read_properties
+from kops.admin.log_dirs import describe_log_dirs
+from kops.cli.options import BootstrapServer, CommandConfig, ConnectTimeout, Format, OutputFormat
+from kops.cli.state import write_atomically
+from kops.kafka.codecs.log_dirs import encode_log_dirs
 from kops.errors import KopsError, UsageError
 from kops.sizes.reader import read_sizes
 from kops.units import format_size, parse_duration
@@ -78,6 +84,57 @@ def summarize(
         raise KopsError("no samples in the inputs", hint="point at kafka-log-dirs JSON files or size CSV exports")
     console.info(f"summarised {report.samples} samples: {report.partitions} partitions, {report.brokers} brokers "
                  f"-> {out}")
+
+
+@app.command("collect")
+def collect(
+    bootstrap_server: BootstrapServer = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the samples (one kafka-log-dirs document each).")] = Path("sizes/raw"),
+    command_config: CommandConfig = None,
+    every: Annotated[Optional[str], typer.Option("--every", help="Sample this often (e.g. 5m) instead of once.")] = None,
+    for_: Annotated[Optional[str], typer.Option("--for", help="With --every: for how long (e.g. 1h); default until Ctrl-C.")] = None,
+    connect_timeout: ConnectTimeout = 10.0,
+) -> None:
+    """Sample a live cluster's partition sizes through the Admin API (DescribeLogDirs) into kafka-log-dirs
+    documents, the same JSON kafka-log-dirs.sh --describe prints plus a timestamp, one file per sample
+    (log-dirs-<UTC time>.json), so `kops sizes summarize` reads them unchanged. One sample per run without
+    --every: cron-friendly.
+
+    Examples:
+
+      kops sizes collect -b broker1:9092 --out sizes/raw                # from cron, every 5 minutes
+
+      kops sizes collect -b broker1:9092 --out sizes/raw --every 5m --for 1h
+    """
+    if not bootstrap_server:
+        raise UsageError("say which cluster: -b HOST:PORT[,HOST:PORT...]")
+    interval = _duration(every, "--every") if every else None
+    total = _duration(for_, "--for") if for_ else None
+    properties = read_properties(command_config) if command_config else {}
+    settings = AdminSettings(bootstrap_server, properties, connect_timeout_ms=int(connect_timeout * 1000))
+    deadline = None if total is None else time.monotonic() + total
+    with admin_session(settings) as client:
+        while True:
+            started = time.monotonic()
+            now = time.time()
+            report = describe_log_dirs(client, bootstrap_server, int(now * 1000))
+            name = time.strftime("log-dirs-%Y%m%dT%H%M%SZ.json", time.gmtime(now))
+            write_atomically(out / name, json.dumps(encode_log_dirs(report), separators=(",", ":")).encode())
+            replicas = sum(len(d.replicas) for b in report.brokers for d in b.log_dirs)
+            console.info(f"wrote {out / name}: {replicas} replicas on {len(report.brokers)} brokers")
+            if interval is None or (deadline is not None and time.monotonic() + interval > deadline):
+                return
+            time.sleep(max(0.0, interval - (time.monotonic() - started)))
+
+
+def _duration(text: str, option: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+    if seconds <= 0:
+        raise UsageError(f"{option} must be positive")
+    return seconds
 
 
 @app.command("show")

@@ -12,7 +12,8 @@ from pathlib import Path
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from kops.cli.main import main
-from kops.lab.kafka_admin import admin_client, layout
+from kops.kafka.codecs.log_dirs import parse_log_dirs
+from kops.lab.kafka_admin import admin_client, layout, produce
 from kops.model import plan_format
 from tests.engines import EngineLab, reset_real_cluster
 from tests.labtools import wait_until
@@ -110,6 +111,24 @@ def test_state_through_the_admin_api_on_kafka_4_plans_offline(tmp_path: Path, ca
         assert main(["plan", str(playbook), "--snapshot", str(snap), "-o", str(plan_file), "--format", "json"]) in (0, 2)
         plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
         assert len(plan.moves) == 6 and all(len(m.to_replicas) == 3 for m in plan.moves)
+        # sizes from the live cluster, in kafka-log-dirs documents the Spark job reads unchanged
+        produce(state_.bootstrap, "events", 3 * 1024 * 1024, partition=0)
+        raw, summary = tmp_path / "raw", tmp_path / "summary"
+        assert main(["sizes", "collect", "-b", state_.bootstrap, "--out", str(raw), "--every", "1s", "--for", "2.5s"]) == 0
+        files = sorted(raw.glob("log-dirs-*.json"))
+        assert len(files) >= 2
+        report = parse_log_dirs(files[-1].read_text(), str(files[-1]))
+        sizes = {(r.topic, r.partition, b.broker): r.size for b in report.brokers for d in b.log_dirs for r in d.replicas}
+        leader_of_0 = layout(state_.bootstrap)["events"][0]["replicas"]
+        assert all(sizes[("events", 0, b)] >= 3 * 1024 * 1024 for b in leader_of_0)  # type: ignore[union-attr]
+        assert main(["sizes", "summarize", str(raw), "--out", str(summary)]) == 0
+        capsys.readouterr()
+        assert main(["sizes", "show", str(summary), "--format", "json", "--top", "0"]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        rows = shown["partitions"] if isinstance(shown, dict) else shown
+        biggest = max(rows, key=lambda r: r["bytes"])
+        assert (biggest["topic"], biggest["partition"]) == ("events", 0) and biggest["bytes"] >= 3 * 1024 * 1024
+
         capsys.readouterr()
         assert main(["state", "-b", "127.0.0.1:1", "--connect-timeout", "1"]) == 1
         err = capsys.readouterr().err.strip().splitlines()
