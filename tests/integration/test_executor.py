@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -202,9 +201,15 @@ def test_sigint_twice_cancels_the_batch_in_flight(slow_lab) -> None:
     proc = apply_in_background(plan_file, zk_connect)
     wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
+    seen = []
+    for line in proc.stdout:  # the executor acknowledges the first interrupt at its next poll
+        seen.append(line)
+        if "interrupt again to cancel it" in line:
+            break
+    assert proc.poll() is None and zk.exists(paths.REASSIGN_PARTITIONS) is not None, "the batch is still in flight"
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=60)
+    rest, err = proc.communicate(timeout=60)
+    _out = "".join(seen) + rest
     assert proc.returncode == 3, err
     record = Journal(zk).latest()
     if cluster.real:  # Kafka 2.4+ cannot cancel through ZooKeeper: the batch finished, kops stopped at the checkpoint
