@@ -140,7 +140,7 @@ def _duration(text: str, option: str) -> float:
 @app.command("show")
 def show(
     path: Annotated[Path, typer.Argument(help="A summary written by kops sizes summarize.", show_default=False)],
-    top: Annotated[int, typer.Option("--top", "-n", help="Only the N largest partitions (0 = all).", min=0)] = 20,
+    top: Annotated[Optional[int], typer.Option("--top", "-n", help="Only the N largest partitions (0 = all). Default: 20 in text, all in JSON.", min=0)] = None,
     output_format: Format = OutputFormat.text,
 ) -> None:
     """Show a sizes summary, largest partitions first, without starting Spark.
@@ -153,6 +153,8 @@ def show(
     """
     sizes = read_sizes(path)
     ordered = sorted(sizes.rows.items(), key=lambda kv: (-sizes.bytes[kv[0]], kv[0]))
+    if top is None:  # a machine expects every row unless it asks for fewer
+        top = 0 if output_format is OutputFormat.json else 20
     if top:
         ordered = ordered[:top]
     if output_format is OutputFormat.json:

@@ -123,9 +123,9 @@ def test_state_through_the_admin_api_on_kafka_4_plans_offline(tmp_path: Path, ca
         assert all(sizes[("events", 0, b)] >= 3 * 1024 * 1024 for b in leader_of_0)  # type: ignore[union-attr]
         assert main(["sizes", "summarize", str(raw), "--out", str(summary)]) == 0
         capsys.readouterr()
-        assert main(["sizes", "show", str(summary), "--format", "json", "--top", "0"]) == 0
-        shown = json.loads(capsys.readouterr().out)
-        rows = shown["partitions"] if isinstance(shown, dict) else shown
+        assert main(["sizes", "show", str(summary), "--format", "json"]) == 0  # JSON: every row, unasked
+        rows = json.loads(capsys.readouterr().out)
+        assert {(r["topic"], r["partition"]) for r in rows} == {(t, p) for t, p, _b in sizes}
         biggest = max(rows, key=lambda r: r["bytes"])
         assert (biggest["topic"], biggest["partition"]) == ("events", 0) and biggest["bytes"] >= 3 * 1024 * 1024
 

@@ -23,9 +23,9 @@ def test_write_sorted_with_log_dirs_any() -> None:
 
 
 def test_read_accepts_tool_files_with_and_without_version() -> None:
-    text = '{"partitions":[{"topic":"foo","partition":1,"replicas":[1,2,3],"log_dirs":["any","/data/d2","any"]}]}'
+    text = '{"partitions":[{"topic":"foo","partition":1,"replicas":[1,2,3],"log_dirs":["any","any","any"]}]}'
     [entry] = read_reassignment_json(text, "r.json")
-    assert entry == ToolReassignment("foo", 1, (1, 2, 3), ("any", "/data/d2", "any"))
+    assert entry == ToolReassignment("foo", 1, (1, 2, 3), ("any", "any", "any"))
     assert read_reassignment_json(write_reassignment_json([entry]), "r.json") == [entry]
 
 
@@ -42,6 +42,9 @@ def test_read_accepts_tool_files_with_and_without_version() -> None:
         ),
         ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1, 2], "log_dirs": ["any"]}]}, "different from size"),
         ({"partitions": [{"topic": "a", "partition": "0", "replicas": [1]}]}, "partition must be a JSON integer"),
+        ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1], "log_dirs": None}]}, "log_dirs is null for a-0"),
+        ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1, 2], "log_dirs": ["any", "/data/d2"]}]},
+         "names '/data/d2' for a-0: kops moves replicas between brokers, not between a broker's disks"),
     ],
 )
 def test_read_rejections_name_file(doc: dict, message: str) -> None:

@@ -45,14 +45,7 @@ def read_reassignment_json(text: bytes | str, where: str) -> list[ToolReassignme
                 raise ShapeError(f"{at}: empty replica list for {topic}-{partition}")
             if len(set(replicas)) != len(replicas):
                 raise ShapeError(f"{at}: duplicate replicas {list(replicas)} for {topic}-{partition}")
-            log_dirs = None
-            if entry.get("log_dirs") is not None:
-                log_dirs = as_str_list(entry["log_dirs"], f"{at}.log_dirs")
-                if len(log_dirs) != len(replicas):
-                    raise ShapeError(
-                        f"{at}: Size of replicas list {list(replicas)} is different from size of log dirs list "
-                        f"{list(log_dirs)} for partition {topic}-{partition}"
-                    )
+            log_dirs = _log_dirs(entry, at, topic, partition, replicas)
             if (topic, partition) in seen:
                 raise ShapeError(f"{at}: duplicate partition {topic}-{partition}")
             seen.add((topic, partition))
@@ -60,6 +53,26 @@ def read_reassignment_json(text: bytes | str, where: str) -> list[ToolReassignme
         return result
     except ShapeError as exc:
         raise DocumentError(str(exc), where=where, hint="fix the kafka-reassign-partitions JSON") from None
+
+
+def _log_dirs(entry: dict, at: str, topic: str, partition: int, replicas: tuple[int, ...]) -> tuple[str, ...] | None:
+    """Absent, or "any" for every replica: kops moves replicas between brokers, not between a broker's disks.
+    `null` is refused as Kafka's tool refuses it; a real path would be silently lost, so it is refused too."""
+    if "log_dirs" not in entry:
+        return None
+    if entry["log_dirs"] is None:
+        raise ShapeError(f"{at}.log_dirs is null for {topic}-{partition}: Kafka's tool refuses it; leave the key out "
+                         f"or write \"any\" for each replica")
+    log_dirs = as_str_list(entry["log_dirs"], f"{at}.log_dirs")
+    if len(log_dirs) != len(replicas):
+        raise ShapeError(f"{at}: Size of replicas list {list(replicas)} is different from size of log dirs list "
+                         f"{list(log_dirs)} for partition {topic}-{partition}")
+    placed = [d for d in log_dirs if d != ANY_LOG_DIR]
+    if placed:
+        raise ShapeError(f"{at}.log_dirs names {placed[0]!r} for {topic}-{partition}: kops moves replicas between "
+                         f"brokers, not between a broker's disks; use \"any\" (or kafka-reassign-partitions for "
+                         f"a disk move)")
+    return log_dirs
 
 
 def write_reassignment_json(entries: Iterable[ToolReassignment]) -> bytes:
