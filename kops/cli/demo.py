@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -46,10 +47,16 @@ def _step(number: int, title: str) -> None:
     console.out.print(f"[bold cyan]{number}. {title}[/]")
 
 
+_cli: dict[str, Callable[[list[str]], int]] = {}  # the `kops` entry point, given by kops.cli.main (no import cycle)
+
+
+def attach_cli(run: Callable[[list[str]], int]) -> None:
+    _cli["main"] = run
+
+
 def _run(*argv: str, ok: tuple[int, ...] = (0,)) -> int:
     """Print the command line, then run exactly it through the CLI (its signal handlers undone afterwards)."""
-    from kops.cli.main import main  # noqa: PLC0415 - the entry point imports this module
-
+    main = _cli["main"]
     console.out.print(f"[dim]$ kops {' '.join(argv)}[/]", highlight=False)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

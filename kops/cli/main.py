@@ -121,5 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+demo.attach_cli(main)
+
 if __name__ == "__main__":
     main()
