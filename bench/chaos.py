@@ -42,7 +42,7 @@ from kops.kafka.reader import read_snapshot
 from kops.lab import traffic
 from kops.lab.cluster import Lab
 from kops.lab.zookeeper import ZooKeeperServer
-from kops.planner.throttles import ALL_KEYS
+from kops.model.throttle_keys import ALL_KEYS
 
 MB = 1024 * 1024
 BROKERS = 4

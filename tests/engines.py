@@ -28,7 +28,7 @@ from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
 from kops.lab import kafka_dist, traffic
 from kops.lab.cluster import Lab
-from kops.planner.throttles import ALL_KEYS
+from kops.model.throttle_keys import ALL_KEYS
 from tests.labtools import running_lab, state, wait_until
 
 ENGINES = ("kops", "kafka-3.9")

@@ -20,10 +20,9 @@ from kops.broker.simlog import SimulatedLog
 from kops.broker.throttles import Throttles
 from kops.controller.wire import BrokerAddress, ControllerBatch
 from kops.model.partitioner import key_shares
-from kops.model.partitions import TopicPartition
+from kops.model.partitions import NO_LEADER, TopicPartition
 from kops.rpc import RpcError
 
-NO_LEADER = -1
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 FIRST_FETCH_BYTES = 1 << 40  # a follower that does not know the leader's log end asks for "everything"
 

@@ -30,7 +30,7 @@ from kops.kafka.client import ZkClient
 from kops.kafka.reader import read_snapshot
 from kops.model import snapshot_format
 from kops.model.snapshot import Snapshot
-from kops.planner.throttles import ALL_KEYS as THROTTLE_KEYS
+from kops.model.throttle_keys import ALL_KEYS as THROTTLE_KEYS
 
 
 

@@ -23,7 +23,7 @@ from kops.kafka.reader import read_snapshot
 from kops.model.features import KIP179_ADMIN, KIP236_CANCEL
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
-from kops.planner.throttles import ALL_KEYS
+from kops.model.throttle_keys import ALL_KEYS
 from kops.units import format_size
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-NO_LEADER = -1
+from kops.model.partitions import NO_LEADER
+
+__all__ = ["NO_LEADER", "Election", "controlled_shutdown", "offline", "preferred", "reassignment"]
 
 
 @dataclass(frozen=True)

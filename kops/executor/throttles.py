@@ -18,7 +18,8 @@ from kops.kafka.client import ZkClient
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 from kops.model.snapshot import Snapshot
-from kops.planner.throttles import TOPIC_KEYS, batch_throttle
+from kops.model.throttle_keys import TOPIC_KEYS
+from kops.planner.throttles import batch_throttle
 
 
 def _entries(value: str | None) -> set[str]:

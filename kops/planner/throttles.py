@@ -13,15 +13,8 @@ from collections.abc import Iterable
 
 from kops.model.plan import Move, Throttle
 from kops.model.snapshot import Snapshot
+from kops.model.throttle_keys import BROKER_KEYS, FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
-TOPIC_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
-BROKER_KEYS = (LEADER_RATE, FOLLOWER_RATE)
-ALL_KEYS = TOPIC_KEYS + BROKER_KEYS + (LOG_DIRS_RATE,)  # every throttle config Kafka knows (spec §2.1)
 
 
 def merge_list(existing: str | None, ours: set[str]) -> str:

@@ -22,7 +22,7 @@ from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
 from kops.model import plan_format
 from kops.model.plan import Plan
-from kops.planner.throttles import ALL_KEYS
+from kops.model.throttle_keys import ALL_KEYS
 from tests.engines import EngineLab
 from tests.labtools import state, wait_until
 
