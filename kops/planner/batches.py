@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kops.model.plan import Move
@@ -136,8 +137,12 @@ def minimum_batches(moves: list[Move], limits: Limits, sized: bool) -> int:
     return needed
 
 
-def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, order: str = "size") -> list[list[Move]]:
-    """Group moves into batches (each a list of moves in a stable order). Deterministic."""
+def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, order: str = "size",
+                 declared: Sequence[str] = ()) -> list[list[Move]]:
+    """Group moves into batches (each a list of moves in a stable order). Deterministic.
+
+    `order`: size (balanced batches, largest work first), topic (by name), as-declared (topics in `declared`
+    order, the playbook's; topics moved without being declared, by a decommission say, come after, by name)."""
     if not moves:
         return []
     data = [m for m in moves if m.adding]
@@ -145,7 +150,8 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
     if order == "topic":
         ranked = sorted(data, key=lambda m: (m.topic, m.partition))
     elif order == "as-declared":
-        ranked = list(data)
+        position = {name: i for i, name in enumerate(declared)}
+        ranked = sorted(data, key=lambda m: (position.get(m.topic, len(position)), m.topic, m.partition))
     else:
         ranked = sorted(data, key=lambda m: (-work(m, sized), m.topic, m.partition))
     batches = [_Batch() for _ in range(max(1, minimum_batches(data, limits, sized)))]

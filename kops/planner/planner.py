@@ -415,7 +415,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     sized = any(m.bytes for m in moves)
     limits = batching.Limits(desired.execution.max_partitions, desired.execution.max_bytes,
                              desired.execution.max_moves_per_broker)
-    grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order)
+    grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order, tuple(desired.topics))
     batch_list = []
     starts = 0.0
     for index, group in enumerate(grouped):

@@ -310,3 +310,14 @@ def test_the_playbooks_stall_timeout_travels_in_the_plan_file() -> None:
     assert "stall_timeout" not in plan_format.dumps(plan(declare(td("t", 6, 3)), snap)).decode()
     with pytest.raises(Exception, match="stall_timeout must be positive"):
         plan_format.loads(plan_format.dumps(result).replace(b'"stall_timeout": 120.0', b'"stall_timeout": -1'), "p")
+
+
+def test_order_as_declared_batches_topics_in_the_playbooks_order() -> None:
+    snap = snapshot(B6, [round_robin(name, 4, 2, [1, 2, 3]) for name in ("alpha", "mid", "zulu")])
+    declared = declare(td("zulu", 4, 3), td("alpha", 4, 3), td("mid", 4, 3),
+                       execution=Execution(order="as-declared", max_partitions=4))
+    result = plan(declared, snap)
+    assert [sorted({m.topic for m in b.moves}) for b in result.batches] == [["zulu"], ["alpha"], ["mid"]]
+    by_name = plan(declare(td("zulu", 4, 3), td("alpha", 4, 3), td("mid", 4, 3),
+                           execution=Execution(order="topic", max_partitions=4)), snap)
+    assert [sorted({m.topic for m in b.moves}) for b in by_name.batches] == [["alpha"], ["mid"], ["zulu"]]
