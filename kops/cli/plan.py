@@ -43,6 +43,8 @@ def render_text(plan: Plan, details: bool = True) -> None:
         return
     for text in s.destructive:
         out.print(f"[bold red]DESTRUCTIVE:[/] [red]{text}[/]")
+    for text in plan.warnings:
+        out.print(f"[bold yellow]warning:[/] {text}")
     topics = console.table("Topic changes", "Topic", "Change")
     for c in plan.creations:
         rf = len(next(iter(c.assignment.values()))) if c.assignment else 0

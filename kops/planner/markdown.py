@@ -32,6 +32,10 @@ def render_markdown(plan: Plan) -> str:
         lines += ["> [!CAUTION]", "> **Destructive changes** — review before applying:"]
         lines += [f"> - {d}" for d in s.destructive]
         lines.append("")
+    if plan.warnings:
+        lines += ["> [!WARNING]", "> **Review** before applying:"]
+        lines += [f"> - {w}" for w in plan.warnings]
+        lines.append("")
     ratio = f" (lower bound {s.lower_bound_moves})" if s.lower_bound_moves else ""
     lines += [
         "| | |", "|---|---|",

@@ -450,6 +450,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         + [f"mark partitions {s.undeleted_partition_count}..{s.current_count - 1} of {s.topic} for deletion" for s in work.shrinks]
         + [f"topic {c.entity}: {c.reason}" for c in work.configs if c.destructive]
     )
+    work.warnings += _reviewer_warnings(snapshot, desired, moves, layout)
     data_moves = [m for m in moves if m.kind == "data"]
     replica_moves = sum(len(m.adding) for m in data_moves)
     involved = set(desired.topics) | {m.topic for m in moves}
@@ -487,6 +488,37 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         kops_version=__version__,
         stall_timeout=desired.execution.stall_timeout,
     )
+
+
+def _reviewer_warnings(snapshot: Snapshot, desired: DesiredState, moves: list[Move], layout: Layout) -> list[str]:
+    """What a reviewer must see before applying: moves of partitions already below min.insync.replicas (acks=all
+    producers fail there now, and the move waits for in-sync replicas), and leaders left above one more than the
+    fair share after the plan (topics outside its scope, or placement constraints, keep them there)."""
+    warnings = []
+    for m in moves:
+        part = snapshot.partition(m.tp)
+        topic = snapshot.topics.get(m.topic)
+        misr = (topic.config.get("min.insync.replicas") if topic else None) or \
+            (desired.topics[m.topic].config.get("min.insync.replicas") if m.topic in desired.topics else None)
+        if part is None or part.state is None or not misr or not str(misr).isdigit():
+            continue
+        if len(part.state.isr) < int(misr):
+            warnings.append(f"{m.tp} is below min.insync.replicas {misr} (ISR {list(part.state.isr)}) before its "
+                            f"move: acks=all producers fail there now, and the move waits for in-sync replicas")
+    live = sorted(snapshot.live_broker_ids)
+    if moves and live:
+        leaders: dict[int, int] = {}
+        for replicas in layout.replicas.values():
+            if replicas:
+                leaders[replicas[0]] = leaders.get(replicas[0], 0) + 1
+        fair = -(-sum(leaders.values()) // len(live))
+        heavy = sorted((b, n) for b, n in leaders.items() if n > fair + 1)
+        if heavy:
+            broker, count = max(heavy, key=lambda bn: bn[1])
+            warnings.append(f"leaders stay unbalanced after this plan: broker {broker} leads {count} partitions "
+                            f"(fair share {fair}); partitions outside the plan's scope, or placement constraints, "
+                            f"keep them there")
+    return warnings
 
 
 def _grown(group: list[Move], growth: Mapping[TopicPartition, float], start_seconds: float) -> list[Move]:

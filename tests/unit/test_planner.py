@@ -321,3 +321,17 @@ def test_order_as_declared_batches_topics_in_the_playbooks_order() -> None:
     by_name = plan(declare(td("zulu", 4, 3), td("alpha", 4, 3), td("mid", 4, 3),
                            execution=Execution(order="topic", max_partitions=4)), snap)
     assert [sorted({m.topic for m in b.moves}) for b in by_name.batches] == [["alpha"], ["mid"], ["zulu"]]
+
+
+def test_warnings_name_what_a_reviewer_must_see() -> None:
+    weak = topic("weak", [(1, 2, 3), (2, 3, 1)], config={"min.insync.replicas": "2"})
+    weak.partitions[0] = Partition((1, 2, 3), state=PartitionState(1, 1, (1,), 1))  # ISR below min.insync
+    snap = snapshot(B6, [weak])
+    result = plan(declare(td("weak"), decommission=[1]), snap)
+    assert any("weak-0 is below min.insync.replicas 2 (ISR [1])" in w for w in result.warnings)
+    assert not any("weak-1" in w for w in result.warnings)
+    doc = plan_format.loads(plan_format.dumps(result), "p")
+    assert doc.warnings == result.warnings
+    from kops.planner.markdown import render_markdown
+
+    assert "> [!WARNING]" in render_markdown(result) and "weak-0 is below" in render_markdown(result)
