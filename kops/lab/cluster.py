@@ -16,12 +16,12 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from kops.errors import EnvironmentProblem, KopsError, UsageError
+from kops.errors import EnvironmentProblem, UsageError
 from kops.kafka import paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.connect import parse_connect
 from kops.lab.folder import LabFolder
-from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
+from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive
 from kops.lab.zookeeper import ZooKeeperServer
 
 CONNECT_FILE = "zookeeper"
@@ -55,16 +55,7 @@ class LabState:
 
 class Lab(LabFolder):
     def state(self) -> LabState:
-        try:
-            return LabState.from_json(self.state_file.read_text())
-        except FileNotFoundError:
-            raise UsageError("no lab here", where=str(self.directory), hint="run: kops lab up") from None
-        except (ValueError, TypeError, KeyError) as exc:
-            raise KopsError(f"unreadable lab state ({exc})", where=str(self.state_file),
-                            hint="run: kops lab down, then kops lab up") from None
-
-    def _save(self, state: LabState) -> None:
-        self._write_state(state.to_json())
+        return self._read_state(LabState.from_json)  # type: ignore[no-any-return]
 
     def _ids(self, state: LabState) -> list[int]:
         return sorted(state.racks)
@@ -117,24 +108,11 @@ class Lab(LabFolder):
 
     def down(self) -> list[int]:
         """Kill every broker (SIGKILL: the lab is going away), stop a ZooKeeper we started; what was stopped."""
-        stopped = []
         try:
-            state = self.state()
+            state: LabState | None = self.state()
         except UsageError:
             state = None
-        if state is not None:
-            for broker, pid in sorted(state.pids.items()):
-                if self._is_broker(pid) and signal_and_wait(pid, signal.SIGKILL, 5.0):
-                    stopped.append(broker)
-        for process in self._processes.values():
-            if process.poll() is None:
-                process.kill()
-            process.wait(5)
-        self._processes.clear()
-        if state is None or state.managed_zookeeper:
-            server = ZooKeeperServer.attach(self.directory / "zk")
-            if server is not None:
-                server.stop()
+        stopped = self._kill_everything(state, 5.0)
         self.state_file.unlink(missing_ok=True)
         (self.directory / CONNECT_FILE).unlink(missing_ok=True)
         return stopped

@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kops.errors import UsageError
+from kops.errors import KopsError, UsageError
 from kops.lab.processes import is_paused, signal_and_wait
+from kops.lab.zookeeper import ZooKeeperServer
 
 STATE_FILE = "lab.json"
 
@@ -46,6 +48,19 @@ class LabFolder:
 
     def exists(self) -> bool:
         return self.state_file.exists()
+
+    def _read_state(self, parse: Callable[[str], Any]) -> Any:
+        """lab.json parsed, or one line: no lab here (run kops lab up), or an unreadable one (down, then up)."""
+        try:
+            return parse(self.state_file.read_text())
+        except FileNotFoundError:
+            raise UsageError("no lab here", where=str(self.directory), hint="run: kops lab up") from None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise KopsError(f"unreadable lab state ({exc})", where=str(self.state_file),
+                            hint="run: kops lab down, then kops lab up") from None
+
+    def _save(self, state: Any) -> None:
+        self._write_state(state.to_json())
 
     def _write_state(self, text: str) -> None:
         tmp = self.state_file.with_suffix(".tmp")
@@ -85,6 +100,24 @@ class LabFolder:
         process = self._processes.pop(process_id, None)
         if process is not None:
             process.wait(10)
+
+    def _kill_everything(self, state: Any, grace: float) -> list[int]:
+        """SIGKILL every process of `state` (None: an unreadable lab) and of this object, and stop a ZooKeeper the lab
+        started: the lab is going away, a graceful shutdown would only move leadership around. What was killed."""
+        stopped = []
+        for process_id, pid in sorted((state.pids if state is not None else {}).items()):
+            if self._owns(pid) and signal_and_wait(pid, signal.SIGKILL, grace):
+                stopped.append(process_id)
+        for process in self._processes.values():
+            if process.poll() is None:
+                process.kill()
+            process.wait(grace)
+        self._processes.clear()
+        if state is None or state.managed_zookeeper:
+            server = ZooKeeperServer.attach(self.directory / "zk")
+            if server is not None:
+                server.stop()
+        return stopped
 
     def pids_alive(self) -> list[int]:
         """Pids of processes this object started that still run (after `down`: none)."""

@@ -90,16 +90,7 @@ class KafkaLab(LabFolder):
     kind = "node"
 
     def state(self) -> KafkaLabState:
-        try:
-            return KafkaLabState.from_json(self.state_file.read_text())
-        except FileNotFoundError:
-            raise UsageError("no lab here", where=str(self.directory), hint="run: kops lab up") from None
-        except (ValueError, TypeError, KeyError) as exc:
-            raise KopsError(f"unreadable lab state ({exc})", where=str(self.state_file),
-                            hint="run: kops lab down, then kops lab up") from None
-
-    def _save(self, state: KafkaLabState) -> None:
-        self._write_state(state.to_json())
+        return self._read_state(KafkaLabState.from_json)  # type: ignore[no-any-return]
 
     def distribution(self, state: KafkaLabState | None = None) -> Distribution:
         state = state or self.state()
@@ -222,7 +213,6 @@ class KafkaLab(LabFolder):
 
     def down(self) -> list[int]:
         """SIGKILL every node and steady producer, stop a ZooKeeper we started; the nodes that were stopped."""
-        stopped: list[int] = []
         try:
             state: KafkaLabState | None = self.state()
         except KopsError:
@@ -231,18 +221,7 @@ class KafkaLab(LabFolder):
             for pid in state.ingest.values():
                 if pid_alive(pid) and cmdline_contains(pid, b"kops.lab.ingest"):
                     signal_and_wait(pid, signal.SIGKILL, 5.0)
-            for node_id, pid in sorted(state.pids.items()):
-                if self._is_node(pid) and signal_and_wait(pid, signal.SIGKILL, 10.0):
-                    stopped.append(node_id)
-        for process in self._processes.values():
-            if process.poll() is None:
-                process.kill()
-            process.wait(10)
-        self._processes.clear()
-        if state is None or state.managed_zookeeper:
-            server = ZooKeeperServer.attach(self.directory / "zk")
-            if server is not None:
-                server.stop()
+        stopped = self._kill_everything(state, 10.0)
         left = [pid for pid in (state.pids.values() if state else []) if self._is_node(pid)]
         if left:
             raise EnvironmentProblem(f"Kafka processes {left} survived SIGKILL", where=str(self.directory))
