@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from kops.errors import KopsError
+from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient
@@ -151,7 +152,7 @@ def scenario(index: int, rng: random.Random, lab: Lab, zk: ZkClient, connect: st
         time.sleep(rng.uniform(0.5, 2.0))
         lab.start_broker(restart)
         wait_for(lambda: restart in read_snapshot(zk).live_broker_ids and not read_snapshot(zk).offline(), 60)
-    started_any = any(Journal(zk).load(i).plan_path == str(plan_file) for i in Journal(zk).ids())
+    started_any = any(Journal(ZkRecords(zk)).load(i).plan_path == str(plan_file) for i in Journal(ZkRecords(zk)).ids())
     if first_exit == 0:
         code, err = 0, ""
     elif not started_any:  # killed before it recorded anything: nothing to resume or undo, as an operator sees
@@ -167,7 +168,7 @@ def scenario(index: int, rng: random.Random, lab: Lab, zk: ZkClient, connect: st
     reached = layout(zk, names) == expected
     left = leftover_throttles(zk, names)
     ok = code == 0 and reached and healthy and not left
-    last = Journal(zk).latest()
+    last = Journal(ZkRecords(zk)).latest()
     return {"scenario": index, "fault": fault, "stop_reasons": stop_reasons(zk, plan_file), "first_error": _last_line(first_err), "detail": detail, "first_exit": first_exit, "finish": finish,
             "finish_exit": code, "layout_ok": reached, "online": healthy, "throttles_left": left, "ok": ok,
             "seconds": round(time.monotonic() - started, 2), "error": _last_line(err) if not ok else None,
@@ -180,7 +181,7 @@ def _last_line(text: str | None) -> str | None:
 
 
 def stop_reasons(zk: ZkClient, plan_file: Path) -> list[str]:
-    journal = Journal(zk)
+    journal = Journal(ZkRecords(zk))
     reasons = []
     for execution_id in journal.ids():
         record = journal.load(execution_id)

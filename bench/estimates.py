@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from kops.errors import KopsError
+from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
 from kops.kafka import admin
 from kops.lab import traffic
@@ -82,7 +83,7 @@ def one_run(folder: Path, server: ZooKeeperServer, run: int) -> dict:
             kops("plan", str(folder / "pb.yml"), "-z", connect, "--sizes", str(folder / f"sizes{run}"), "-o", str(plan_file))
             kops("apply", str(plan_file), "-z", connect, "--yes", "--format", "json", "--poll", "0.1")
             plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
-            record = Journal(zk).latest()
+            record = Journal(ZkRecords(zk)).latest()
             batches = []
             for batch, planned in zip(record.batches, plan.batches):
                 measured = (batch.finished_at - batch.started_at) * SCALE

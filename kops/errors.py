@@ -47,6 +47,10 @@ class ConnectionFailed(KopsError):
     """A cluster (ZooKeeper ensemble) could not be reached or refused the session."""
 
 
+class Refused(KopsError):
+    """The cluster would not take a reassignment now (another one is in flight, or Kafka said no)."""
+
+
 class NotAKafkaCluster(KopsError):
     """The ZooKeeper path holds no Kafka cluster (missing chroot, no /brokers)."""
 

@@ -145,4 +145,51 @@ def engine_cluster(engine: str, tmp_path: Path, zk_connect: str, shared: Callabl
     yield cluster
 
 
-__all__ = ["ENGINES", "EngineLab", "Lab", "engine_cluster", "kafka39_cluster", "require_real"]
+def reset_admin_cluster(lab: Any, bootstrap: str) -> None:
+    """Back to an empty cluster through the Admin API (KRaft has no ZooKeeper to clean): brokers up, nothing
+    moving, no topics (kops's `__kops` included), no throttles."""
+    from kafka.admin import ConfigResource
+
+    from kops.lab.kafka_admin import admin_client, first_answer
+
+    state_ = lab.state()
+    for broker in sorted(state_.racks):
+        if lab.paused(broker, state_):
+            lab.resume_broker(broker)
+        if not lab.running(broker, state_):
+            lab.start_broker(broker)
+    wait_until(lambda: not first_answer(bootstrap, lambda c: c.list_partition_reassignments()), timeout=120,
+               what="no reassignment in flight")
+
+    def user_topics() -> list[str]:
+        return [t for t in first_answer(bootstrap, lambda c: c.list_topics())
+                if not t.startswith("__") or t == "__kops"]
+
+    if user_topics():
+        first_answer(bootstrap, lambda c: c.delete_topics(user_topics()))
+    wait_until(lambda: not user_topics(), timeout=120, what="topics deleted")
+    with admin_client(bootstrap) as client:
+        brokers = [str(b["broker_id"]) for b in client.describe_cluster()["brokers"]]
+        for broker in brokers:
+            client.alter_configs([ConfigResource("BROKER", broker, configs={k: ("DELETE", None) for k in ALL_KEYS
+                                                                            if k.endswith("rate")})],
+                                 incremental=True, raise_on_unknown=False)
+
+
+@contextmanager
+def kafka4_cluster(directory: Path) -> Iterator[EngineLab]:
+    """Real Kafka 4 in KRaft mode: REAL_BROKERS brokers, the first also the (single) quorum controller."""
+    require_real("kafka-4")
+    from kops.lab.kafka_lab import KafkaLab
+
+    lab = KafkaLab(directory, detached=False)
+    state_ = lab.up("kafka-4", brokers=REAL_BROKERS)
+    try:
+        yield EngineLab("kafka-4", lab, "", state_.bootstrap)
+    finally:
+        lab.down()
+        assert not lab.pids_alive(), "a Kafka process survived lab.down()"
+
+
+__all__ = ["ENGINES", "EngineLab", "Lab", "engine_cluster", "kafka39_cluster", "kafka4_cluster", "require_real",
+           "reset_admin_cluster"]

@@ -12,9 +12,11 @@ from kops.errors import ConnectionFailed
 from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize
 
 
-def describe_log_dirs(client: KafkaAdminClient, where: str, now_ms: int) -> LogDirsReport:
+def describe_log_dirs(client: KafkaAdminClient, where: str, now_ms: int,
+                      partitions: dict[str, list[int]] | None = None) -> LogDirsReport:
+    """Every broker's log dirs, or only `partitions` ({topic: [partition, ...]}) in them."""
     try:
-        answers = client.describe_log_dirs()
+        answers = client.describe_log_dirs(partitions)
     except KafkaError as exc:
         raise ConnectionFailed(f"DescribeLogDirs failed: {exc}", where=where,
                                hint="the principal needs DESCRIBE on the cluster") from None

@@ -22,20 +22,28 @@ from kafka.errors import KafkaError
 from kops.errors import ConnectionFailed
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState
-from kops.model.snapshot import ControllerInfo, Snapshot
+from kops.model.snapshot import ControllerInfo, RequestedMove, Snapshot
 from kops.model.topics import Topic
 
 TOPIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG"}
 BROKER_SOURCES = {"DYNAMIC_BROKER_CONFIG"}
 
 
-def read_snapshot(client: KafkaAdminClient, where: str) -> Snapshot:
+MIGRATING = "zookeeper.metadata.migration.enable"
+
+
+def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | None = None) -> Snapshot:
+    """The whole cluster, or (`only_topics`) the brokers plus those topics: what an executor's poll needs."""
     try:
         cluster = client.describe_cluster()
-        names = sorted(client.list_topics())
+        names = sorted(n for n in client.list_topics() if only_topics is None or n in only_topics)
         described = client.describe_topics(names) if names else []
         moving = client.list_partition_reassignments()
-        configs = client.describe_configs(_config_resources(names, cluster))
+        configs = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names]) if names else {}
+        if only_topics is None:  # broker configs: dynamic ones (throttles) and static ones (a migration)
+            configs.update(client.describe_configs(
+                [ConfigResource(ConfigResourceType.BROKER, str(b["broker_id"])) for b in cluster["brokers"]],
+                config_filter="all"))
     except KafkaError as exc:
         raise ConnectionFailed(f"the cluster did not answer: {exc}", where=where,
                                hint="check the bootstrap servers, --command-config and the cluster's health") from None
@@ -46,15 +54,16 @@ def read_snapshot(client: KafkaAdminClient, where: str) -> Snapshot:
               for t in described}
     broker_configs = {name: found for name, values in configs.get("broker", {}).items()
                       if (found := _overrides(values, BROKER_SOURCES))}
+    migration = any(str(values.get(MIGRATING, {}).get("value")).lower() == "true"
+                    for values in configs.get("broker", {}).values())
+    requested = tuple(RequestedMove(tp.topic, tp.partition, tuple(r for r in flight.get("replicas", ())
+                                                                if r not in flight.get("removing_replicas", ())))
+                      for tp, flight in sorted(moving.items(), key=lambda kv: (kv[0].topic, kv[0].partition))
+                      if only_topics is None or tp.topic in only_topics)
     return Snapshot(cluster_id=cluster.get("cluster_id"),
                     controller=ControllerInfo(id=cluster.get("controller_id"), epoch=None),
-                    brokers=brokers, topics=topics, broker_configs=broker_configs, connect=where)
-
-
-def _config_resources(names: list[str], cluster: dict[str, Any]) -> list[ConfigResource]:
-    resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
-    resources += [ConfigResource(ConfigResourceType.BROKER, str(b["broker_id"])) for b in cluster["brokers"]]
-    return resources
+                    brokers=brokers, topics=topics, broker_configs=broker_configs, requested_moves=requested,
+                    migration=migration, connect=f"kafka://{where}")
 
 
 def _overrides(values: dict[str, dict[str, Any]], sources: set[str]) -> dict[str, str]:

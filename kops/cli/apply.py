@@ -10,15 +10,13 @@ from typing import Annotated, Optional
 import typer
 
 from kops.cli import console
-from kops.cli.execution import Reporter, cluster_connect, install_signals, load_plan
-from kops.cli.options import (
-    ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, parse_throttle, zk_settings)
+from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
+from kops.cli.execution import Reporter, install_signals, load_plan
+from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_throttle
 from kops.cli.plan import render_text
 from kops.errors import ExitCode, UsageError
 from kops.executor.executor import Controls, Executor, Outcome, Stale
 from kops.executor.stall import DEFAULT_STALL_SECONDS
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
 from kops.model.plan import Plan
 from kops.planner.fingerprint import drift
 
@@ -44,11 +42,12 @@ def confirm(question: str, yes: bool, output_format: OutputFormat) -> None:
         raise typer.Exit(ExitCode.ERROR)
 
 
+@connection_options
 def apply(
     plan_file: PlanArg,
+    connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    zookeeper: Zookeeper = None,
     yes: Yes = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the interrupted execution of this plan from its record.")] = False,
     throttle: Annotated[Optional[str], typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides the plan's).")] = None,
@@ -57,18 +56,20 @@ def apply(
     batch_timeout: BatchTimeout = None,
     stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
-    connect_timeout: ConnectTimeout = 10.0,
-    session_timeout: SessionTimeout = 10.0,
 ) -> None:
     """Execute a plan: non-move changes first, then the batches of moves, each with its throttles, a checkpoint
     at every batch boundary and the throttles restored after it; then the preferred-leader election.
 
-    Takes the cluster lock (/kops/lock) and records the execution (/kops/executions/<id> and a copy beside the
-    plan). Ctrl-C once: stop after the batch in flight; twice: cancel it (KIP-236, where the cluster offers it).
+    Takes the cluster lock and records the execution (through ZooKeeper: /kops/lock and /kops/executions/<id>;
+    through the Admin API: a lease and records in the __kops topic; and a copy beside the plan). Ctrl-C once:
+    stop after the batch in flight; twice: cancel it (KIP-455 through the Admin API, KIP-236 where a ZooKeeper
+    cluster offers it).
 
     Examples:
 
       kops apply plans/staging.json -z zk1:2181/kafka
+
+      kops apply plans/staging.json -b broker1:9092 --command-config client.properties
 
       kops apply plans/staging.json -i inventories/example -l staging --yes --format json
 
@@ -78,11 +79,10 @@ def apply(
     5 another execution holds the lock.
     """
     plan, digest = load_plan(plan_file)
-    connect = cluster_connect(inventory, limit, zookeeper, plan)
+    address = resolve(connection, inventory, limit, plan.connect)
     rate = parse_throttle(throttle)
-    settings = zk_settings(connect, connect_timeout, session_timeout)
     if dry_run:
-        _dry_run(settings, plan, resume, output_format)
+        _dry_run(connection, address, plan, resume, output_format)
         return
     if output_format is OutputFormat.text and not resume:
         render_text(plan, details=False)
@@ -90,13 +90,13 @@ def apply(
         console.info("the plan changes nothing")
         return
     confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
-    run_execution(settings, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
+    run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
                   lambda executor: executor.apply(plan, str(plan_file), digest, resume, rate))
 
 
-def _dry_run(settings, plan, resume: bool, output_format: OutputFormat) -> None:  # type: ignore[no-untyped-def]
-    with ZkClient(settings) as client:
-        snapshot = read_snapshot(client)
+def _dry_run(connection: Connection, address: Address, plan: Plan, resume: bool, output_format: OutputFormat) -> None:
+    with open_cluster(connection, address) as cluster:
+        snapshot = cluster.snapshot()
     changes = [] if resume else drift(plan.fingerprint, snapshot)
     if output_format is OutputFormat.json:
         console.print_json({"drift": changes, "batches": len(plan.batches), "moves": len(plan.moves),
@@ -112,11 +112,12 @@ def _dry_run(settings, plan, resume: bool, output_format: OutputFormat) -> None:
         raise Stale("the cluster changed since the plan was made: " + "; ".join(changes), hint="make a new plan")
 
 
+@connection_options
 def rollback(
     plan_file: PlanArg,
+    connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    zookeeper: Zookeeper = None,
     execution: Annotated[Optional[str], typer.Option("--execution", help="The execution to undo (default: the last apply of this plan). A rollback's id rolls the rollback back.")] = None,
     yes: Yes = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted rollback of this plan.")] = False,
@@ -124,8 +125,6 @@ def rollback(
     batch_timeout: BatchTimeout = None,
     stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
-    connect_timeout: ConnectTimeout = 10.0,
-    session_timeout: SessionTimeout = 10.0,
 ) -> None:
     """Undo what an execution of this plan did: cancel its batch in flight (KIP-236 where offered, else wait for
     it), move every completed partition back to its original replicas in their original order (last batch
@@ -142,10 +141,9 @@ def rollback(
     safely), 5 another execution holds the lock.
     """
     plan, digest = load_plan(plan_file)
-    connect = cluster_connect(inventory, limit, zookeeper, plan)
-    settings = zk_settings(connect, connect_timeout, session_timeout)
+    address = resolve(connection, inventory, limit, plan.connect)
     confirm("roll back?", yes, output_format)
-    outcome = run_execution(settings, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
+    outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
                             lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id, execution, resume),
                             check=False)
     for note in outcome.record.irreversible:
@@ -161,16 +159,17 @@ def stall_seconds(given: float | None, plan: Plan) -> float:
     return plan.stall_timeout if plan.stall_timeout is not None else DEFAULT_STALL_SECONDS
 
 
-def run_execution(settings: ZkSettings, output_format: OutputFormat, poll: float, batch_timeout: float | None,
-                  stall_timeout: float, action: Callable[[Executor], Outcome], check: bool = True) -> Outcome:
+def run_execution(connection: Connection, address: Address, output_format: OutputFormat, poll: float,
+                  batch_timeout: float | None, stall_timeout: float, action: Callable[[Executor], Outcome],
+                  check: bool = True) -> Outcome:
     """Signals, progress rendering and the session around one execution; exit 3/4/5 unless `check` is off."""
     controls = Controls()
     install_signals(controls)
     reporter = Reporter(output_format)
     try:
-        with ZkClient(settings) as client:
-            outcome = action(Executor(client, reporter, controls, poll_seconds=poll, batch_timeout=batch_timeout,
-                                      lock_wait=settings.session_timeout + 5, stall_timeout=stall_timeout))
+        with open_cluster(connection, address) as cluster:
+            outcome = action(Executor(cluster, reporter, controls, poll_seconds=poll, batch_timeout=batch_timeout,
+                                      lock_wait=connection.session_timeout + 5, stall_timeout=stall_timeout))
     finally:
         reporter.close()
     if check and outcome.exit_code is not ExitCode.OK:

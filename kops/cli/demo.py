@@ -1,10 +1,15 @@
 """`kops lab demo`: the newcomer's tour, run by `make demo`.
 
-A lab of six broker processes on three racks (real ZooKeeper, the seeds' controller) gets three topics with
-skewed sizes and a steady ingest; then every step prints the command a person would type and runs exactly
-that command line through the CLI: `kops state`, `kops sizes summarize` (Spark) on the brokers' log-dir
-snapshots, `kops plan` of playbooks/lab-demo.yml (a new topic, a replication factor raised, broker 6
-decommissioned, leaders balanced), `kops apply` with progress, `kops status`, `kops rollback`, `kops lab down`.
+A lab of six brokers on three racks gets three topics with skewed sizes and a steady ingest; then every step
+prints the command a person would type and runs exactly that command line through the CLI: `kops state`,
+`kops sizes summarize` (Spark) on log-dir samples, `kops plan` of playbooks/lab-demo.yml (a new topic, a
+replication factor raised, broker 6 decommissioned, leaders balanced), `kops apply` with progress,
+`kops status`, `kops rollback`, `kops lab down`.
+
+On real Kafka 4 (KRaft, the default once `make setup` fetched it) kops reaches the cluster through the Admin
+API (`-b`), the data is real records, and the samples come from `kops sizes collect` (DescribeLogDirs); on
+the kops engine (`--engine kops`: real ZooKeeper, the seeds' controller) through ZooKeeper (`-z`), with the
+brokers' own kafka-log-dirs snapshots.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ import typer
 from kops.cli import console
 from kops.errors import KopsError
 from kops.kafka import admin
-from kops.lab import traffic
+from kops.lab import kafka_dist, traffic
 from kops.lab.cluster import Lab
+from kops.lab.engines import open_lab
 
 DEFAULT_DIR = Path(".kops/demo")
 PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "lab-demo.yml"
@@ -114,60 +120,104 @@ def _fresh_snapshots(lab_dir: Path, since: float, brokers: int, count: int = 2) 
     _retry(enough, "waiting for log-dir snapshots", timeout=10 * LOGDIRS_EVERY * count)
 
 
+def _create_real_topics(bootstrap: str) -> None:
+    """The same topics on real Kafka, through the Admin API, with real records (a quarter of the sizes: real
+    bytes are written, replicated and copied on this machine)."""
+    from kops.lab.kafka_admin import first_answer, produce  # noqa: PLC0415 - only the real-Kafka demo needs it
+
+    spec = {t: {"assignments": {p: list(r) for p, (r, _) in parts.items()}} for t, parts in TOPICS.items()}
+    first_answer(bootstrap, lambda c: c.create_topics(spec))
+    for topic, partitions in TOPICS.items():
+        for p, (_, megabytes) in partitions.items():
+            _retry(lambda t=topic, p=p, n=megabytes: produce(bootstrap, t, n * MB // 4, p) > 0,
+                   f"producing to {topic}-{p}", timeout=60)
+
+
+def default_engine() -> str:
+    return "kafka-4" if kafka_dist.installed("kafka-4") is not None else "kops"
+
+
 def demo(
-    lab_dir: Annotated[Path, typer.Option("--dir", "-d", help="Folder for the demo's lab (ZooKeeper, brokers, files).")] = DEFAULT_DIR,
+    lab_dir: Annotated[Path, typer.Option("--dir", "-d", help="Folder for the demo's lab (brokers, files).")] = DEFAULT_DIR,
+    engine: Annotated[str, typer.Option("--engine", help="kafka-4 (real Kafka in KRaft mode, through the Admin API; "
+                                                         "the default once installed) or kops (the seeds' engine on "
+                                                         "ZooKeeper).")] = "",
     keep: Annotated[bool, typer.Option(help="Leave the lab running afterwards, to explore.")] = False,
 ) -> None:
     """Run the newcomer's tour on a lab of 6 brokers: state, sizes with Spark, plan, apply, status, rollback.
 
-    Takes two to three minutes. Example: kops lab demo --keep   (then: kops state -z "$(cat .kops/demo/zookeeper)")
+    Takes two to four minutes. Example: kops lab demo --keep   (then: kops state -b "$(cat .kops/demo/bootstrap)")
     """
     started = time.monotonic()
+    engine = engine or default_engine()
+    if engine not in ("kafka-4", "kops"):
+        raise KopsError(f"--engine {engine}: the demo runs on kafka-4 or kops")
     d = str(lab_dir)
-    if Lab(lab_dir).exists():
-        Lab(lab_dir).down()
     if lab_dir.exists():
+        if (lab_dir / "lab.json").exists():
+            open_lab(lab_dir).down()
         shutil.rmtree(lab_dir)
-    plan_file, sizes = f"{d}/plan.json", f"{d}/sizes"
+    target: list[str] = []
     try:
-        _step(1, "Start a lab: real ZooKeeper, 6 broker processes on 3 racks, the seeds' controller")
-        _run("lab", "up", "--dir", d, "--brokers", "6", "--racks", "3", "--logdirs-every", f"{LOGDIRS_EVERY:g}")
-        lab = Lab(lab_dir)
-        connect = lab.state().connect
-
-        _step(2, "Topics as an application team left them: leaders piled on brokers 1-2, sizes skewed, steady ingest")
-        _create_topics(lab)
-        produced_at = time.time()
-        for topic, rate in INGEST.items():
-            _run("lab", "produce", topic, "--rate", rate, "--dir", d)
-
-        _step(3, "Read the whole cluster")
-        _run("state", "-z", connect)
-
-        _step(4, f"Summarise partition sizes with Spark from the brokers' kafka-log-dirs snapshots ({d}/logdirs)")
-        _fresh_snapshots(lab_dir, produced_at, brokers=6)
-        _run("sizes", "summarize", f"{d}/logdirs", "--out", sizes)
-        _run("sizes", "show", sizes, "--top", "8")
-
-        _step(5, "Plan playbooks/lab-demo.yml: add shop.audit, clicks RF 2 -> 3, decommission broker 6, balance leaders")
-        _run("plan", "playbooks/lab-demo.yml" if Path("playbooks/lab-demo.yml").exists() else str(PLAYBOOK),
-             "-z", connect, "--sizes", sizes, "-o", plan_file)
-        console.out.print("[dim]Broker 3 takes most of broker 6's replicas: it is the only other broker on rack-3, "
-                          "and every partition keeps its replicas on distinct racks.[/]")
-
-        _step(6, "Apply it: batches with throttles, progress, a checkpoint after each batch")
-        _run("apply", plan_file, "-z", connect, "--yes")
-
-        _step(7, "What ran, and what is in flight now")
-        _run("status", "-z", connect)
-
-        _step(8, "Roll it back: original replicas in their original order, configs, leaders")
-        _run("rollback", plan_file, "-z", connect, "--yes")
+        target = _start(engine, lab_dir)
+        _tour(lab_dir, target)
     finally:
-        if not keep and Lab(lab_dir).exists():
+        if not keep and (lab_dir / "lab.json").exists():
             _step(9, "Stop the lab")
             _run("lab", "down", "--dir", d)
     console.out.print()
     console.out.print(f"[bold green]demo done in {time.monotonic() - started:.0f} s.[/] "
-                      + (f"The lab keeps running: kops state -z {connect}; stop it with kops lab down --dir {d}"
+                      + (f"The lab keeps running: kops state {' '.join(target)}; stop it with kops lab down --dir {d}"
                          if keep else f"Files are in {d}/ (plan, sizes, execution record, broker logs)."))
+
+
+def _start(engine: str, lab_dir: Path) -> list[str]:
+    """Steps 1 and 2: the lab and its topics; returns how the CLI names the cluster (-b or -z)."""
+    d = str(lab_dir)
+    if engine == "kafka-4":
+        _step(1, "Start a lab: real Apache Kafka 4 in KRaft mode, 6 brokers on 3 racks (broker 1 is also the controller)")
+        _run("lab", "up", "--engine", "kafka-4", "--dir", d, "--brokers", "6", "--racks", "3")
+        bootstrap = (lab_dir / "bootstrap").read_text().strip()
+        _step(2, "Topics as an application team left them: leaders piled on brokers 1-2, sizes skewed, steady ingest")
+        _create_real_topics(bootstrap)
+        target = ["-b", bootstrap]
+    else:
+        _step(1, "Start a lab: real ZooKeeper, 6 broker processes on 3 racks, the seeds' controller")
+        _run("lab", "up", "--dir", d, "--brokers", "6", "--racks", "3", "--logdirs-every", f"{LOGDIRS_EVERY:g}")
+        _step(2, "Topics as an application team left them: leaders piled on brokers 1-2, sizes skewed, steady ingest")
+        _create_topics(Lab(lab_dir))
+        target = ["-z", str(Lab(lab_dir).state().connect)]
+    for topic, rate in INGEST.items():
+        _run("lab", "produce", topic, "--rate", rate, "--dir", d)
+    return target
+
+
+def _tour(lab_dir: Path, target: list[str]) -> None:
+    """Steps 3 to 8, the same commands on every engine."""
+    d, produced_at = str(lab_dir), time.time()
+    plan_file, sizes = f"{d}/plan.json", f"{d}/sizes"
+    _step(3, "Read the whole cluster")
+    _run("state", *target)
+    if target[0] == "-b":
+        _step(4, f"Sample partition sizes (DescribeLogDirs) into {d}/logdirs, then summarise them with Spark")
+        _run("sizes", "collect", *target, "--out", f"{d}/logdirs", "--every", "2s", "--for", "5s")
+    else:
+        _step(4, f"Summarise partition sizes with Spark from the brokers' kafka-log-dirs snapshots ({d}/logdirs)")
+        _fresh_snapshots(lab_dir, produced_at, brokers=6)
+    _run("sizes", "summarize", f"{d}/logdirs", "--out", sizes)
+    _run("sizes", "show", sizes, "--top", "8")
+
+    _step(5, "Plan playbooks/lab-demo.yml: add shop.audit, clicks RF 2 -> 3, decommission broker 6, balance leaders")
+    _run("plan", "playbooks/lab-demo.yml" if Path("playbooks/lab-demo.yml").exists() else str(PLAYBOOK),
+         *target, "--sizes", sizes, "-o", plan_file)
+    console.out.print("[dim]Broker 3 takes most of broker 6's replicas: it is the only other broker on rack-3, "
+                      "and every partition keeps its replicas on distinct racks.[/]")
+
+    _step(6, "Apply it: batches with throttles, progress, a checkpoint after each batch")
+    _run("apply", plan_file, *target, "--yes")
+
+    _step(7, "What ran, and what is in flight now")
+    _run("status", *target)
+
+    _step(8, "Roll it back: original replicas in their original order, configs, leaders")
+    _run("rollback", plan_file, *target, "--yes")

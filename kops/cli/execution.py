@@ -16,12 +16,8 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 
 from kops.cli import console
 from kops.cli.options import OutputFormat
-from kops.declare.inventory import load_inventory
-from kops.declare.patterns import PatternError, select_hosts
-from kops.declare.problems import Problems
 from kops.errors import UsageError
 from kops.executor.executor import Controls
-from kops.kafka.connect import parse_connect
 from kops.model import plan_format
 from kops.model.plan import Plan
 from kops.units import format_size
@@ -35,41 +31,6 @@ def load_plan(path: Path) -> tuple[Plan, str]:
         raise UsageError(f"cannot read the plan: {exc.strerror}", where=str(path),
                          hint="write one with `kops plan PLAYBOOK -o FILE`") from None
     return plan_format.loads(data, str(path)), hashlib.sha256(data).hexdigest()[:16]
-
-
-def cluster_connect(inventory: Path | None, limit: str | None, zookeeper: str | None,
-                    plan: Plan | None = None) -> str:
-    """-z CONNECT, or the `zookeeper` variable of the one inventory host -l names, or the plan's own cluster."""
-    if zookeeper and inventory is not None:
-        raise UsageError("give either -i/--inventory or -z/--zookeeper, not both")
-    if zookeeper:
-        parse_connect(zookeeper)
-        return zookeeper
-    if inventory is not None:
-        if not inventory.exists():
-            raise UsageError("no such inventory file or folder", where=str(inventory))
-        problems = Problems()
-        inv = load_inventory(inventory, problems)
-        if problems.errors:
-            raise UsageError(str(problems.sorted_errors()[0]), where=str(inventory))
-        try:
-            hosts, _unmatched = select_hosts(limit or "all", inv)
-        except PatternError as exc:
-            raise UsageError(f"--limit: {exc}") from None
-        if len(hosts) != 1:
-            raise UsageError(f"{'--limit ' + repr(limit) if limit else 'the inventory'} names {len(hosts)} clusters"
-                             f"{' (' + ', '.join(sorted(hosts)) + ')' if hosts else ''}", where=str(inventory),
-                             hint="name exactly one with -l CLUSTER")
-        connect = inv.host_variables(hosts[0]).get("zookeeper")
-        if not connect or "{{" in str(connect):
-            raise UsageError(f"host {hosts[0]} has no plain zookeeper variable", where=str(inventory),
-                             hint="set zookeeper: HOST:PORT/chroot for it, or pass -z")
-        parse_connect(str(connect))
-        return str(connect)
-    if plan is not None and plan.connect:
-        console.info(f"cluster: {plan.connect} (from the plan)")
-        return plan.connect
-    raise UsageError("no cluster given", hint="pass -z HOST:PORT[/chroot], or -i INVENTORY -l CLUSTER")
 
 
 def install_signals(controls: Controls) -> None:

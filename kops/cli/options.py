@@ -53,10 +53,12 @@ CommandConfig = Annotated[
 ]
 ConnectTimeout = Annotated[
     float,
-    typer.Option("--connect-timeout", help="Seconds to wait for ZooKeeper before giving up (exit 1).", min=0.1),
+    typer.Option("--connect-timeout", help="Seconds to wait for ZooKeeper, or for a broker to answer, before giving up "
+                                           "(exit 1).", min=0.1),
 ]
 SessionTimeout = Annotated[
-    float, typer.Option("--session-timeout", help="ZooKeeper session timeout in seconds.", min=1.0)
+    float, typer.Option("--session-timeout", help="Seconds a killed or paused kops keeps the cluster lock: the "
+                                                  "ZooKeeper session timeout, or the lease in __kops.", min=1.0)
 ]
 TlsCa = Annotated[Optional[Path], typer.Option("--zk-tls-ca", help="CA bundle: connect to ZooKeeper over TLS.")]
 TlsCert = Annotated[Optional[Path], typer.Option("--zk-tls-cert", help="Client certificate for ZooKeeper TLS.")]

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from kops.cli import console
-from kops.cli.options import ConnectTimeout, ExtraVars, Inventory, Limit, SessionTimeout, Zookeeper, parse_throttle
+from kops.cli.connection import Connection, connection_options
+from kops.cli.options import ExtraVars, Inventory, Limit, parse_throttle
 from kops.cli.state import write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
 from kops.errors import ExitCode, UsageError
@@ -98,12 +99,13 @@ def render_text(plan: Plan, details: bool = True) -> None:
         out.print(f"[dim]Rollback cannot undo: {note}[/]")
 
 
+@connection_options
 def plan(
+    connection: Connection,
     playbook: Annotated[Optional[Path], typer.Argument(help="The playbook to plan.", show_default=False)] = None,
     inventory: Inventory = None,
     limit: Limit = None,
     extra_vars: ExtraVars = None,
-    zookeeper: Zookeeper = None,
     snapshot: Annotated[Optional[Path], typer.Option("--snapshot", help="Plan offline from a kops-snapshot/1 file.")] = None,
     sizes: Annotated[Optional[Path], typer.Option("--sizes", help="Partition sizes (kops sizes summarize output).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the plan (kops-plan/1 JSON) here.")] = None,
@@ -113,8 +115,6 @@ def plan(
     import_kafka: Annotated[Optional[Path], typer.Option("--import-kafka", help="Plan the moves of a kafka-reassign-partitions.sh JSON file instead of a playbook.")] = None,
     throttle: Annotated[Optional[str], typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides execution.throttle).")] = None,
     allow_in_flight: Annotated[bool, typer.Option("--allow-in-flight", help="Plan even when partitions to move are being reassigned (from their targets).")] = False,
-    connect_timeout: ConnectTimeout = 10.0,
-    session_timeout: SessionTimeout = 30.0,
 ) -> None:
     """Compute what would change: topic creations and deletions, partition additions, replication-factor and
     placement changes, config changes, decommissions, rebalancing and leader balance, as batches of moves with
@@ -125,6 +125,8 @@ def plan(
       kops plan playbooks/platform.yml -i inventories/example -l staging -o plans/staging.json
 
       kops plan playbooks/platform.yml -i inventories/example -l prod-eu --snapshot snaps/prod-eu.json --format markdown
+
+      kops plan playbooks/platform.yml -b broker1:9092 -o plans/kraft.json
 
       kops plan --import-kafka reassign.json -z zk1:2181/kafka --throttle 30MiB/s -o plans/imported.json
 
@@ -144,16 +146,16 @@ def plan(
         except OSError as exc:
             raise UsageError(f"cannot read: {exc.strerror}", where=str(import_kafka)) from None
         entries = read_reassignment_json(text, str(import_kafka))
-        snap = cluster_snapshot(None, zookeeper, snapshot, connect_timeout, session_timeout)
+        snap = cluster_snapshot(None, connection, snapshot)
         targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
-        result = plan_targets(snap, targets, cluster=zookeeper or snap.connect or "cluster",
+        result = plan_targets(snap, targets, cluster=connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster",
                               policy=Policy(throttle=rate, allow_in_flight=allow_in_flight, growth=growth), sizes=size_map,
                               where=str(import_kafka))
     else:
         if playbook is None:
             raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka FILE")
-        declarations, desired = one_cluster(playbook, inventory, limit, extra_vars, zookeeper)
-        snap = cluster_snapshot(desired, zookeeper, snapshot, connect_timeout, session_timeout)
+        declarations, desired = one_cluster(playbook, inventory, limit, extra_vars, connection.zookeeper)
+        snap = cluster_snapshot(desired, connection, snapshot)
         if not snap.complete:
             console.warning(f"the snapshot is incomplete ({len(snap.problems)} problem(s)); the plan may miss them")
         result = make_plan(desired, snap, size_map,

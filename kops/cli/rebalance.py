@@ -15,16 +15,13 @@ import typer
 
 from kops.cli import console
 from kops.cli.apply import BatchTimeout, Poll, StallTimeout, Yes, confirm, run_execution, stall_seconds
-from kops.cli.execution import cluster_connect, load_plan
-from kops.cli.options import (
-    ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, parse_option, parse_throttle,
-    zk_settings)
+from kops.cli.connection import Connection, connection_options, open_cluster, resolve
+from kops.cli.execution import load_plan
+from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.state import write_atomically
 from kops.errors import ExitCode, NotReady, UsageError
-from kops.executor.lock import describe, read_holder
-from kops.kafka.client import ZkClient
-from kops.kafka.reader import read_snapshot
+from kops.holder import describe
 from kops.model import plan_format
 from kops.model.desired import Execution
 from kops.planner.bounded import Rebalance, Request, readiness
@@ -55,10 +52,11 @@ def _default_out(cluster_id: str | None, connect: str) -> Path:
     return _state_dir() / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{stamp}.json"
 
 
+@connection_options
 def rebalance(
+    connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    zookeeper: Zookeeper = None,
     goal: Annotated[Goal, typer.Option("--goal", help="What to even out across live brokers: replica counts, preferred leaders (no data moves) or bytes (needs --sizes).", case_sensitive=False)] = Goal.replicas,
     sizes: Annotated[Optional[Path], typer.Option("--sizes", help="Partition sizes (kops sizes summarize output): moves are sized, smallest first.")] = None,
     max_moves: Annotated[Optional[int], typer.Option("--max-moves", help="At most this many replica moves (leader changes for --goal leaders).", min=1)] = None,
@@ -74,8 +72,6 @@ def rebalance(
     batch_timeout: BatchTimeout = None,
     stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
-    connect_timeout: ConnectTimeout = 10.0,
-    session_timeout: SessionTimeout = 10.0,
 ) -> None:
     """Rebalance within limits, made for cron: the moves that buy the most balance per byte first, nothing at all
     below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
@@ -110,11 +106,11 @@ def rebalance(
     if sizes is not None:
         summary = read_sizes(sizes)
         size_map, growth = summary.bytes, summary.growth
-    connect = cluster_connect(inventory, limit, zookeeper)
-    settings = zk_settings(connect, connect_timeout, session_timeout)
-    with ZkClient(settings) as client:
-        snapshot = read_snapshot(client)
-        holder = read_holder(client)
+    address = resolve(connection, inventory, limit)
+    connect = address.where
+    with open_cluster(connection, address) as cluster:
+        snapshot = cluster.snapshot()
+        holder = cluster.holder()
     reasons = readiness(snapshot)
     if holder is not None:
         reasons.insert(0, f"an execution is running ({describe(holder)})")
@@ -140,7 +136,7 @@ def rebalance(
                 output_format)
         return
     written, digest = load_plan(plan_file)  # the file as the executor's record and `kops rollback` will key it
-    outcome = run_execution(settings, output_format, poll, batch_timeout, stall_seconds(stall_timeout, written),
+    outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, written),
                             lambda executor: executor.apply(written, str(plan_file), digest, False, rate),
                             check=False)
     done = outcome.exit_code is ExitCode.OK

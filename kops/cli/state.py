@@ -10,28 +10,14 @@ from typing import Annotated, Optional
 import typer
 
 from kops.cli import console
-from kops.admin.connection import AdminSettings, admin_session, read_properties
-from kops.admin.reader import read_snapshot as read_admin_snapshot
-from kops.cli.options import (
-    BootstrapServer,
-    CommandConfig,
-    ConnectTimeout,
-    Format,
-    OutputFormat,
-    SessionTimeout,
-    TlsCa,
-    TlsCert,
-    TlsKey,
-    Zookeeper,
-    zk_settings,
-)
+from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
+from kops.cli.options import Format, OutputFormat
+from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
-from kops.kafka.client import ZkClient
 from kops.kafka.reader import read_snapshot
 from kops.model import snapshot_format
 from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import ALL_KEYS as THROTTLE_KEYS
-
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -54,40 +40,29 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def take_snapshot(settings_zookeeper: str | None, connect_timeout: float, session_timeout: float,
-                  tls_ca: Path | None = None, tls_cert: Path | None = None, tls_key: Path | None = None) -> Snapshot:
-    settings = zk_settings(settings_zookeeper, connect_timeout, session_timeout, tls_ca, tls_cert, tls_key)
-    with console.err.status("connecting to ZooKeeper", spinner="dots") as status:
-        with ZkClient(settings) as client:
-            return read_snapshot(client, progress=lambda msg: status.update(msg))
+def take_snapshot(connection: Connection, address: Address) -> Snapshot:
+    """The whole cluster through the address's transport, with a spinner saying what it waits for."""
+    what = "reading the cluster through the Admin API" if address.transport == "admin" else "connecting to ZooKeeper"
+    with console.err.status(what, spinner="dots") as status:
+        with open_cluster(connection, address) as cluster:
+            if isinstance(cluster, ZkCluster):
+                return read_snapshot(cluster.client, progress=lambda msg: status.update(msg))
+            return cluster.snapshot()
 
 
-def take_snapshot_admin(bootstrap: str, command_config: Path | None, connect_timeout: float) -> Snapshot:
-    properties = read_properties(command_config) if command_config else {}
-    settings = AdminSettings(bootstrap, properties, connect_timeout_ms=int(max(connect_timeout, 1.0) * 1000))
-    with console.err.status("reading the cluster through the Admin API", spinner="dots"):
-        with admin_session(settings) as client:
-            return read_admin_snapshot(client, bootstrap)
-
-
+@connection_options
 def state(
-    zookeeper: Zookeeper = None,
-    bootstrap_server: BootstrapServer = None,
-    command_config: CommandConfig = None,
+    connection: Connection,
     output_format: Format = OutputFormat.text,
     out: Annotated[
         Optional[Path], typer.Option("--out", "-o", help="Save the snapshot (kops-snapshot/1 JSON) to this file.")
     ] = None,
-    connect_timeout: ConnectTimeout = 10.0,
-    session_timeout: SessionTimeout = 30.0,
-    tls_ca: TlsCa = None,
-    tls_cert: TlsCert = None,
-    tls_key: TlsKey = None,
 ) -> None:
     """Read a cluster's whole layout: brokers, racks, topics, leaders, ISR, configs, throttles, reassignments.
 
-    The snapshot can be saved with --out and used for offline planning (kops plan --snapshot FILE), e.g. in
-    CI runners that cannot reach the cluster.
+    Through ZooKeeper (-z, Kafka 2.4 - 3.9 in ZooKeeper mode) or Kafka's Admin API (-b, any broker 2.4+,
+    KRaft, Kafka 4). The snapshot can be saved with --out and used for offline planning
+    (kops plan --snapshot FILE), e.g. in CI runners that cannot reach the cluster.
 
     Examples:
 
@@ -99,12 +74,7 @@ def state(
 
       kops state -b broker1:9092 --command-config client.properties --out snapshots/prod.json
     """
-    if bootstrap_server:
-        if zookeeper:
-            console.info("both -z and -b given: reading through the Admin API")
-        snapshot = take_snapshot_admin(bootstrap_server, command_config, connect_timeout)
-    else:
-        snapshot = take_snapshot(zookeeper, connect_timeout, session_timeout, tls_ca, tls_cert, tls_key)
+    snapshot = take_snapshot(connection, resolve(connection))
     if out is not None:
         write_atomically(out, snapshot_format.dumps(snapshot))
         console.info(f"wrote snapshot of {snapshot.partition_count} partitions to {out}")

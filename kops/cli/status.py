@@ -7,20 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from kops.adminapi.client import AdminApiClient
-from kops.adminapi.protocol import ErrorCode
 from kops.cli import console
-from kops.cli.execution import cluster_connect
-from kops.cli.options import ConnectTimeout, Format, Inventory, Limit, OutputFormat, SessionTimeout, Zookeeper, zk_settings
+from kops.cli.connection import Connection, connection_options, open_cluster, resolve
+from kops.cli.options import Format, Inventory, Limit, OutputFormat
+from kops.cluster.port import Cluster
 from kops.errors import KopsError
 from kops.executor import progress
-from kops.executor.executor import Clock, request_kip236_cancel
 from kops.executor.journal import Journal
-from kops.executor.lock import describe, holder_info, read_holder
 from kops.executor.record import ExecutionRecord
-from kops.kafka.client import ZkClient
-from kops.kafka.reader import read_snapshot
-from kops.model.features import KIP179_ADMIN, KIP236_CANCEL
+from kops.holder import describe, holder_info
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import ALL_KEYS
@@ -66,18 +61,11 @@ def _throttles(snapshot: Snapshot, record: ExecutionRecord | None) -> list[dict[
     return rows
 
 
-def _in_flight(snapshot: Snapshot, client: ZkClient) -> list[dict[str, Any]]:
+def _in_flight(snapshot: Snapshot, cluster: Cluster) -> list[dict[str, Any]]:
     rows = []
     moving = snapshot.in_flight()
-    lags: dict[tuple[str, int, int], int] = {}
-    if moving and KIP179_ADMIN in snapshot.cluster_features():
-        try:
-            with AdminApiClient(client, timeout=5.0) as api:
-                for s in api.replica_status([(TopicPartition(m.topic, m.partition), b) for m in moving for b in m.adding]):
-                    if s.error is ErrorCode.NONE:
-                        lags[(s.tp.topic, s.tp.partition, s.broker)] = s.lag_bytes
-        except KopsError:
-            pass
+    found = cluster.lags([(TopicPartition(m.topic, m.partition), b) for m in moving for b in m.adding])
+    lags = {(tp.topic, tp.partition, broker): lag for (tp, broker), lag in found.items()}
     for m in moving:
         row: dict[str, Any] = {"topic": m.topic, "partition": m.partition, "replicas": list(m.replicas),
                                "adding": list(m.adding), "removing": list(m.removing),
@@ -89,10 +77,10 @@ def _in_flight(snapshot: Snapshot, client: ZkClient) -> list[dict[str, Any]]:
     return rows
 
 
-def _collect(client: ZkClient) -> dict[str, Any]:
-    snapshot = read_snapshot(client)
-    journal = Journal(client)
-    holder = read_holder(client)
+def _collect(cluster: Cluster) -> dict[str, Any]:
+    snapshot = cluster.snapshot()
+    journal = Journal(cluster.records())
+    holder = cluster.holder()
     record = None
     if holder and holder.get("execution"):
         try:
@@ -102,7 +90,7 @@ def _collect(client: ZkClient) -> dict[str, Any]:
     if record is None:
         record = journal.latest()
     return {"lock": holder, "execution": _execution_doc(record, snapshot),
-            "in_flight": _in_flight(snapshot, client), "throttles": _throttles(snapshot, record),
+            "in_flight": _in_flight(snapshot, cluster), "throttles": _throttles(snapshot, record),
             "offline": _offline(snapshot)}
 
 
@@ -154,15 +142,14 @@ def _render(doc: dict[str, Any]) -> None:
     out.print(throttles if doc["throttles"] else "No throttles in force.")
 
 
+@connection_options
 def status(
+    connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    zookeeper: Zookeeper = None,
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh every few seconds until Ctrl-C.")] = False,
     interval: Annotated[float, typer.Option("--interval", help="Seconds between refreshes with --watch.", min=0.2)] = 2.0,
     output_format: Format = OutputFormat.text,
-    connect_timeout: ConnectTimeout = 10.0,
-    session_timeout: SessionTimeout = 10.0,
 ) -> None:
     """Show the running (or last) kops execution with its batch, progress and ETA, every reassignment in flight
     on the cluster whoever started it (with lag in bytes where the cluster reports it), and the replication
@@ -172,14 +159,15 @@ def status(
 
       kops status -z zk1:2181/kafka
 
+      kops status -b broker1:9092 --watch
+
       kops status -i inventories/example -l prod-eu --watch
 
       kops status -z zk1:2181/kafka --format json | jq '.in_flight | length'
     """
-    settings = zk_settings(cluster_connect(inventory, limit, zookeeper), connect_timeout, session_timeout)
-    with ZkClient(settings) as client:
+    with open_cluster(connection, resolve(connection, inventory, limit)) as cluster:
         while True:
-            doc = _collect(client)
+            doc = _collect(cluster)
             if output_format is OutputFormat.json:
                 console.print_json(doc)
             else:
@@ -194,47 +182,50 @@ def status(
                 return
 
 
+@connection_options
 def cancel(
+    connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    zookeeper: Zookeeper = None,
-    now: Annotated[bool, typer.Option("--now", help="Also cancel the batch in flight (KIP-236, where the cluster offers it).")] = False,
-    connect_timeout: ConnectTimeout = 10.0,
-    session_timeout: SessionTimeout = 10.0,
+    now: Annotated[bool, typer.Option("--now", help="Also cancel the batch in flight (KIP-455 through the Admin API; KIP-236 where a ZooKeeper cluster offers it).")] = False,
 ) -> None:
     """Ask the running kops execution to stop at its next checkpoint (it exits 3 and can be resumed). With --now
     it also cancels the batch in flight. With no kops execution running, --now cancels whatever reassignment is
-    in flight, where the cluster advertises KIP-236.
+    in flight (through the Admin API, or where a ZooKeeper cluster advertises KIP-236).
 
     Examples:
 
       kops cancel -z zk1:2181/kafka
 
       kops cancel -z zk1:2181/kafka --now
+
+      kops cancel -b broker1:9092 --now
     """
-    settings = zk_settings(cluster_connect(inventory, limit, zookeeper), connect_timeout, session_timeout)
-    with ZkClient(settings) as client:
-        holder = read_holder(client)
-        snapshot = read_snapshot(client)
+    with open_cluster(connection, resolve(connection, inventory, limit)) as cluster:
+        holder = cluster.holder()
+        snapshot = cluster.snapshot()
         if holder and holder.get("execution"):
-            Journal(client).request_cancel(holder["execution"], now, holder_info("kops cancel", None, time.time()))
+            Journal(cluster.records()).request_cancel(holder["execution"], now,
+                                                      holder_info("kops cancel", None, time.time()))
             console.info(f"asked execution {holder['execution']} ({describe(holder)}) to stop at its next checkpoint"
-                         + (_cancel_now_note(snapshot) if now else ""))
+                         + (_cancel_now_note(cluster, snapshot) if now else ""))
             return
-        if not now or not snapshot.in_flight():
-            console.info("no kops execution is running" + ("" if snapshot.in_flight() else " and nothing is in flight"))
+        moving = snapshot.in_flight()
+        if not now or not moving:
+            console.info("no kops execution is running" + ("" if moving else " and nothing is in flight"))
             return
-        if KIP236_CANCEL not in snapshot.cluster_features():
+        if not cluster.can_cancel(snapshot):
             raise KopsError("this cluster cannot cancel a reassignment through ZooKeeper",
-                            hint="on Kafka 2.6+ use kafka-reassign-partitions.sh --cancel --bootstrap-server ...")
-        count = len(snapshot.in_flight())
-        request_kip236_cancel(client, Clock(), timeout=60.0)
-        console.info(f"cancelled the reassignment of {count} partition(s) in flight (KIP-236)")
+                            hint="reach it through the Admin API: kops cancel --now -b BOOTSTRAP_SERVERS")
+        cluster.cancel([TopicPartition(m.topic, m.partition) for m in moving], 60.0)
+        console.info(f"cancelled the reassignment of {len(moving)} partition(s) in flight "
+                     f"({'KIP-455' if cluster.transport == 'admin' else 'KIP-236'})")
 
 
-def _cancel_now_note(snapshot: Snapshot) -> str:
-    """What --now can do here: real Kafka 2.4+ ignores a deleted reassignment znode, so only KIP-236 cancels."""
-    if KIP236_CANCEL in snapshot.cluster_features():
-        return " and to cancel the batch in flight (KIP-236)"
+def _cancel_now_note(cluster: Cluster, snapshot: Snapshot) -> str:
+    """What --now can do here: real Kafka 2.4+ ignores a deleted reassignment znode, so through ZooKeeper only
+    KIP-236 cancels; through the Admin API, KIP-455 always does."""
+    if cluster.can_cancel(snapshot):
+        return f" and to cancel the batch in flight ({'KIP-455' if cluster.transport == 'admin' else 'KIP-236'})"
     return ("; this cluster cannot cancel a batch in flight through ZooKeeper (no KIP-236), so kops stops "
             "waiting for it and it finishes on its own (kafka-reassign-partitions.sh --cancel can revert it)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kops.cli import console
+from kops.cli.connection import Connection, from_connect, resolve
 from kops.cli.state import take_snapshot
 from kops.declare.loader import Declarations, load_declarations
 from kops.declare.problems import DeclarationError
@@ -35,9 +36,8 @@ def one_cluster(playbook: Path, inventory: Path | None, limit: str | None, extra
     return declarations, desired
 
 
-def cluster_snapshot(desired: DesiredState | None, zookeeper: str | None, snapshot_file: Path | None,
-                     connect_timeout: float, session_timeout: float) -> Snapshot:
-    """The snapshot from a file (offline) or read live from the cluster's connect string."""
+def cluster_snapshot(desired: DesiredState | None, connection: Connection, snapshot_file: Path | None) -> Snapshot:
+    """The snapshot from a file (offline), or read live: -b/-z, else the inventory host's address."""
     if snapshot_file is not None:
         try:
             data = snapshot_file.read_bytes()
@@ -45,9 +45,11 @@ def cluster_snapshot(desired: DesiredState | None, zookeeper: str | None, snapsh
             raise UsageError(f"cannot read the snapshot: {exc.strerror}", where=str(snapshot_file),
                              hint="write one with `kops state -z CONNECT --out FILE`") from None
         return snapshot_format.loads(data, str(snapshot_file))
-    connect = zookeeper or (str(desired.connect) if desired and desired.connect else None)
-    if not connect:
+    if connection.given:
+        return take_snapshot(connection, resolve(connection))
+    if desired is None or not desired.connect:
         name = desired.cluster if desired else "the cluster"
-        raise UsageError(f"no connect string for {name}",
-                         hint="set its zookeeper variable in the inventory, pass -z, or plan offline with --snapshot FILE")
-    return take_snapshot(connect, connect_timeout, session_timeout)
+        raise UsageError(f"no address for {name}",
+                         hint="set its bootstrap_servers (or zookeeper) variable in the inventory, pass -b or -z, "
+                              "or plan offline with --snapshot FILE")
+    return take_snapshot(connection, from_connect(str(desired.connect)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,13 +165,7 @@ def load_declarations(
 
     desired = {}
     for name, c in sorted(clusters.items()):
-        connect = c.variables.get("zookeeper")
-        if connect is not None:
-            connect = str(connect)
-            try:
-                parse_connect(connect)
-            except UsageError as exc:
-                problems.error(_host_location(inventory, name, top), f"host {name}: zookeeper: {exc.what}", exc.hint)
+        connect = _cluster_address(c.variables, _host_location(inventory, name, top), name, problems)
         desired[name] = DesiredState(
             cluster=name,
             connect=connect,
@@ -185,6 +180,24 @@ def load_declarations(
         )
         _warn_name_collisions(desired[name], problems)
     return Declarations(desired, problems, inventory, _digest(sources, extra, playbook.parent), topic_count, sorted(set(sources)))
+
+
+def _cluster_address(variables: dict[str, Any], where: SourceLocation, name: str, problems: Problems) -> str | None:
+    """`bootstrap_servers` (the Admin API, written `kafka://SERVERS` as snapshots name it) before `zookeeper`."""
+    servers = variables.get("bootstrap_servers")
+    if servers is not None:
+        if not all(re.fullmatch(r"[^\s,:]+:\d+", s.strip()) for s in str(servers).split(",")):
+            problems.error(where, f"host {name}: bootstrap_servers: {servers!r} is not HOST:PORT[,HOST:PORT...]",
+                           "e.g. bootstrap_servers: broker1:9092,broker2:9092")
+        return f"kafka://{servers}"
+    connect = variables.get("zookeeper")
+    if connect is None:
+        return None
+    try:
+        parse_connect(str(connect))
+    except UsageError as exc:
+        problems.error(where, f"host {name}: zookeeper: {exc.what}", exc.hint)
+    return str(connect)
 
 
 def _host_location(inventory: Inventory, host: str, default: SourceLocation) -> SourceLocation:

@@ -26,19 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kops.adminapi.client import AdminApiClient
-from kops.errors import ExitCode, KopsError
+from kops.cluster.port import Cluster, Fenced, Lock
+from kops.errors import ExitCode, KopsError, Refused
 from kops.executor import health, progress, stall, steps, throttles
 from kops.executor.journal import Journal
-from kops.executor.lock import ClusterLock, FencedClient, LockLost, holder_info
 from kops.executor.stall import DEFAULT_STALL_SECONDS, StallWatch
 from kops.executor.record import (
     CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord)
-from kops.kafka import admin, paths
-from kops.kafka.client import NodeExists, ZkClient
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
-from kops.kafka.reader import read_snapshot
-from kops.model.features import KIP179_ADMIN, KIP236_CANCEL
+from kops.holder import LockLost, holder_info
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move, Plan
 from kops.model.snapshot import Snapshot
@@ -91,11 +86,11 @@ class _Stop(Exception):
 
 
 class Executor:
-    def __init__(self, client: ZkClient, reporter: Reporter, controls: Controls | None = None,
+    def __init__(self, cluster: Cluster, reporter: Reporter, controls: Controls | None = None,
                  clock: Clock | None = None, poll_seconds: float = 0.5, batch_timeout: float | None = None,
                  lock_wait: float = 15.0, stall_timeout: float = DEFAULT_STALL_SECONDS) -> None:
-        self.client = client
-        self.journal = Journal(client)
+        self.cluster = cluster
+        self.journal = Journal(cluster.records())
         self.emit = reporter
         self.controls = controls or Controls()
         self.clock = clock or Clock()
@@ -103,10 +98,9 @@ class Executor:
         self.batch_timeout = batch_timeout
         self.lock_wait = lock_wait
         self.stall_timeout = stall_timeout
-        self._api: AdminApiClient | None = None
-        self._uncancellable_said: set[int] = set()
-        self._lock: ClusterLock | None = None  # while held, every write goes through a client fenced by it
-        self._raw_client: ZkClient | None = None  # batches whose "cannot cancel here" was said once
+        self._uncancellable_said: set[int] = set()  # batches whose "cannot cancel here" was said once
+        self._lock: Lock | None = None  # while held, every write goes through a cluster fenced by it
+        self._raw: Cluster | None = None
 
     # -- entry points --------------------------------------------------------------------------------------
 
@@ -162,16 +156,16 @@ class Executor:
 
     def _snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
         """The whole cluster, or a poll's view of a batch's topics (brokers and reassignment included)."""
-        return read_snapshot(self.client, only_topics=only_topics)
+        return self.cluster.snapshot(only_topics)
 
-    @staticmethod
-    def _refuse_unsafe(snapshot: Snapshot, cluster_id: str | None) -> None:
+    def _refuse_unsafe(self, snapshot: Snapshot, cluster_id: str | None) -> None:
         if snapshot.migration:
-            raise KopsError("the cluster is migrating to KRaft; kops does not write to it now",
-                            where=paths.MIGRATION, hint="finish or roll back the migration first")
+            raise KopsError("the cluster is migrating to KRaft; kops does not write to it now "
+                            "(reassignments during a migration are known to corrupt state)",
+                            where=self.cluster.where, hint="finish or roll back the migration first")
         if cluster_id is not None and snapshot.cluster_id != cluster_id:
             raise KopsError(f"this is cluster {snapshot.cluster_id}, the plan is for {cluster_id}",
-                            where=paths.CLUSTER_ID, hint="check -z / -l; plans are made for one cluster")
+                            where=self.cluster.where, hint="check -z / -b / -l; plans are made for one cluster")
 
     def _refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None:
         if not snapshot.requested_moves:
@@ -180,22 +174,23 @@ class Executor:
         foreign = [m for m in snapshot.requested_moves if ours.get((m.topic, m.partition)) != tuple(m.replicas)]
         if foreign:
             raise KopsError(f"a reassignment of {len(snapshot.requested_moves)} partitions that is not this "
-                            f"execution's is in progress", where=paths.REASSIGN_PARTITIONS,
+                            f"execution's is in progress", where=self.cluster.where,
                             hint="wait for it to finish (kops status) or cancel it")
 
     def _locked(self, plan_path: str) -> "_LockScope":
         holder = holder_info(plan_path, None, self.clock.now())
-        return _LockScope(ClusterLock(self.client, holder, self.lock_wait, self.clock.sleep, self.clock.monotonic), self)
+        lock = self.cluster.lock(holder, self.lock_wait, self.clock.sleep, self.clock.monotonic)
+        return _LockScope(lock, self)
 
-    def _fence(self, lock: ClusterLock) -> None:
-        self._lock, self._raw_client = lock, self.client
-        self.client = FencedClient(self.client, lock)  # type: ignore[assignment]
-        self.journal = Journal(self.client)  # type: ignore[arg-type]
+    def _fence(self, lock: Lock) -> None:
+        self._lock, self._raw = lock, self.cluster
+        self.cluster = Fenced(self.cluster, lock)  # type: ignore[assignment]
+        self.journal = Journal(self.cluster.records())
 
     def _unfence(self) -> None:
-        if self._raw_client is not None:
-            self.client, self._raw_client, self._lock = self._raw_client, None, None
-            self.journal = Journal(self.client)
+        if self._raw is not None:
+            self.cluster, self._raw, self._lock = self._raw, None, None
+            self.journal = Journal(self.cluster.records())
 
     def _resumable(self, plan_digest: str, kind: str) -> ExecutionRecord:
         record = self.journal.latest(plan_digest, kind)
@@ -228,7 +223,7 @@ class Executor:
                    "bytes": sum(m.copied_bytes for b in record.batches for m in b.moves)})
         try:
             if record.throttles_before and record.current is None:
-                restored = throttles.restore(self.client, record)
+                restored = throttles.restore(self.cluster, record)
                 self._save(record)
                 self.emit({"event": "message", "text": f"restored leftover throttles on {', '.join(restored)}"})
             if plan is not None and record.kind == "apply":
@@ -246,7 +241,7 @@ class Executor:
                 self._restore_configs(record)
             self._election(record)
             if record.throttles_before:
-                throttles.restore(self.client, record)
+                throttles.restore(self.cluster, record)
             record.status, record.stop_reason = DONE, None
             self._save(record)
             self.emit({"event": "done", "execution": record.id})
@@ -264,9 +259,7 @@ class Executor:
             self._save(record)
             raise
         finally:
-            if self._api is not None:
-                self._api.close()
-                self._api = None
+            (self._raw or self.cluster).close()
 
     def _save(self, record: ExecutionRecord) -> None:
         record.updated_at = self.clock.now()
@@ -294,49 +287,45 @@ class Executor:
     def _non_move_changes(self, record: ExecutionRecord, plan: Plan) -> None:
         for c in plan.creations:
             def create(c=c) -> str:
-                if self.client.exists(paths.topic(c.topic)) is None:
-                    admin.create_topic(self.client, c.topic, c.assignment, c.config)
+                self.cluster.create_topic(c.topic, c.assignment, c.config)
                 return f"created topic {c.topic} ({len(c.assignment)} partitions)"
             self._step(record, f"create:{c.topic}", create)
         for change in plan.configs:
             def configure(change=change) -> str:
-                before, _ = admin.read_config(self.client, change.entity_type, change.entity)
+                before = self.cluster.read_config(change.entity_type, change.entity)
                 updates: dict[str, str | None] = {k: None for k in change.remove}
                 updates.update(change.set)
-                admin.alter_config(self.client, change.entity_type, change.entity, updates)
-                after, _ = admin.read_config(self.client, change.entity_type, change.entity)
+                self.cluster.alter_config(change.entity_type, change.entity, updates)
+                after = self.cluster.read_config(change.entity_type, change.entity)
                 record.configs.append(ConfigRecord(change.entity_type, change.entity, before, after))
                 return f"configured {change.entity_type}/{change.entity}"
             self._step(record, f"config:{change.entity_type}/{change.entity}", configure)
         for addition in plan.partition_additions:
             def add(addition=addition) -> str:
-                existing = self.client.children(paths.partitions(addition.topic)) or []
-                node = self.client.get(paths.topic(addition.topic))
-                if node is not None and all(str(p) in existing for p in addition.assignment):
+                if not self.cluster.add_partitions(addition.topic, addition.assignment):
                     return f"partitions of {addition.topic} already added"
-                admin.add_partitions(self.client, addition.topic, addition.assignment)
                 return f"added {len(addition.assignment)} partitions to {addition.topic}"
             self._step(record, f"add:{addition.topic}", add)
         for shrink in plan.partition_deletions:
             def mark(shrink=shrink) -> str:
-                admin.mark_partitions_for_deletion(self.client, shrink.topic, shrink.undeleted_partition_count)
+                self.cluster.shrink_partitions(shrink.topic, shrink.undeleted_partition_count)
                 return f"marked partitions {shrink.undeleted_partition_count}..{shrink.current_count - 1} of {shrink.topic} for deletion"
             self._step(record, f"shrink:{shrink.topic}", mark)
 
     def _deletions(self, record: ExecutionRecord, plan: Plan) -> None:
         for deletion in plan.deletions:
             def delete(deletion=deletion) -> str:
-                admin.delete_topic(self.client, deletion.topic)
+                self.cluster.delete_topic(deletion.topic)
                 return f"deleting topic {deletion.topic}"
             self._step(record, f"delete:{deletion.topic}", delete)
 
     def _restore_configs(self, record: ExecutionRecord) -> None:
         for c in record.configs:
             def restore(c=c) -> str:
-                current, _ = admin.read_config(self.client, c.entity_type, c.entity)
+                current = self.cluster.read_config(c.entity_type, c.entity)
                 updates: dict[str, str | None] = {k: None for k in current if k not in c.after}
                 updates.update(c.after)
-                admin.alter_config(self.client, c.entity_type, c.entity, updates)
+                self.cluster.alter_config(c.entity_type, c.entity, updates)
                 return f"restored config of {c.entity_type}/{c.entity}"
             self._step(record, f"config:{c.entity_type}/{c.entity}", restore)
 
@@ -359,21 +348,20 @@ class Executor:
                 wanted = throttles.plan_batch_throttles(record, todo, snapshot)
                 batch.status, batch.started_at = RUNNING, batch.started_at or self.clock.now()
                 self._save(record)  # the values found are safe before anything is written
-                throttles.write(self.client, record, wanted)
+                throttles.write(self.cluster, record, wanted)
                 self._save(record)
                 if wanted:  # brokers apply throttles from config_change notifications, asynchronously: let them
                     self.clock.sleep(THROTTLE_SETTLE_SECONDS)  # before the first fetch of the new replicas
                 if first_start:
                     batch.started_at = self.clock.now()  # the batch's duration runs from its submission
                 try:
-                    admin.start_reassignment(self.client, [ReassignmentTarget(m.topic, m.partition, m.to_replicas)
-                                                           for m in todo])
-                except admin.AdminRefused as exc:
-                    raise KopsError(f"batch {batch.index}: {exc.what}", where=paths.REASSIGN_PARTITIONS,
+                    self.cluster.submit([(m.tp, tuple(m.to_replicas)) for m in todo], snapshot)
+                except Refused as exc:
+                    raise KopsError(f"batch {batch.index}: {exc.what}", where=exc.where or self.cluster.where,
                                     hint="another tool started a reassignment; wait for it (kops status)") from None
                 self._save(record)
         self._follow(record, batch, snapshot)
-        throttles.restore(self.client, record, throttles.busy_entities(self._snapshot(), batch.tps))
+        throttles.restore(self.cluster, record, throttles.busy_entities(self._snapshot(), batch.tps))
         batch.status, batch.finished_at = DONE, self.clock.now()
         self._save(record)
         self.emit({"event": "batch_done", "batch": batch.index, "batches": len(record.batches),
@@ -402,13 +390,6 @@ class Executor:
                         hint="make a new plan (kops plan), or roll back (kops rollback)")
         return todo
 
-    def _admin_api(self, snapshot: Snapshot) -> AdminApiClient | None:
-        if KIP179_ADMIN not in snapshot.cluster_features():
-            return None
-        if self._api is None:
-            self._api = AdminApiClient(self.client, timeout=5.0)
-        return self._api
-
     def _follow(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
         """Until every move of the batch is at its target; raises _Stop on health, cancel now or timeout."""
         base = health.baseline(snapshot)
@@ -425,12 +406,8 @@ class Executor:
         saved_progress = self.clock.monotonic()
         while True:
             elapsed = self.clock.monotonic() - started
-            try:
-                measured = progress.measure(batch.index, len(record.batches), batch.moves, snapshot, elapsed,
-                                            self._admin_api(snapshot), observed)
-            except KopsError:
-                measured = progress.measure(batch.index, len(record.batches), batch.moves, snapshot, elapsed, None,
-                                            observed)
+            measured = progress.measure(batch.index, len(record.batches), batch.moves, snapshot, elapsed,
+                                        self.cluster.lags, observed)
             total = max(total, done_before + measured.bytes_total)
             event = {"event": "progress", **measured.as_dict(), "overall_bytes_total": total,
                      "overall_bytes_done": done_before + measured.bytes_done}
@@ -481,7 +458,7 @@ class Executor:
                     f"run `kops apply --resume`, or `kops rollback`")
 
     def _cancel_in_flight(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
-        if KIP236_CANCEL not in snapshot.cluster_features():
+        if not self.cluster.can_cancel(snapshot):
             # Kafka 2.4+ ignores a deleted /admin/reassign_partitions: through ZooKeeper the batch cannot be cancelled.
             # Stop at the checkpoint instead (the batch finishes, its throttles are restored), and say so.
             self.controls.cancel_now.clear()
@@ -494,23 +471,18 @@ class Executor:
                                                    f"checkpoint"})
             return
         self.journal.clear_cancel(record.id)
-        self.emit({"event": "message", "text": f"cancelling batch {batch.index} in flight (KIP-236)"})
-        request_kip236_cancel(self.client, self.clock, timeout=60.0)
-        throttles.restore(self.client, record)
+        how = _cancel_name(self.cluster)
+        self.emit({"event": "message", "text": f"cancelling batch {batch.index} in flight ({how})"})
+        self.cluster.cancel([m.tp for m in batch.moves], 60.0)
+        throttles.restore(self.cluster, record)
         batch.status = CANCELLED
-        raise _Stop(f"batch {batch.index} cancelled in flight (KIP-236): its partitions are back on their "
+        raise _Stop(f"batch {batch.index} cancelled in flight ({how}): its partitions are back on their "
                     f"original replicas, except those that had completed")
 
     def _election(self, record: ExecutionRecord) -> None:
         if not record.election or record.election_done:
             return
-        wait_absent(self.client, paths.PREFERRED_REPLICA_ELECTION, self.clock, 60.0)
-        try:
-            admin.request_preferred_election(self.client, record.election)
-        except admin.AdminRefused:
-            wait_absent(self.client, paths.PREFERRED_REPLICA_ELECTION, self.clock, 60.0)
-            admin.request_preferred_election(self.client, record.election)
-        if not wait_absent(self.client, paths.PREFERRED_REPLICA_ELECTION, self.clock, 60.0):
+        if not self.cluster.elect_preferred(record.election, 60.0):
             self.emit({"event": "message", "text": "the controller has not finished the preferred-leader election yet"})
         record.election_done = True
         self._save(record)
@@ -525,9 +497,10 @@ class Executor:
             self._refuse_foreign_reassignment(snapshot, None)
             return snapshot
         self._refuse_foreign_reassignment(snapshot, current)
-        if KIP236_CANCEL in snapshot.cluster_features():
-            self.emit({"event": "message", "text": f"cancelling batch {current.index} of {forward.id} in flight (KIP-236)"})
-            request_kip236_cancel(self.client, self.clock, timeout=60.0)
+        if self.cluster.can_cancel(snapshot):
+            self.emit({"event": "message", "text": f"cancelling batch {current.index} of {forward.id} in flight "
+                                                   f"({_cancel_name(self.cluster)})"})
+            self.cluster.cancel([m.tp for m in current.moves], 60.0)
         else:
             self.emit({"event": "message", "text": f"waiting for batch {current.index} of {forward.id} to finish "
                                                    f"(the cluster cannot cancel it)"})
@@ -544,7 +517,7 @@ class Executor:
                          snapshot: Snapshot) -> ExecutionRecord:
         configs_now = {}
         for c in forward.configs:
-            configs_now[f"{c.entity_type}/{c.entity}"] = admin.read_config(self.client, c.entity_type, c.entity)[0]
+            configs_now[f"{c.entity_type}/{c.entity}"] = self.cluster.read_config(c.entity_type, c.entity)
         undo = steps.rollback_of(forward, snapshot, configs_now)
         if undo.drift:
             raise Stale(f"cannot roll back {forward.id}: " + "; ".join(undo.drift[:3])
@@ -563,11 +536,11 @@ class Executor:
 class _LockScope:
     """Holds the lock; meanwhile the executor writes through a client fenced by it."""
 
-    def __init__(self, lock: ClusterLock, executor: "Executor") -> None:
+    def __init__(self, lock: Lock, executor: "Executor") -> None:
         self.lock = lock
         self.executor = executor
 
-    def __enter__(self) -> ClusterLock:
+    def __enter__(self) -> Lock:
         self.lock.acquire()
         self.executor._fence(self.lock)
         return self.lock
@@ -582,21 +555,5 @@ def _plan_rate(plan: Plan) -> int | None:
     return min(rates) if rates else None
 
 
-def wait_absent(client: ZkClient, path: str, clock: Clock, timeout: float) -> bool:
-    deadline = clock.monotonic() + timeout
-    while client.exists(path) is not None:
-        if clock.monotonic() >= deadline:
-            return False
-        clock.sleep(0.1)
-    return True
-
-
-def request_kip236_cancel(client: ZkClient, clock: Clock, timeout: float) -> None:
-    """Create the KIP-236 cancel znode and wait for the controller to finish (it deletes the znode)."""
-    try:
-        client.create(paths.CANCEL_REASSIGNMENT, b"", makepath=True)
-    except NodeExists:
-        pass
-    if not wait_absent(client, paths.CANCEL_REASSIGNMENT, clock, timeout):
-        raise KopsError("the controller has not finished cancelling", where=paths.CANCEL_REASSIGNMENT,
-                        hint="check the controller (kops status); the cancel znode is still there")
+def _cancel_name(cluster: Cluster) -> str:
+    return "KIP-455" if cluster.transport == "admin" else "KIP-236"

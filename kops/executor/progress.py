@@ -8,10 +8,9 @@ reports it through KIP-179 ReplicaStatus, where the cluster advertises it. Witho
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kops.adminapi.client import AdminApiClient
-from kops.adminapi.protocol import ErrorCode
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 from kops.model.snapshot import Snapshot
@@ -51,21 +50,24 @@ def done_moves(snapshot: Snapshot, moves: list[Move]) -> set[TopicPartition]:
     return {m.tp for m in moves if is_done(snapshot, m, requested)}
 
 
-def lags(moves: list[Move], done: set[TopicPartition], api: AdminApiClient | None) -> dict[tuple[TopicPartition, int], int]:
-    """Bytes each new replica of a move in flight is behind its leader (KIP-179), where the cluster says."""
+Lags = Callable[[Sequence[tuple[TopicPartition, int]]], dict[tuple[TopicPartition, int], int]]
+
+
+def lags(moves: list[Move], done: set[TopicPartition], ask: Lags | None) -> dict[tuple[TopicPartition, int], int]:
+    """Bytes each new replica of a move in flight is behind its leader, where the cluster says (the port's
+    `lags`: KIP-179 through ZooKeeper, DescribeLogDirs through the Admin API)."""
     asked = [(m.tp, b) for m in moves if m.tp not in done for b in m.adding]
-    if api is None or not asked:
+    if ask is None or not asked:
         return {}
-    return {(s.tp, s.broker): s.lag_bytes for s in api.replica_status(asked)
-            if s.error is ErrorCode.NONE and s.lag_bytes >= 0}
+    return ask(asked)
 
 
 def measure(index: int, batches: int, moves: list[Move], snapshot: Snapshot, elapsed: float,
-            api: AdminApiClient | None, observed: dict[TopicPartition, int]) -> BatchProgress:
+            ask: Lags | None, observed: dict[TopicPartition, int]) -> BatchProgress:
     """`observed`: partition sizes learnt from lags (a new replica starts a whole log behind), kept by the
     caller across polls and used where the plan knew no size."""
     done = done_moves(snapshot, moves)
-    behind = lags(moves, done, api)
+    behind = lags(moves, done, ask)
     for (tp, _b), lag in behind.items():
         observed[tp] = max(observed.get(tp, 0), lag)
     size = {m.tp: m.bytes or observed.get(m.tp, 0) for m in moves}

@@ -12,9 +12,8 @@ and a throttle another tool set for its own moves, survive kops.
 
 from __future__ import annotations
 
+from kops.cluster.port import Cluster
 from kops.executor.record import ExecutionRecord
-from kops.kafka import admin
-from kops.kafka.client import ZkClient
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 from kops.model.snapshot import Snapshot
@@ -51,10 +50,10 @@ def _remember(record: ExecutionRecord, key: str, values: dict[str, str], found: 
         before.setdefault(name, found.get(name))
 
 
-def write(client: ZkClient, record: ExecutionRecord, wanted: dict[str, dict[str, str]]) -> None:
+def write(cluster: Cluster, record: ExecutionRecord, wanted: dict[str, dict[str, str]]) -> None:
     for key, values in sorted(wanted.items()):
         entity_type, _, name = key.partition("/")
-        admin.alter_config(client, entity_type, name, values)
+        cluster.alter_config(entity_type, name, values)
         record.throttles_written.setdefault(key, {}).update(values)
 
 
@@ -69,7 +68,7 @@ def busy_entities(snapshot: Snapshot, ours: set[TopicPartition]) -> set[str]:
     return busy
 
 
-def restore(client: ZkClient, record: ExecutionRecord, busy: set[str] | None = None) -> list[str]:
+def restore(cluster: Cluster, record: ExecutionRecord, busy: set[str] | None = None) -> list[str]:
     """Put back the throttle keys kops changed, except on `busy` entities (kept for a later checkpoint; the
     end of the execution restores everything). Returns the entities restored, which the record forgets."""
     done = []
@@ -77,7 +76,7 @@ def restore(client: ZkClient, record: ExecutionRecord, busy: set[str] | None = N
         if busy and key in busy:
             continue
         entity_type, _, name = key.partition("/")
-        current, _version = admin.read_config(client, entity_type, name)
+        current = cluster.read_config(entity_type, name)
         written = record.throttles_written.get(key, {})
         changes: dict[str, str | None] = {}
         for config_key, old in before.items():
@@ -89,7 +88,7 @@ def restore(client: ZkClient, record: ExecutionRecord, busy: set[str] | None = N
                 changes[config_key] = ",".join(sorted(kept)) if kept else old
             else:
                 changes[config_key] = now  # someone else's value since: theirs to remove
-        admin.alter_config(client, entity_type, name, changes)
+        cluster.alter_config(entity_type, name, changes)
         done.append(key)
     for key in done:
         record.throttles_before.pop(key, None)

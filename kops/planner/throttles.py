@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from kops.model.plan import Move, Throttle
 from kops.model.snapshot import Snapshot
-from kops.model.throttle_keys import BROKER_KEYS, FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kops.model.throttle_keys import BROKER_KEYS, FOLLOWER_REPLICAS, LEADER_REPLICAS
 
 
 

@@ -9,23 +9,30 @@ import pytest
 
 from kops.cli.demo import TOPICS
 from kops.cli.main import main
-from kops.lab.cluster import Lab
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.model import plan_format
+from tests.engines import require_real
 
 pytestmark = pytest.mark.lab
 
 
-def test_demo_runs_every_step_rolls_back_exactly_and_cleans_up(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("engine", ["kafka-4", "kops"])
+def test_demo_runs_every_step_rolls_back_exactly_and_cleans_up(engine: str, tmp_path: Path, capsys) -> None:
+    """On real Kafka 4 (the newcomer's default) through the Admin API; on the kops engine through ZooKeeper."""
+    if engine == "kafka-4":
+        require_real("kafka-4")
     lab = tmp_path / "demo"
-    assert main(["lab", "demo", "--dir", str(lab)]) == 0
+    assert main(["lab", "demo", "--dir", str(lab), "--engine", engine]) == 0
     out = capsys.readouterr().out
-    for step in ("1. Start a lab", "3. Read the whole cluster", "4. Summarise partition sizes with Spark",
-                 "5. Plan playbooks/lab-demo.yml", "6. Apply it", "7. What ran", "8. Roll it back", "9. Stop the lab"):
+    flag = "-b" if engine == "kafka-4" else "-z"
+    for step in ("1. Start a lab", "3. Read the whole cluster", "4. S", "5. Plan playbooks/lab-demo.yml",
+                 "6. Apply it", "7. What ran", "8. Roll it back", "9. Stop the lab"):
         assert step in out
-    for command in ("$ kops lab up", "$ kops state -z", "$ kops sizes summarize", "$ kops plan", "$ kops apply",
-                    "$ kops status -z", "$ kops rollback", "$ kops lab down"):
+    for command in ("$ kops lab up", f"$ kops state {flag}", "$ kops sizes summarize", "$ kops plan", "$ kops apply",
+                    f"$ kops status {flag}", "$ kops rollback", "$ kops lab down"):
         assert command in out
+    if engine == "kafka-4":
+        assert "Apache Kafka 4" in out and "$ kops sizes collect -b" in out
     plan = plan_format.loads((lab / "plan.json").read_bytes(), "plan.json")
     assert [c.topic for c in plan.creations] == ["shop.audit"]
     assert all(6 not in m.to_replicas for m in plan.moves) and len(plan.batches) >= 2
@@ -38,7 +45,7 @@ def test_demo_runs_every_step_rolls_back_exactly_and_cleans_up(tmp_path: Path, c
     for batch in records["rollback"]["batches"]:
         for topic, partition, _now, back, *_ in batch["moves"]:
             assert back == originals[(topic, partition)]
-    assert not Lab(lab).exists() and ZooKeeperServer.attach(lab / "zk") is None
+    assert not (lab / "lab.json").exists() and ZooKeeperServer.attach(lab / "zk") is None
     assert processes_mentioning(str(lab)) == []
 
 

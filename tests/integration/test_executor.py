@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
+from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
@@ -102,7 +103,7 @@ def test_a_multi_batch_plan_applies_end_to_end_then_rolls_back_exactly(tmp_path:
         leaders = {(m.topic, m.partition): m.to_replicas[0] for m in plan.moves}
         wait_until(lambda: all(state(zk, t, p).leader == leader for (t, p), leader in leaders.items()),
                    what="preferred leaders as planned")
-        record = Journal(zk).latest()
+        record = Journal(ZkRecords(zk)).latest()
         assert record.status == "done" and all(b.status == "done" for b in record.batches)
         assert (tmp_path / f"plan.{record.id}.execution.json").exists()
         assert zk.exists(paths.KOPS_LOCK) is None
@@ -112,7 +113,7 @@ def test_a_multi_batch_plan_applies_end_to_end_then_rolls_back_exactly(tmp_path:
         assert judged(cluster, zk, ORIGINAL)
         assert admin.read_config(zk, "topics", "pay")[0] == {}  # the config found before is back
         assert throttle_configs(zk) == {"brokers/1": {"leader.replication.throttled.rate": "104857600"}}
-        rolled = Journal(zk).latest()
+        rolled = Journal(ZkRecords(zk)).latest()
         assert rolled.kind == "rollback" and rolled.of == record.id and rolled.status == "done"
 
         # a rollback of the rollback is the plan again
@@ -166,7 +167,7 @@ def resume(plan_file: Path, zk_connect: str) -> int:
 
 
 def batch_status(zk: ZkClient, index: int) -> str | None:
-    record = Journal(zk).latest()
+    record = Journal(ZkRecords(zk)).latest()
     return None if record is None else record.batch(index).status
 
 
@@ -187,7 +188,7 @@ def test_sigint_once_stops_at_the_checkpoint_and_resume_finishes(slow_lab) -> No
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
-    record = Journal(zk).latest()
+    record = Journal(ZkRecords(zk)).latest()
     assert record.status == "stopped" and record.batches[0].status == "done"
     assert all(b.status == "pending" for b in record.batches[1:])
     assert throttle_configs(zk) == {}  # restored at the checkpoint
@@ -211,7 +212,7 @@ def test_sigint_twice_cancels_the_batch_in_flight(slow_lab) -> None:
     rest, err = proc.communicate(timeout=60)
     _out = "".join(seen) + rest
     assert proc.returncode == 3, err
-    record = Journal(zk).latest()
+    record = Journal(ZkRecords(zk)).latest()
     if cluster.real:  # Kafka 2.4+ cannot cancel through ZooKeeper: the batch finished, kops stopped at the checkpoint
         assert "cannot be cancelled" in _out and record.batches[0].status == "done"
         assert all(b.status == "pending" for b in record.batches[1:])
@@ -240,7 +241,7 @@ def test_kill_9_then_resume_reaches_the_planned_layout(slow_lab, when: str) -> N
     proc.communicate(timeout=30)
     assert resume(plan_file, zk_connect) == 0
     assert judged(cluster, zk, targets(plan)) and throttle_configs(zk) == {}
-    assert Journal(zk).latest().status == "done"
+    assert Journal(ZkRecords(zk)).latest().status == "done"
 
 
 def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, capsys) -> None:
@@ -271,7 +272,7 @@ def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, capsys) ->
     assert main(["cancel", "-z", zk_connect]) == 0  # stop at the next checkpoint
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
-    assert "kops cancel" in Journal(zk).latest().stop_reason and throttle_configs(zk) == {}
+    assert "kops cancel" in Journal(ZkRecords(zk)).latest().stop_reason and throttle_configs(zk) == {}
 
 
 def test_a_broker_killed_mid_batch_is_a_health_stop_and_resume_finishes_after_it_returns(slow_lab) -> None:
@@ -283,7 +284,7 @@ def test_a_broker_killed_mid_batch_is_a_health_stop_and_resume_finishes_after_it
     cluster.lab.kill_broker(victim)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
-    assert "health stop" in Journal(zk).latest().stop_reason
+    assert "health stop" in Journal(ZkRecords(zk)).latest().stop_reason
     cluster.lab.start_broker(victim)
     wait_until(lambda: victim in read_snapshot(zk).live_broker_ids, what="broker back")
     assert resume(plan_file, zk_connect) == 0
@@ -314,7 +315,7 @@ def test_cancel_now_cancels_the_batch_in_flight_and_rollback_after_a_partial_app
     said = capsys.readouterr().err
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
-    record = Journal(zk).latest()
+    record = Journal(ZkRecords(zk)).latest()
     if cluster.real:  # no KIP-236 on real Kafka: `--now` says so, the batch finishes, kops stops at the checkpoint
         assert "cannot cancel a batch in flight" in said
         assert record.batches[1].status == "done" and "kops cancel" in record.stop_reason
@@ -347,7 +348,7 @@ def test_an_apply_that_lost_its_lock_stops_writing_and_the_new_holder_finishes(s
     assert len(lines) == 1 and "the cluster lock was lost" in lines[0] and "kops apply --resume" in lines[0], err
     _out, err = second.communicate(timeout=180)
     assert second.returncode == 0, err
-    record = Journal(zk).latest()
+    record = Journal(ZkRecords(zk)).latest()
     assert record.status == "done" and all(b.status == "done" for b in record.batches)
     assert judged(cluster, zk, targets(plan)) and throttle_configs(zk) == {}
     assert zk.exists(paths.KOPS_LOCK) is None
@@ -378,7 +379,7 @@ def test_a_batch_without_progress_stops_naming_what_each_partition_waits_for(tmp
         finally:
             lab.resume_broker(victim)
         assert slow.returncode == 3, err
-        record = Journal(zk).latest()
+        record = Journal(ZkRecords(zk)).latest()
         assert "stalled: no progress for" in record.stop_reason
         assert throttle_configs(zk)  # the batch stays with the controller, throttled, until resume or rollback
         stuck = [json.loads(line)["text"] for line in out.splitlines() if '"stalled"' in line]

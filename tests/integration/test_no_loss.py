@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
@@ -51,7 +52,7 @@ def test_no_acknowledged_record_is_lost_through_a_leader_kill_a_stop_and_a_resum
         cluster.lab.kill_broker(victim)
         _out, err = proc.communicate(timeout=180)
         assert proc.returncode == 3, err  # a health stop, at a checkpoint
-        assert "health stop" in Journal(zk).latest().stop_reason
+        assert "health stop" in Journal(ZkRecords(zk)).latest().stop_reason
 
         cluster.lab.start_broker(victim)
         wait_until(lambda: victim in read_snapshot(zk).live_broker_ids, timeout=60, what="the broker back")

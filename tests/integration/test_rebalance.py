@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
+from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
@@ -83,7 +84,7 @@ def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(ske
     assert json.loads(lines[0])["event"] == "start"  # the executor's event lines come first
     assert doc["status"] == "applied" and doc["applied"] is True and 1 <= doc["moves"] <= 2
     assert doc["imbalance_after"] < doc["imbalance_before"] and doc["duration_seconds"] > 0
-    assert doc["plan"] == str(plan_file) and doc["execution"] == Journal(zk).latest().id
+    assert doc["plan"] == str(plan_file) and doc["execution"] == Journal(ZkRecords(zk)).latest().id
     plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
     assert plan.summary.moves == doc["moves"]
     counts_after = replica_counts(zk)
@@ -109,7 +110,7 @@ def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path) -> Non
     assert proc.returncode == 3, err
     doc = summary(out)
     assert doc["status"] == "stopped" and doc["applied"] is False and doc["moves"] >= 2
-    record = Journal(zk).latest()
+    record = Journal(ZkRecords(zk)).latest()
     statuses = [b.status for b in record.batches]
     finished = statuses.count("done")
     # Stopped at a checkpoint: the batches up to the signal done, every later one never started.

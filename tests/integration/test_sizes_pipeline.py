@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
+from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
 from kops.kafka import admin
 from kops.kafka.client import ZkClient, ZkSettings
@@ -70,5 +71,5 @@ def test_snapshots_summarized_then_planned_with_sizes_and_applied(tmp_path: Path
         assert main(["apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.1"]) == 0
         events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
         assert events[0]["bytes"] == sum(m.copied_bytes for m in plan.moves)  # progress in the plan's bytes
-        record = Journal(zk).latest()
+        record = Journal(ZkRecords(zk)).latest()
         assert record.status == "done" and all(b.started_at and b.finished_at for b in record.batches)

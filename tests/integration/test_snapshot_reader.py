@@ -13,7 +13,7 @@ from kops.kafka.reader import read_snapshot
 from kops.kafka.writer import write_snapshot
 from kops.lab.sample import sample_snapshot
 from kops.model.partitions import TopicPartition
-from kops.model.snapshot import Problem, RequestedMove
+from kops.model.snapshot import RequestedMove
 
 
 def _without_epochs(snapshot):

@@ -1,0 +1,283 @@
+"""The cluster port over Kafka's Admin API (kafka-python): KRaft clusters, Kafka 4, and any broker 2.4+.
+
+Reassignments are KIP-455 (AlterPartitionReassignments; a null target cancels and returns the partition to its
+original replicas), with KIP-860's replication-factor guard where the cluster offers it; throttles and configs
+are IncrementalAlterConfigs, each write read back until the cluster shows it (KRaft brokers apply configs from
+the metadata log asynchronously, and restoring a throttle from a stale read would leave it behind); preferred
+leaders through ElectLeaders; lag in bytes from DescribeLogDirs. The lock and the records live in `__kops`.
+
+kafka-python sends each request to one node and does not fail over when that node is dead or paused: every
+call here goes through `_ask`, which tries the next bootstrap server on its own until one answers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KafkaTP
+from kafka.admin import ConfigResource
+from kafka.errors import (
+    ElectionNotNeededError, KafkaError, NoReassignmentInProgressError, TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError)
+
+from kops.admin import kip860
+from kops.admin.connection import AdminSettings
+from kops.admin.kops_log import KopsLog, LogRecords
+from kops.admin.lease import Claims, LeaseLock, current_holder
+from kops.admin.log_dirs import describe_log_dirs
+from kops.admin.reader import read_snapshot
+from kops.errors import ConnectionFailed, KopsError, Refused
+from kops.model.partitions import TopicPartition
+from kops.model.snapshot import Snapshot
+
+T = TypeVar("T")
+RESOURCE = {"topics": "TOPIC", "brokers": "BROKER"}
+SOURCES = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFIG"}
+READ_BACK_SECONDS = 15.0
+
+
+class AdminCluster:
+    transport = "admin"
+
+    def __init__(self, settings: AdminSettings, lease: float = 10.0) -> None:
+        self.settings = settings
+        self.where = settings.bootstrap
+        self.lease = lease
+        self._client: KafkaAdminClient | None = None
+        self._servers = settings.bootstrap.split(",")
+        self.log = KopsLog(settings, lambda: self._connected())
+        self.claims = Claims()
+        self.log.watchers.append(self.claims.fold)
+        self._records = LogRecords(self.log)
+        self._guard: bool | None = None  # KIP-860 offered (AlterPartitionReassignments v1)
+
+    # -- connection ------------------------------------------------------------------------------------------
+
+    def _connected(self) -> KafkaAdminClient:
+        if self._client is None:
+            self._client = self._connect(self.settings.bootstrap)
+        return self._client
+
+    def _connect(self, servers: str) -> KafkaAdminClient:
+        arguments = self.settings.client_arguments()
+        arguments["bootstrap_servers"] = servers.split(",")
+        try:
+            return KafkaAdminClient(**arguments)
+        except KafkaError as exc:
+            raise ConnectionFailed(f"cannot connect: {exc}", where=servers,
+                                   hint="check the bootstrap servers and --command-config") from None
+
+    def _ask(self, what: str, call: Callable[[KafkaAdminClient], T]) -> T:
+        """`call` on the connected client; on a failure, through each bootstrap server alone, for a while."""
+        try:
+            return call(self._connected())
+        except (KafkaError, OSError) as exc:
+            first = exc
+        deadline = time.monotonic() + max(self.settings.connect_timeout_ms / 1000, 5.0) * 2
+        while True:
+            self.close_client()
+            for server in self._servers:
+                try:
+                    self._client = self._connect(server)
+                    return call(self._client)
+                except (KafkaError, OSError, ConnectionFailed) as exc:
+                    first = exc if not isinstance(exc, ConnectionFailed) else first
+                    self.close_client()
+            if time.monotonic() > deadline:
+                raise ConnectionFailed(f"{what} failed: {type(first).__name__}: {first}", where=self.where,
+                                       hint="check the brokers (kops status) and --command-config") from None
+            time.sleep(0.5)
+
+    def close_client(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001 - closing a broken client
+                pass
+            self._client = None
+
+    def close(self) -> None:
+        self.log.close()
+        self.close_client()
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    def snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
+        return self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, only_topics))
+
+    def records(self) -> LogRecords:
+        return self._records
+
+    def lock(self, holder: dict[str, Any], wait_dead: float, sleep: Callable[[float], None],
+             monotonic: Callable[[], float]) -> LeaseLock:
+        return LeaseLock(self.log, self.claims, holder, self.lease, wait_dead, sleep, monotonic)
+
+    def holder(self) -> dict[str, Any] | None:
+        return current_holder(self.log, self.claims, int(time.time() * 1000))
+
+    def read_config(self, entity_type: str, name: str) -> dict[str, str]:
+        resource = _resource(entity_type, name)
+        found = self._ask("DescribeConfigs", lambda c: c.describe_configs([resource]))
+        values = next(iter(found.get(resource.resource_type.name.lower(), {}).values()), {})
+        return {k: str(v["value"]) for k, v in values.items()
+                if v.get("config_source") == SOURCES[entity_type] and v.get("value") is not None
+                and not v.get("is_sensitive")}
+
+    def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]:
+        """Bytes each new replica is behind: the largest other replica's size (the leader's, which holds the
+        most) minus the new replica's, from DescribeLogDirs."""
+        if not asked:
+            return {}
+        wanted: dict[str, list[int]] = {}
+        for tp, _broker in asked:
+            wanted.setdefault(tp.topic, []).append(tp.partition)
+        try:
+            report = self._ask("DescribeLogDirs", lambda c: describe_log_dirs(c, self.where, 0, wanted))
+        except KopsError:
+            return {}
+        sizes: dict[tuple[str, int], dict[int, int]] = {}
+        for broker in report.brokers:
+            for d in broker.log_dirs:
+                for r in d.replicas:
+                    if not r.is_future:
+                        sizes.setdefault((r.topic, r.partition), {})[broker.broker] = r.size
+        out = {}
+        for tp, broker in asked:
+            found = sizes.get((tp.topic, tp.partition), {})
+            others = [size for b, size in found.items() if b != broker]
+            if others:
+                out[(tp, broker)] = max(0, max(others) - found.get(broker, 0))
+        return out
+
+    # -- writing -------------------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]], config: Mapping[str, str]) -> bool:
+        spec = {name: {"assignments": {p: list(r) for p, r in assignment.items()}, "configs": dict(config)}}
+        try:
+            self._ask("CreateTopics", lambda c: c.create_topics(spec))
+        except ConnectionFailed as exc:
+            if "TopicAlreadyExists" in exc.what:
+                return False
+            raise
+        except TopicAlreadyExistsError:
+            return False
+        return True
+
+    def add_partitions(self, topic: str, assignment: Mapping[int, Sequence[int]]) -> bool:
+        count = len(self.snapshot({topic}).topics[topic].partitions)
+        new = sorted(p for p in assignment if p >= count)
+        if not new:
+            return False
+        spec = {topic: {"count": max(new) + 1, "assignments": [list(assignment[p]) for p in new]}}
+        self._ask("CreatePartitions", lambda c: c.create_partitions(spec))
+        return True
+
+    def shrink_partitions(self, topic: str, keep: int) -> None:
+        raise KopsError(f"topic {topic}: removing partitions needs KIP-253, which Kafka does not offer",
+                        where=self.where, hint="plan without partition removal")
+
+    def delete_topic(self, name: str) -> None:
+        try:
+            self._ask("DeleteTopics", lambda c: c.delete_topics([name]))
+        except ConnectionFailed as exc:
+            if "UnknownTopicOrPartition" not in exc.what:
+                raise
+        except UnknownTopicOrPartitionError:
+            pass
+
+    def alter_config(self, entity_type: str, name: str, updates: Mapping[str, str | None]) -> None:
+        """IncrementalAlterConfigs, then read back until the cluster shows every change."""
+        if not updates:
+            return
+        ops = {k: ("DELETE", None) if v is None else ("SET", v) for k, v in updates.items()}
+        resource = _resource(entity_type, name, ops)
+        result = self._ask("IncrementalAlterConfigs",
+                           lambda c: c.alter_configs([resource], incremental=True, raise_on_unknown=False))
+        answer = next(iter(result.get(resource.resource_type.name.lower(), {}).values()), "OK")
+        if answer != "OK":
+            raise KopsError(f"Kafka refused the config change of {entity_type}/{name}: {answer}", where=self.where,
+                            hint="check the key and value (kafka-configs.sh --describe shows what is allowed)")
+        deadline = time.monotonic() + READ_BACK_SECONDS
+        while True:
+            now = self.read_config(entity_type, name)
+            if all(now.get(k) == v for k, v in updates.items()):
+                return
+            if time.monotonic() > deadline:
+                raise KopsError(f"the config change of {entity_type}/{name} is not visible after "
+                                f"{READ_BACK_SECONDS:.0f} s", where=self.where, hint="check the brokers (kops status)")
+            time.sleep(0.1)
+
+    def submit(self, targets: Sequence[tuple[TopicPartition, tuple[int, ...]]], snapshot: Snapshot) -> None:
+        """AlterPartitionReassignments; moves that keep their replication factor carry KIP-860's guard where
+        the cluster offers it, so a concurrent change of the topic's RF cannot turn them into RF changes."""
+        same_rf, other = [], []
+        for tp, replicas in targets:
+            part = snapshot.partition(tp)
+            (same_rf if part is not None and len(part.original_replicas) == len(replicas) else other).append((tp, replicas))
+        for group, guard in ((same_rf, True), (other, False)):
+            if group:
+                self._reassign({KafkaTP(tp.topic, tp.partition): list(r) for tp, r in group}, guard)
+
+    def _reassign(self, wanted: dict[KafkaTP, list[int] | None], guard: bool) -> None:
+        answers = self._ask("AlterPartitionReassignments", lambda c: self._send_reassignments(c, wanted, guard))
+        refused = {tp: err for tp, err in answers.items() if err is not None
+                   and not (err is NoReassignmentInProgressError and all(v is None for v in wanted.values()))}
+        if refused:
+            tp, err = sorted(refused.items(), key=lambda kv: (kv[0].topic, kv[0].partition))[0]
+            raise Refused(f"Kafka refused {len(refused)} reassignment(s), first {tp.topic}-{tp.partition}: "
+                          f"{getattr(err, 'message', err)}", where=self.where,
+                          hint=getattr(err, "description", None) or "see the broker's log")
+
+    def _send_reassignments(self, client: KafkaAdminClient, wanted: dict[KafkaTP, list[int] | None],
+                            guard: bool) -> dict[KafkaTP, Any]:
+        if not guard or self._guard is False:
+            return client.alter_partition_reassignments(wanted)
+        answers, offered = kip860.guarded_reassignments(client, wanted)
+        self._guard = offered
+        return answers
+
+    def can_cancel(self, snapshot: Snapshot) -> bool:
+        return True
+
+    def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
+        """KIP-455: a null target for each of `partitions` still moving; wait until Kafka lists none of them."""
+        ours = {(tp.topic, tp.partition) for tp in partitions}
+
+        def moving() -> set[tuple[str, int]]:
+            listed = self._ask("ListPartitionReassignments", lambda c: c.list_partition_reassignments())
+            return {(tp.topic, tp.partition) for tp in listed} & ours
+
+        pending = moving()
+        if pending:
+            self._reassign({KafkaTP(t, p): None for t, p in sorted(pending)}, guard=False)
+        deadline = time.monotonic() + timeout
+        while moving():
+            if time.monotonic() > deadline:
+                raise KopsError("Kafka has not finished cancelling the reassignment", where=self.where,
+                                hint="check the controller (kops status)")
+            time.sleep(0.2)
+
+    def elect_preferred(self, partitions: Sequence[TopicPartition], timeout: float) -> bool:
+        """ElectLeaders (preferred): an election Kafka itself would make; partitions already led by their
+        preferred replica need none. True when every partition was elected or needed no election."""
+        wanted: dict[str, list[int]] = {}
+        for tp in partitions:
+            wanted.setdefault(tp.topic, []).append(tp.partition)
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self._ask("ElectLeaders", lambda c: c.elect_leaders(0, wanted, raise_errors=False))
+            failed = [p for r in response.replica_election_results for p in r.partition_result
+                      if p.error_code not in (0, ElectionNotNeededError.errno)]
+            if not failed or time.monotonic() > deadline:
+                return not failed
+            time.sleep(0.5)
+
+
+def _resource(entity_type: str, name: str, configs: dict[str, Any] | None = None) -> ConfigResource:
+    if entity_type not in RESOURCE or not name or name == "<default>":
+        raise KopsError(f"kops cannot address {entity_type}/{name} through the Admin API", where=f"{entity_type}/{name}",
+                        hint="topics/<name> and brokers/<id> are supported; set cluster-wide defaults with kafka-configs.sh")
+    return ConfigResource(RESOURCE[entity_type], name, configs=configs)

@@ -1,0 +1,161 @@
+"""The `__kops` topic: where the lock and the execution records live on a cluster without ZooKeeper.
+
+One compacted, single-partition topic, created on first use with as many replicas as the cluster has brokers
+(up to 5), `min.insync.replicas` 2 where there are 2 or more, `acks=all` writes, and broker-assigned
+timestamps (LogAppendTime), so every contender reads the same time for every record whatever its own clock.
+Records are keyed (`execution/<id>`, `cancel/<id>`, `lock/<claim>`) with JSON values; a null value deletes a
+key. Readers keep a consumer assigned to the partition and read only what is new since their last read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+from kops.admin.connection import AdminSettings
+from kops.errors import ConnectionFailed
+
+TOPIC = "__kops"
+PARTITION = TopicPartition(TOPIC, 0)
+MAX_REPLICAS = 5
+SEND_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Entry:
+    offset: int
+    timestamp_ms: int
+    key: str
+    value: bytes | None
+
+
+def topic_settings(brokers: int) -> tuple[int, dict[str, str]]:
+    """Replication factor and configs for `__kops` on a cluster of this many brokers."""
+    replicas = max(1, min(brokers, MAX_REPLICAS))
+    return replicas, {"cleanup.policy": "compact", "min.insync.replicas": str(min(2, replicas)),
+                      "message.timestamp.type": "LogAppendTime", "unclean.leader.election.enable": "false"}
+
+
+class KopsLog:
+    """Appends keyed records and folds everything read into `latest` (and hands each record to `watchers`)."""
+
+    def __init__(self, settings: AdminSettings, admin: Callable[[], KafkaAdminClient]) -> None:
+        self.settings = settings
+        self._admin = admin
+        self._producer: KafkaProducer | None = None
+        self._consumer: KafkaConsumer | None = None
+        self.latest: dict[str, Entry] = {}
+        self.watchers: list[Callable[[Entry], None]] = []
+
+    def _client_arguments(self, allowed: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in self.settings.client_arguments().items() if k in allowed}
+
+    def ensure_topic(self) -> None:
+        client = self._admin()
+        try:
+            brokers = len(client.describe_cluster()["brokers"])
+            replicas, configs = topic_settings(brokers)
+            client.create_topics({TOPIC: {"num_partitions": 1, "replication_factor": replicas, "configs": configs}})
+        except TopicAlreadyExistsError:
+            pass
+        except KafkaError as exc:
+            raise ConnectionFailed(f"cannot create the {TOPIC} topic (kops's lock and records): {exc}",
+                                   where=self.settings.bootstrap,
+                                   hint="the principal needs CREATE on the cluster, or create it by hand "
+                                        "(1 partition, cleanup.policy=compact, message.timestamp.type=LogAppendTime)"
+                                   ) from None
+
+    def append(self, key: str, value: bytes | None) -> Entry:
+        if self._producer is None:
+            self.ensure_topic()
+            self._producer = KafkaProducer(acks="all", retries=5, linger_ms=0, max_block_ms=int(SEND_TIMEOUT * 1000),
+                                           **self._client_arguments(KafkaProducer.DEFAULT_CONFIG))
+        try:
+            meta = self._producer.send(TOPIC, key=key.encode(), value=value, partition=0).get(timeout=SEND_TIMEOUT)
+        except KafkaError as exc:
+            raise ConnectionFailed(f"cannot write to {TOPIC}: {exc}", where=self.settings.bootstrap,
+                                   hint="check the brokers holding __kops (kops status)") from None
+        return Entry(meta.offset, meta.timestamp, key, value)
+
+    def refresh(self) -> None:
+        """Read everything appended since the last read, up to the end of the log as it is now."""
+        consumer = self._open_consumer()
+        try:
+            end = consumer.end_offsets([PARTITION])[PARTITION]
+            while consumer.position(PARTITION) < end:
+                for records in consumer.poll(timeout_ms=1000).values():
+                    for r in records:
+                        self._fold(Entry(r.offset, r.timestamp, (r.key or b"").decode(), r.value))
+        except KafkaError as exc:
+            raise ConnectionFailed(f"cannot read {TOPIC}: {exc}", where=self.settings.bootstrap,
+                                   hint="check the brokers holding __kops (kops status)") from None
+
+    def _open_consumer(self) -> KafkaConsumer:
+        if self._consumer is None:
+            if TOPIC not in self._admin().list_topics():
+                self.ensure_topic()
+            self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False,
+                                           **self._client_arguments(KafkaConsumer.DEFAULT_CONFIG))
+            self._consumer.assign([PARTITION])
+            self._consumer.seek_to_beginning(PARTITION)
+        return self._consumer
+
+    def _fold(self, entry: Entry) -> None:
+        if entry.value is None:
+            self.latest.pop(entry.key, None)
+        else:
+            self.latest[entry.key] = entry
+        for watch in self.watchers:
+            watch(entry)
+
+    def keys(self, prefix: str) -> list[str]:
+        return sorted(k[len(prefix):] for k in self.latest if k.startswith(prefix))
+
+    def close(self) -> None:
+        for closing in (self._producer, self._consumer):
+            if closing is not None:
+                try:
+                    closing.close(timeout=2) if closing is self._producer else closing.close()
+                except Exception:  # noqa: BLE001 - closing: nothing left to do with an error
+                    pass
+        self._producer = self._consumer = None
+
+
+class LogRecords:
+    """The port's record store over `__kops`: `execution/<id>` and `cancel/<id>` keys."""
+
+    max_bytes = 900_000  # under Kafka's default max.message.bytes (1 MiB)
+
+    def __init__(self, log: KopsLog) -> None:
+        self.log = log
+
+    def create(self, execution_id: str, data: bytes) -> None:
+        self.log.append(f"execution/{execution_id}", data)
+
+    def save(self, execution_id: str, data: bytes) -> None:
+        self.log.append(f"execution/{execution_id}", data)
+
+    def load(self, execution_id: str) -> bytes | None:
+        self.log.refresh()
+        found = self.log.latest.get(f"execution/{execution_id}")
+        return None if found is None else found.value
+
+    def ids(self) -> list[str]:
+        self.log.refresh()
+        return self.log.keys("execution/")
+
+    def set_cancel(self, execution_id: str, data: bytes) -> None:
+        self.log.append(f"cancel/{execution_id}", data)
+
+    def get_cancel(self, execution_id: str) -> bytes | None:
+        self.log.refresh()
+        found = self.log.latest.get(f"cancel/{execution_id}")
+        return None if found is None else found.value
+
+    def clear_cancel(self, execution_id: str) -> None:
+        if self.get_cancel(execution_id) is not None:
+            self.log.append(f"cancel/{execution_id}", None)

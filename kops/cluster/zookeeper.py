@@ -1,0 +1,265 @@
+"""The cluster port over ZooKeeper: Kafka's znodes written as Kafka's own tools write them (kops.kafka), for
+clusters in ZooKeeper mode (Kafka 2.4 – 3.9) and the kops engine.
+
+The lock is an ephemeral `/kops/lock` naming the holder, so a crashed holder's lock vanishes with its session;
+execution records are `/kops/executions/<id>` written with the znode version (a second writer is detected), and
+a cancel request is their `cancel` child. A reassignment is cancelled through KIP-236 where the cluster
+advertises it (Kafka 2.4+ ignores a deleted `/admin/reassign_partitions`); lag comes from KIP-179 where advertised.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kops.adminapi.client import AdminApiClient
+from kops.adminapi.protocol import ErrorCode
+from kops.cluster.port import Assignment, Target
+from kops.errors import KopsError, Refused
+from kops.holder import Locked, LockLost, dead_local, describe
+from kops.kafka import admin, paths
+from kops.kafka.client import NodeExists, NodeMissing, ZkClient
+from kops.kafka.codecs.admin_requests import ReassignmentTarget
+from kops.kafka.reader import read_snapshot
+from kops.model.features import KIP179_ADMIN, KIP236_CANCEL
+from kops.model.partitions import TopicPartition
+from kops.model.snapshot import Snapshot
+
+CANCEL = "cancel"
+
+
+class ZkCluster:
+    transport = "zookeeper"
+
+    def __init__(self, client: ZkClient, where: str = "") -> None:
+        self.client = client
+        self.where = where
+        self._records = ZkRecords(client)
+        self._api: AdminApiClient | None = None
+
+    def snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
+        return read_snapshot(self.client, only_topics=only_topics)
+
+    def records(self) -> "ZkRecords":
+        return self._records
+
+    def lock(self, holder: dict[str, Any], wait_dead: float, sleep: Callable[[float], None],
+             monotonic: Callable[[], float]) -> "ZkLock":
+        return ZkLock(self.client, holder, wait_dead, sleep, monotonic)
+
+    def holder(self) -> dict[str, Any] | None:
+        return read_holder(self.client)
+
+    # -- topics and configs ----------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, assignment: Assignment, config: Mapping[str, str]) -> bool:
+        if self.client.exists(paths.topic(name)) is not None:
+            return False
+        admin.create_topic(self.client, name, {p: tuple(r) for p, r in assignment.items()}, config)
+        return True
+
+    def add_partitions(self, topic: str, assignment: Assignment) -> bool:
+        existing = self.client.children(paths.partitions(topic)) or []
+        if self.client.get(paths.topic(topic)) is not None and all(str(p) in existing for p in assignment):
+            return False
+        admin.add_partitions(self.client, topic, {p: tuple(r) for p, r in assignment.items()})
+        return True
+
+    def shrink_partitions(self, topic: str, keep: int) -> None:
+        admin.mark_partitions_for_deletion(self.client, topic, keep)
+
+    def delete_topic(self, name: str) -> None:
+        admin.delete_topic(self.client, name)
+
+    def read_config(self, entity_type: str, name: str) -> dict[str, str]:
+        return admin.read_config(self.client, entity_type, name)[0]
+
+    def alter_config(self, entity_type: str, name: str, updates: Mapping[str, str | None]) -> None:
+        admin.alter_config(self.client, entity_type, name, dict(updates))
+
+    # -- reassignments and elections -----------------------------------------------------------------------
+
+    def submit(self, targets: Sequence[Target], snapshot: Snapshot) -> None:
+        try:
+            admin.start_reassignment(self.client, [ReassignmentTarget(tp.topic, tp.partition, replicas)
+                                                   for tp, replicas in targets])
+        except admin.AdminRefused as exc:
+            raise Refused(exc.what, where=paths.REASSIGN_PARTITIONS) from None
+
+    def can_cancel(self, snapshot: Snapshot) -> bool:
+        return KIP236_CANCEL in snapshot.cluster_features()
+
+    def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
+        """KIP-236: create the cancel znode and wait for the controller to finish (it deletes the znode)."""
+        try:
+            self.client.create(paths.CANCEL_REASSIGNMENT, b"", makepath=True)
+        except NodeExists:
+            pass
+        if not self._wait_absent(paths.CANCEL_REASSIGNMENT, timeout):
+            raise KopsError("the controller has not finished cancelling", where=paths.CANCEL_REASSIGNMENT,
+                            hint="check the controller (kops status); the cancel znode is still there")
+
+    def elect_preferred(self, partitions: Sequence[TopicPartition], timeout: float) -> bool:
+        self._wait_absent(paths.PREFERRED_REPLICA_ELECTION, timeout)
+        try:
+            admin.request_preferred_election(self.client, partitions)
+        except admin.AdminRefused:
+            self._wait_absent(paths.PREFERRED_REPLICA_ELECTION, timeout)
+            admin.request_preferred_election(self.client, partitions)
+        return self._wait_absent(paths.PREFERRED_REPLICA_ELECTION, timeout)
+
+    def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]:
+        """KIP-179 lag where the cluster advertises it; nothing elsewhere (progress counts partitions then)."""
+        if not asked:
+            return {}
+        if self._api is None:
+            if KIP179_ADMIN not in read_snapshot(self.client, only_topics=set()).cluster_features():
+                return {}
+            self._api = AdminApiClient(self.client, timeout=5.0)
+        try:
+            return {(s.tp, s.broker): s.lag_bytes for s in self._api.replica_status(asked)
+                    if s.error is ErrorCode.NONE and s.lag_bytes >= 0}
+        except KopsError:
+            return {}
+
+    def close(self) -> None:
+        if self._api is not None:
+            self._api.close()
+            self._api = None
+
+    def _wait_absent(self, path: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.client.exists(path) is not None:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+
+def read_holder(client: ZkClient) -> dict[str, Any] | None:
+    node = client.get(paths.KOPS_LOCK)
+    if node is None:
+        return None
+    try:
+        return json.loads(node.data or b"{}")
+    except ValueError:
+        return {"unreadable": True}
+
+
+class ZkLock:
+    """An ephemeral `/kops/lock`; lost when the session that created it is gone."""
+
+    def __init__(self, client: ZkClient, holder: dict[str, Any], wait_dead: float,
+                 sleep: Callable[[float], None], monotonic: Callable[[], float]) -> None:
+        self.client = client
+        self.holder = holder
+        self.wait_dead = wait_dead
+        self.sleep = sleep
+        self.monotonic = monotonic
+        self.held = False
+        self.session: int | None = None
+        self.lost: str | None = None  # why, once the ZooKeeper session that owns the lock is gone
+        self._listening = False
+
+    def acquire(self) -> None:
+        self.client.ensure_path(paths.KOPS_ROOT)
+        deadline = self.monotonic() + self.wait_dead
+        while True:
+            try:
+                self.client.create(paths.KOPS_LOCK, json.dumps(self.holder, sort_keys=True).encode(), ephemeral=True)
+                self.held, self.session, self.lost = True, self.client.session_id, None
+                if not self._listening:
+                    self.client.add_state_listener(self._on_state)
+                    self._listening = True
+                return
+            except NodeExists:
+                holder = read_holder(self.client)
+                if holder is None:
+                    continue
+                if dead_local(holder) and self.monotonic() < deadline:
+                    self.sleep(0.2)  # a killed kops on this host: its session expires shortly
+                    continue
+                raise Locked(f"the cluster is locked by {describe(holder)}", where=paths.KOPS_LOCK,
+                             hint="wait for it to finish, or stop it with `kops cancel`") from None
+
+    def _on_state(self, state: str) -> None:
+        """Called on kazoo's thread: a lost session took the ephemeral lock with it."""
+        if state == "lost" and self.held:
+            self.lost = "the ZooKeeper session expired: a long pause or a network cut"
+
+    def ensure_held(self) -> None:
+        """Before every write: the lock znode still exists and belongs to this client's session."""
+        if not self.held:
+            return
+        if self.lost is None:
+            stat = self.client.exists(paths.KOPS_LOCK)
+            if stat is None:
+                self.lost = "its znode is gone"
+            elif stat.ephemeral_owner != self.session:
+                self.lost = "another session holds it now"
+        if self.lost is not None:
+            raise LockLost(self.lost, paths.KOPS_LOCK)
+
+    def update(self, **fields: Any) -> None:
+        self.holder.update(fields)
+        if self.held:
+            self.ensure_held()
+            self.client.set(paths.KOPS_LOCK, json.dumps(self.holder, sort_keys=True).encode())
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        try:
+            stat = self.client.exists(paths.KOPS_LOCK)
+            if stat is not None and stat.ephemeral_owner == self.client.session_id:
+                self.client.delete(paths.KOPS_LOCK)
+        except NodeMissing:
+            pass
+
+
+class ZkRecords:
+    """Execution records as `/kops/executions/<id>` (compare-and-set on the znode version)."""
+
+    max_bytes = 900_000  # ZooKeeper's jute.maxbuffer is 1 MiB by default
+
+    def __init__(self, client: ZkClient) -> None:
+        self.client = client
+        self._versions: dict[str, int] = {}
+
+    def create(self, execution_id: str, data: bytes) -> None:
+        self.client.ensure_path(paths.KOPS_EXECUTIONS)
+        self.client.create(paths.execution(execution_id), data)
+        self._versions[execution_id] = 0
+
+    def save(self, execution_id: str, data: bytes) -> None:
+        stat = self.client.set(paths.execution(execution_id), data, self._versions.get(execution_id, -1))
+        self._versions[execution_id] = stat.version
+
+    def load(self, execution_id: str) -> bytes | None:
+        node = self.client.get(paths.execution(execution_id))
+        if node is None:
+            return None
+        self._versions[execution_id] = node.stat.version
+        return node.data or b""
+
+    def ids(self) -> list[str]:
+        return sorted(self.client.children(paths.KOPS_EXECUTIONS) or [])
+
+    def set_cancel(self, execution_id: str, data: bytes) -> None:
+        path = f"{paths.execution(execution_id)}/{CANCEL}"
+        try:
+            self.client.create(path, data)
+        except NodeExists:
+            self.client.set(path, data)
+
+    def get_cancel(self, execution_id: str) -> bytes | None:
+        node = self.client.get(f"{paths.execution(execution_id)}/{CANCEL}")
+        return None if node is None else (node.data or b"")
+
+    def clear_cancel(self, execution_id: str) -> None:
+        path = f"{paths.execution(execution_id)}/{CANCEL}"
+        if self.client.exists(path) is not None:
+            self.client.delete(path)

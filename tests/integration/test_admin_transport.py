@@ -1,0 +1,280 @@
+"""kops through Kafka's Admin API (`-b`): real Kafka 4 in KRaft mode, and real Kafka 3.9 whose brokers serve the
+same API. Kafka is the judge: layouts, configs and throttles are read back through the Admin API, execution
+records and the lock through the `__kops` topic kops keeps them in.
+
+One cluster per engine for the whole module, emptied between tests (tests/engines.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka.admin import ConfigResource
+
+from kops.admin.cluster import AdminCluster
+from kops.admin.connection import AdminSettings
+from kops.cli.main import main
+from kops.executor.journal import Journal
+from kops.executor.record import ExecutionRecord
+from kops.lab.kafka_admin import first_answer, layout, produce
+from kops.model import plan_format
+from kops.model.plan import Plan
+from kops.model.throttle_keys import ALL_KEYS
+from tests.engines import EngineLab, reset_admin_cluster
+from tests.labtools import wait_until
+
+pytestmark = pytest.mark.lab
+MB = 1024 * 1024
+
+ORIGINAL = {
+    "pay": {0: (1, 2), 1: (2, 3), 2: (3, 1), 3: (1, 2), 4: (2, 3), 5: (3, 1)},
+    "logs": {0: (2, 1), 1: (3, 2), 2: (1, 3)},
+}
+PLAYBOOK = """- hosts: all
+  topics:
+    - {name: pay, replication_factor: 3, config: {retention.ms: "86400000"}}
+    - {name: logs, replication_factor: 3}
+  brokers: {decommission: [3]}
+  execution: {throttle: THROTTLE, batch: {max_partitions: 3}}
+"""
+
+
+@pytest.fixture(scope="module", params=["kafka-4", "kafka-3.9"])
+def admin_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineLab]:
+    """A real cluster reached through its brokers only (kafka-4: KRaft; kafka-3.9: the same API on ZooKeeper)."""
+    if request.param == "kafka-3.9":
+        yield request.getfixturevalue("kafka39")
+        return
+    from tests.engines import kafka4_cluster
+
+    with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster(admin_engine: EngineLab) -> EngineLab:
+    assert admin_engine.bootstrap is not None
+    reset_admin_cluster(admin_engine.lab, admin_engine.bootstrap)
+    return admin_engine
+
+
+def create_and_fill(bootstrap: str, megabytes: float) -> None:
+    spec = {name: {"assignments": {p: list(r) for p, r in a.items()}} for name, a in ORIGINAL.items()}
+    first_answer(bootstrap, lambda c: c.create_topics(spec))
+    wait_until(lambda: all(p["leader"] >= 0 for t in ORIGINAL for p in layout(bootstrap).get(t, {0: {"leader": -1}}).values()),
+               timeout=60, what="leaders elected")
+    for name, assignment in ORIGINAL.items():
+        for p in assignment:
+            wait_until(lambda name=name, p=p: produce(bootstrap, name, int(megabytes * MB), p) > 0, timeout=60,
+                       what=f"{name}-{p} produced")
+
+
+def replicas(bootstrap: str) -> dict[str, dict[int, tuple[int, ...]]]:
+    return {t: {p: row["replicas"] for p, row in parts.items()}  # type: ignore[misc]
+            for t, parts in layout(bootstrap).items() if t in ORIGINAL}
+
+
+def throttles(bootstrap: str) -> dict[str, dict[str, str]]:
+    """Every throttle config in force, as Kafka reports it."""
+    def ask(client):  # type: ignore[no-untyped-def]
+        brokers = [str(b["broker_id"]) for b in client.describe_cluster()["brokers"]]
+        resources = [ConfigResource("TOPIC", t) for t in ORIGINAL if t in client.list_topics()]
+        resources += [ConfigResource("BROKER", b) for b in brokers]
+        return client.describe_configs(resources)
+
+    found: dict[str, dict[str, str]] = {}
+    for kind, entities in first_answer(bootstrap, ask).items():
+        for name, values in entities.items():
+            keys = {k: str(v["value"]) for k, v in values.items() if k in ALL_KEYS
+                    and v.get("config_source", "").startswith("DYNAMIC") and v.get("value") not in (None, "")}
+            if keys:
+                found[f"{kind}/{name}"] = keys
+    return found
+
+
+def topic_config(bootstrap: str, topic: str) -> dict[str, str]:
+    found = first_answer(bootstrap, lambda c: c.describe_configs([ConfigResource("TOPIC", topic)]))
+    return {k: str(v["value"]) for k, v in found["topic"][topic].items()
+            if v.get("config_source") == "DYNAMIC_TOPIC_CONFIG"}
+
+
+def latest_record(bootstrap: str) -> ExecutionRecord | None:
+    port = AdminCluster(AdminSettings(bootstrap))
+    try:
+        return Journal(port.records()).latest()
+    finally:
+        port.close()
+
+
+def make_plan(tmp_path: Path, bootstrap: str, throttle: str) -> tuple[Path, Plan]:
+    pb = tmp_path / "pb.yml"
+    pb.write_text(PLAYBOOK.replace("THROTTLE", throttle))
+    out = tmp_path / "plan.json"
+    assert main(["plan", str(pb), "-b", bootstrap, "-o", str(out), "--format", "json"]) == 0
+    return out, plan_format.loads(out.read_bytes(), str(out))
+
+
+def targets(plan: Plan) -> dict[str, dict[int, tuple[int, ...]]]:
+    out = {name: dict(a) for name, a in ORIGINAL.items()}
+    for m in plan.moves:
+        out[m.topic][m.partition] = m.to_replicas
+    return out
+
+
+def kops(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "kops.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_in_flight(bootstrap: str, process: subprocess.Popen | None = None) -> None:
+    def moving() -> bool:
+        assert process is None or process.poll() is None, process.communicate() if process else ""
+        return bool(first_answer(bootstrap, lambda c: c.list_partition_reassignments()))
+
+    wait_until(moving, timeout=90, what="a batch in flight")
+
+
+def test_apply_rollback_and_rollback_of_the_rollback(tmp_path: Path, cluster: EngineLab, capsys) -> None:
+    bootstrap = cluster.bootstrap
+    assert bootstrap is not None
+    create_and_fill(bootstrap, 1)
+    first_answer(bootstrap, lambda c: c.alter_configs(  # the operator's own throttle, above ours: it stays
+        [ConfigResource("BROKER", "1", configs={"leader.replication.throttled.rate": ("SET", "104857600")})],
+        incremental=True, raise_on_unknown=False))
+    plan_file, plan = make_plan(tmp_path, bootstrap, "4MiB/s")
+    assert len(plan.batches) >= 2 and plan.connect == f"kafka://{bootstrap}"
+    capsys.readouterr()
+    assert main(["apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [e["event"] for e in events].count("batch_done") == len(plan.batches)
+    assert any(e["event"] == "progress" and e["bytes_done"] > 0 for e in events)  # DescribeLogDirs: bytes, not guesses
+    wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="Kafka's metadata at the targets")
+    assert topic_config(bootstrap, "pay") == {"retention.ms": "86400000"}
+    assert throttles(bootstrap) == {"broker/1": {"leader.replication.throttled.rate": "104857600"}}
+    leaders = {(m.topic, m.partition): m.to_replicas[0] for m in plan.moves}
+    wait_until(lambda: all(layout(bootstrap)[t][p]["leader"] == leader for (t, p), leader in leaders.items()),
+               what="preferred leaders as planned (ElectLeaders)")
+    record = latest_record(bootstrap)
+    assert record is not None and record.status == "done" and (tmp_path / f"plan.{record.id}.execution.json").exists()
+
+    # rollback from the plan alone: the cluster is named in it (kafka://...), so no -b is needed
+    assert main(["rollback", str(plan_file), "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout, replica order included")
+    assert topic_config(bootstrap, "pay") == {}
+    assert throttles(bootstrap) == {"broker/1": {"leader.replication.throttled.rate": "104857600"}}
+    rolled = latest_record(bootstrap)
+    assert rolled is not None and rolled.kind == "rollback" and rolled.of == record.id and rolled.status == "done"
+
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--execution", rolled.id, "--format", "json",
+                 "--poll", "0.2"]) == 0
+    wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the plan again")
+
+
+def test_cancel_now_returns_the_batch_in_flight_then_rollback_restores_all(tmp_path: Path, cluster: EngineLab) -> None:
+    bootstrap = cluster.bootstrap
+    assert bootstrap is not None
+    create_and_fill(bootstrap, 3)
+    plan_file, plan = make_plan(tmp_path, bootstrap, "256KiB/s")
+    applying = kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2")
+    wait_in_flight(bootstrap, applying)
+    assert main(["cancel", "-b", bootstrap, "--now"]) == 0
+    out, err = applying.communicate(timeout=120)
+    assert applying.returncode == 3, err
+    assert "cancelled in flight (KIP-455)" in out + err
+    assert not first_answer(bootstrap, lambda c: c.list_partition_reassignments())
+    assert throttles(bootstrap) == {}  # the cancelled batch's throttles went with it
+    record = latest_record(bootstrap)
+    assert record is not None and record.status == "stopped"
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
+    assert throttles(bootstrap) == {} and topic_config(bootstrap, "pay") == {}
+
+
+def test_kill_9_mid_batch_then_resume_waits_for_the_lease(tmp_path: Path, cluster: EngineLab) -> None:
+    bootstrap = cluster.bootstrap
+    assert bootstrap is not None
+    create_and_fill(bootstrap, 2)
+    plan_file, plan = make_plan(tmp_path, bootstrap, "512KiB/s")
+    applying = kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                    "--session-timeout", "6")
+    wait_in_flight(bootstrap, applying)
+    applying.send_signal(signal.SIGKILL)
+    applying.communicate(timeout=30)
+    started = time.monotonic()
+    assert main(["apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                 "--throttle", "20MiB/s"]) == 0
+    assert time.monotonic() - started >= 1  # it waited for the killed holder's lease instead of failing
+    wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the targets")
+    assert throttles(bootstrap) == {}
+    record = latest_record(bootstrap)
+    assert record is not None and record.status == "done"
+
+
+def test_two_applies_race_exactly_one_runs(tmp_path: Path, cluster: EngineLab, admin_engine: EngineLab) -> None:
+    if admin_engine.engine != "kafka-4":
+        pytest.skip("the lease is the same on every engine; raced once, on Kafka 4")
+    bootstrap = cluster.bootstrap
+    assert bootstrap is not None
+    create_and_fill(bootstrap, 2)
+    plan_file, _plan = make_plan(tmp_path, bootstrap, "256KiB/s")
+    racers = [kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2")
+              for _ in range(2)]
+    wait_until(lambda: any(r.poll() is not None for r in racers), timeout=90, what="one racer to give up")
+    loser = next(r for r in racers if r.poll() is not None)
+    winner = next(r for r in racers if r is not loser)
+    _out, err = loser.communicate()
+    assert loser.returncode == 5, err
+    assert "the cluster is locked by" in err and "pid" in err
+    wait_in_flight(bootstrap, winner)
+    winner.send_signal(signal.SIGINT)
+    winner.send_signal(signal.SIGINT)  # twice: cancel the batch in flight
+    winner.communicate(timeout=120)
+    assert winner.returncode == 3
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json"]) == 0
+    wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
+
+
+def test_a_paused_holder_loses_its_lease_and_stops(tmp_path: Path, cluster: EngineLab, admin_engine: EngineLab) -> None:
+    if admin_engine.engine != "kafka-4":
+        pytest.skip("the lease is the same on every engine; tested once, on Kafka 4")
+    bootstrap = cluster.bootstrap
+    assert bootstrap is not None
+    create_and_fill(bootstrap, 2)
+    plan_file, plan = make_plan(tmp_path, bootstrap, "512KiB/s")
+    holder = kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                  "--session-timeout", "3")
+    wait_in_flight(bootstrap, holder)
+    holder.send_signal(signal.SIGSTOP)
+    time.sleep(5)  # past its 3 s lease
+    successor = kops("apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                     "--throttle", "20MiB/s")
+    time.sleep(2)
+    holder.send_signal(signal.SIGCONT)
+    _out, err = holder.communicate(timeout=60)
+    assert holder.returncode == 1 and "the cluster lock was lost" in err, err
+    out, err = successor.communicate(timeout=180)
+    assert successor.returncode == 0, err
+    wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the targets")
+    assert throttles(bootstrap) == {}
+
+
+def test_rebalance_through_the_admin_api(tmp_path: Path, cluster: EngineLab, capsys) -> None:
+    bootstrap = cluster.bootstrap
+    assert bootstrap is not None
+    create_and_fill(bootstrap, 0.2)  # brokers 1-3 hold everything, broker 4 nothing
+    plan_file = tmp_path / "rebalance.json"
+    capsys.readouterr()
+    assert main(["rebalance", "-b", bootstrap, "--max-moves", "4", "--throttle", "20MiB/s", "--out", str(plan_file),
+                 "--apply", "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["status"] == "applied" and report["moves"] == 4
+    assert sum(4 in r for parts in replicas(bootstrap).values() for r in parts.values()) == 4
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
