@@ -108,6 +108,31 @@ class AdminCluster:
     def snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
         return self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, only_topics))
 
+    def offers(self) -> dict[str, str]:
+        """ApiVersions and finalized features: what this cluster lets kops do."""
+        def ask(client: KafkaAdminClient) -> dict[str, str]:
+            version = client.get_broker_version_data(client.describe_cluster()["brokers"][0]["broker_id"])
+            features = client.describe_features()
+            found = {"transport": "Admin API", "kafka": ".".join(map(str, version.broker_version)) + "+",
+                     "cancel in flight": "KIP-455", "lag in bytes": "DescribeLogDirs",
+                     "replication-factor guard": "KIP-860" if kip860.offered(client) else "no"}
+            found.update({name: str(v["finalized"][1]) for name, v in sorted(features.items()) if v.get("finalized")})
+            return found
+        return self._ask("ApiVersions", ask)
+
+    def sizes(self) -> dict[TopicPartition, int]:
+        """Each partition's size (its largest replica: the leader's) from DescribeLogDirs, so a plan made
+        against a live cluster is size-aware with no other input."""
+        report = self._ask("DescribeLogDirs", lambda c: describe_log_dirs(c, self.where, 0))
+        found: dict[TopicPartition, int] = {}
+        for broker in report.brokers:
+            for d in broker.log_dirs:
+                for r in d.replicas:
+                    if not r.is_future:
+                        tp = TopicPartition(r.topic, r.partition)
+                        found[tp] = max(found.get(tp, 0), r.size)
+        return found
+
     def records(self) -> LogRecords:
         return self._records
 

@@ -99,6 +99,13 @@ def render_text(plan: Plan, details: bool = True) -> None:
         out.print(f"[dim]Rollback cannot undo: {note}[/]")
 
 
+def _said_live(sizes: dict[TopicPartition, int] | None) -> dict[TopicPartition, int]:
+    """Sizes the cluster itself reported (DescribeLogDirs), when there are any; said, as --sizes would be."""
+    if sizes:
+        console.info(f"sizes of {len(sizes)} partitions from the cluster (DescribeLogDirs)")
+    return sizes or {}
+
+
 @connection_options
 def plan(
     connection: Connection,
@@ -138,6 +145,7 @@ def plan(
     if sizes is not None:
         summary = read_sizes(sizes)
         size_map, growth = summary.bytes, summary.growth
+    live_sizes: dict[TopicPartition, int] | None = {} if sizes is None and snapshot is None else None
     if import_kafka is not None:
         if playbook is not None:
             raise UsageError("give a playbook or --import-kafka, not both")
@@ -146,7 +154,8 @@ def plan(
         except OSError as exc:
             raise UsageError(f"cannot read: {exc.strerror}", where=str(import_kafka)) from None
         entries = read_reassignment_json(text, str(import_kafka))
-        snap = cluster_snapshot(None, connection, snapshot)
+        snap = cluster_snapshot(None, connection, snapshot, live_sizes)
+        size_map = size_map or _said_live(live_sizes)
         targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
         result = plan_targets(snap, targets, cluster=connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster",
                               policy=Policy(throttle=rate, allow_in_flight=allow_in_flight, growth=growth), sizes=size_map,
@@ -155,7 +164,8 @@ def plan(
         if playbook is None:
             raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka FILE")
         declarations, desired = one_cluster(playbook, inventory, limit, extra_vars, connection.zookeeper)
-        snap = cluster_snapshot(desired, connection, snapshot)
+        snap = cluster_snapshot(desired, connection, snapshot, live_sizes)
+        size_map = size_map or _said_live(live_sizes)
         if not snap.complete:
             console.warning(f"the snapshot is incomplete ({len(snap.problems)} problem(s)); the plan may miss them")
         result = make_plan(desired, snap, size_map,

@@ -16,6 +16,7 @@ from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
 from kops.kafka.reader import read_snapshot
 from kops.model import snapshot_format
+from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import ALL_KEYS as THROTTLE_KEYS
 
@@ -40,11 +41,18 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def take_snapshot(connection: Connection, address: Address) -> Snapshot:
-    """The whole cluster through the address's transport, with a spinner saying what it waits for."""
+def take_snapshot(connection: Connection, address: Address, offers: dict[str, str] | None = None,
+                  sizes: dict[TopicPartition, int] | None = None) -> Snapshot:
+    """The whole cluster through the address's transport, with a spinner saying what it waits for; `offers`
+    is filled with what the cluster lets kops do (ApiVersions, features) and `sizes` with the partition sizes
+    the transport can read (DescribeLogDirs), when given."""
     what = "reading the cluster through the Admin API" if address.transport == "admin" else "connecting to ZooKeeper"
     with console.err.status(what, spinner="dots") as status:
         with open_cluster(connection, address) as cluster:
+            if offers is not None:
+                offers.update(cluster.offers())
+            if sizes is not None:
+                sizes.update(cluster.sizes())
             if isinstance(cluster, ZkCluster):
                 return read_snapshot(cluster.client, progress=lambda msg: status.update(msg))
             return cluster.snapshot()
@@ -74,7 +82,8 @@ def state(
 
       kops state -b broker1:9092 --command-config client.properties --out snapshots/prod.json
     """
-    snapshot = take_snapshot(connection, resolve(connection))
+    offers: dict[str, str] = {}
+    snapshot = take_snapshot(connection, resolve(connection), offers)
     if out is not None:
         write_atomically(out, snapshot_format.dumps(snapshot))
         console.info(f"wrote snapshot of {snapshot.partition_count} partitions to {out}")
@@ -82,6 +91,8 @@ def state(
         console.print_json(snapshot_format.to_document(snapshot))
     elif out is None:
         render(snapshot)
+        console.out.print("[bold]Cluster offers:[/] " + "; ".join(f"{k} {v}" for k, v in offers.items()),
+                          highlight=False)
     report_problems(snapshot)
 
 

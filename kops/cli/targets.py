@@ -12,6 +12,7 @@ from kops.declare.problems import DeclarationError
 from kops.errors import UsageError
 from kops.model import snapshot_format
 from kops.model.desired import DesiredState
+from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 
 
@@ -36,8 +37,10 @@ def one_cluster(playbook: Path, inventory: Path | None, limit: str | None, extra
     return declarations, desired
 
 
-def cluster_snapshot(desired: DesiredState | None, connection: Connection, snapshot_file: Path | None) -> Snapshot:
-    """The snapshot from a file (offline), or read live: -b/-z, else the inventory host's address."""
+def cluster_snapshot(desired: DesiredState | None, connection: Connection, snapshot_file: Path | None,
+                     sizes: dict[TopicPartition, int] | None = None) -> Snapshot:
+    """The snapshot from a file (offline), or read live: -b/-z, else the inventory host's address; `sizes`,
+    when given, gets the partition sizes a live read can take (the Admin API's DescribeLogDirs)."""
     if snapshot_file is not None:
         try:
             data = snapshot_file.read_bytes()
@@ -46,10 +49,10 @@ def cluster_snapshot(desired: DesiredState | None, connection: Connection, snaps
                              hint="write one with `kops state -z CONNECT --out FILE`") from None
         return snapshot_format.loads(data, str(snapshot_file))
     if connection.given:
-        return take_snapshot(connection, resolve(connection))
+        return take_snapshot(connection, resolve(connection), sizes=sizes)
     if desired is None or not desired.connect:
         name = desired.cluster if desired else "the cluster"
         raise UsageError(f"no address for {name}",
                          hint="set its bootstrap_servers (or zookeeper) variable in the inventory, pass -b or -z, "
                               "or plan offline with --snapshot FILE")
-    return take_snapshot(connection, from_connect(str(desired.connect)))
+    return take_snapshot(connection, from_connect(str(desired.connect)), sizes=sizes)

@@ -42,6 +42,16 @@ class ZkCluster:
     def snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
         return read_snapshot(self.client, only_topics=only_topics)
 
+    def offers(self) -> dict[str, str]:
+        """What this transport can do here: KIP-236 cancel and KIP-179 lag where the cluster advertises them."""
+        features = read_snapshot(self.client, only_topics=set()).cluster_features()
+        return {"transport": "ZooKeeper", "cancel in flight": "KIP-236" if KIP236_CANCEL in features else "no",
+                "lag in bytes": "KIP-179" if KIP179_ADMIN in features else "no (partitions counted)"}
+
+    def sizes(self) -> dict[TopicPartition, int]:
+        """ZooKeeper holds no sizes: plans take them from `kops sizes summarize` (--sizes)."""
+        return {}
+
     def records(self) -> "ZkRecords":
         return self._records
 
