@@ -232,7 +232,8 @@ def usable(samples: DataFrame) -> DataFrame:
 def within(samples: DataFrame, since_ms: int | None) -> DataFrame:
     if since_ms is None:
         return samples
-    latest = samples.agg(F.max("ts")).first()[0]
+    row = samples.agg(F.max("ts")).first()
+    latest = None if row is None else row[0]
     return samples if latest is None else samples.filter(F.col("ts") >= latest - since_ms)
 
 

@@ -24,7 +24,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError)
 
 from kops.admin import kip860
-from kops.admin.connection import AdminSettings
+from kops.admin.connection import AdminSettings, connect
 from kops.admin.kops_log import KopsLog, LogRecords
 from kops.admin.lease import Claims, LeaseLock, current_holder
 from kops.admin.log_dirs import describe_log_dirs
@@ -62,13 +62,7 @@ class AdminCluster:
         return self._client
 
     def _connect(self, servers: str) -> KafkaAdminClient:
-        arguments = self.settings.client_arguments()
-        arguments["bootstrap_servers"] = servers.split(",")
-        try:
-            return KafkaAdminClient(**arguments)
-        except KafkaError as exc:
-            raise ConnectionFailed(f"cannot connect: {exc}", where=servers,
-                                   hint="check the bootstrap servers and --command-config") from None
+        return connect(self.settings, servers)
 
     def _ask(self, what: str, call: Callable[[KafkaAdminClient], T]) -> T:
         """`call` on the connected client; on a failure, through each bootstrap server alone, for a while."""
@@ -120,19 +114,6 @@ class AdminCluster:
             return found
         return self._ask("ApiVersions", ask)
 
-    def sizes(self) -> dict[TopicPartition, int]:
-        """Each partition's size (its largest replica: the leader's) from DescribeLogDirs, so a plan made
-        against a live cluster is size-aware with no other input."""
-        report = self._ask("DescribeLogDirs", lambda c: describe_log_dirs(c, self.where, 0))
-        found: dict[TopicPartition, int] = {}
-        for broker in report.brokers:
-            for d in broker.log_dirs:
-                for r in d.replicas:
-                    if not r.is_future:
-                        tp = TopicPartition(r.topic, r.partition)
-                        found[tp] = max(found.get(tp, 0), r.size)
-        return found
-
     def records(self) -> LogRecords:
         return self._records
 
@@ -146,7 +127,7 @@ class AdminCluster:
     def read_config(self, entity_type: str, name: str) -> dict[str, str]:
         resource = _resource(entity_type, name)
         found = self._ask("DescribeConfigs", lambda c: c.describe_configs([resource]))
-        values = next(iter(found.get(resource.resource_type.name.lower(), {}).values()), {})
+        values: dict[str, dict[str, Any]] = next(iter(found.get(resource.resource_type.name.lower(), {}).values()), {})
         return {k: str(v["value"]) for k, v in values.items()
                 if v.get("config_source") == SOURCES[entity_type] and v.get("value") is not None
                 and not v.get("is_sensitive")}
@@ -160,22 +141,32 @@ class AdminCluster:
         for tp, _broker in asked:
             wanted.setdefault(tp.topic, []).append(tp.partition)
         try:
-            report = self._ask("DescribeLogDirs", lambda c: describe_log_dirs(c, self.where, 0, wanted))
+            sizes = self._replica_sizes(wanted)
         except KopsError:
             return {}
-        sizes: dict[tuple[str, int], dict[int, int]] = {}
-        for broker in report.brokers:
-            for d in broker.log_dirs:
-                for r in d.replicas:
-                    if not r.is_future:
-                        sizes.setdefault((r.topic, r.partition), {})[broker.broker] = r.size
-        out = {}
+        out: dict[tuple[TopicPartition, int], int] = {}
         for tp, broker in asked:
-            found = sizes.get((tp.topic, tp.partition), {})
+            found = sizes.get(tp, {})
             others = [size for b, size in found.items() if b != broker]
             if others:
                 out[(tp, broker)] = max(0, max(others) - found.get(broker, 0))
         return out
+
+    def sizes(self) -> dict[TopicPartition, int]:
+        """Each partition's size (its largest replica: the leader's) from DescribeLogDirs, so a plan made
+        against a live cluster is size-aware with no other input."""
+        return {tp: max(per_broker.values()) for tp, per_broker in self._replica_sizes().items() if per_broker}
+
+    def _replica_sizes(self, partitions: dict[str, list[int]] | None = None) -> dict[TopicPartition, dict[int, int]]:
+        """Bytes of each replica (future replicas of an intra-broker move left out), by partition and broker."""
+        report = self._ask("DescribeLogDirs", lambda c: describe_log_dirs(c, self.where, 0, partitions))
+        found: dict[TopicPartition, dict[int, int]] = {}
+        for broker in report.brokers:
+            for log_dir in broker.log_dirs:
+                for r in log_dir.replicas:
+                    if not r.is_future:
+                        found.setdefault(TopicPartition(r.topic, r.partition), {})[broker.broker] = r.size
+        return found
 
     # -- writing -------------------------------------------------------------------------------------------
 
@@ -238,7 +229,8 @@ class AdminCluster:
     def submit(self, targets: Sequence[tuple[TopicPartition, tuple[int, ...]]], snapshot: Snapshot) -> None:
         """AlterPartitionReassignments; moves that keep their replication factor carry KIP-860's guard where
         the cluster offers it, so a concurrent change of the topic's RF cannot turn them into RF changes."""
-        same_rf, other = [], []
+        same_rf: list[tuple[TopicPartition, tuple[int, ...]]] = []
+        other: list[tuple[TopicPartition, tuple[int, ...]]] = []
         for tp, replicas in targets:
             part = snapshot.partition(tp)
             (same_rf if part is not None and len(part.original_replicas) == len(replicas) else other).append((tp, replicas))

@@ -76,17 +76,25 @@ def read_properties(path: Path) -> dict[str, str]:
     return props
 
 
-@contextmanager
-def admin_session(settings: AdminSettings) -> Iterator[KafkaAdminClient]:
-    """A connected admin client, or one line saying why not (exit 1)."""
+def connect(settings: AdminSettings, servers: str | None = None) -> KafkaAdminClient:
+    """A connected admin client (through `servers` alone, when given), or one line saying why not (exit 1)."""
+    arguments = settings.client_arguments()
+    where = servers or settings.bootstrap
+    arguments["bootstrap_servers"] = where.split(",")
     try:
-        client = KafkaAdminClient(**settings.client_arguments())
+        return KafkaAdminClient(**arguments)
     except KafkaTimeoutError:
-        raise ConnectionFailed("no broker answered", where=settings.bootstrap,
+        raise ConnectionFailed("no broker answered", where=where,
                                hint="check the bootstrap servers and --command-config (security.protocol)") from None
     except KafkaError as exc:
-        raise ConnectionFailed(f"cannot connect: {exc}", where=settings.bootstrap,
+        raise ConnectionFailed(f"cannot connect: {exc}", where=where,
                                hint="check --command-config (credentials, TLS)") from None
+
+
+@contextmanager
+def admin_session(settings: AdminSettings) -> Iterator[KafkaAdminClient]:
+    """A connected admin client, closed on the way out."""
+    client = connect(settings)
     try:
         yield client
     finally:

@@ -116,12 +116,13 @@ class KopsLog:
         return sorted(k[len(prefix):] for k in self.latest if k.startswith(prefix))
 
     def close(self) -> None:
-        for closing in (self._producer, self._consumer):
-            if closing is not None:
-                try:
-                    closing.close(timeout=2) if closing is self._producer else closing.close()
-                except Exception:  # noqa: BLE001 - closing: nothing left to do with an error
-                    pass
+        try:
+            if self._producer is not None:
+                self._producer.close(timeout=2)
+            if self._consumer is not None:
+                self._consumer.close()
+        except KafkaError:
+            pass  # closing: nothing left to do with an error
         self._producer = self._consumer = None
 
 

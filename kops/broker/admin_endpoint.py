@@ -146,7 +146,7 @@ class AdminEndpoint:
         found = self.replicas.follower_lag(tp, broker)
         if found == "not_leader":
             return ReplicaStatus(tp, broker, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if found == "not_replica":
+        if isinstance(found, str):  # "not_replica"
             return ReplicaStatus(tp, broker, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         lag_bytes, age_seconds = found
         status_ms = now_ms - int(age_seconds * 1000)

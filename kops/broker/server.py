@@ -10,6 +10,7 @@ the session expires.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import queue
@@ -186,7 +187,7 @@ class BrokerServer:
         # read its config when its first replica arrives, as a Kafka broker does when it creates the log.
         for topic in sorted({e.tp.topic for e in batch.leader_and_isr} - set(self.replicas.topic_configs)):
             self.replicas.topic_configs.setdefault(topic, {})
-            self._work.put(lambda topic=topic: self._topic_config(topic, self.configs.read_entity("topics", topic)))
+            self._work.put(functools.partial(self._refresh_topic_config, topic))
         self._ensure_fetchers()
         return reply
 
@@ -217,6 +218,9 @@ class BrokerServer:
                 job()
             except Exception:  # noqa: BLE001 - a bad znode must not stop config processing
                 log.exception("config/ingest update failed")
+
+    def _refresh_topic_config(self, topic: str) -> None:
+        self._topic_config(topic, self.configs.read_entity("topics", topic))
 
     def _topic_config(self, topic: str, config: dict[str, str]) -> None:
         with self.replicas.lock:

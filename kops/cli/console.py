@@ -37,8 +37,7 @@ def reset() -> None:
 def table(title: str | None = None, *columns: str, **kwargs: Any) -> Table:
     t = Table(title=title, box=box.SIMPLE_HEAD if out.is_terminal else box.SIMPLE, title_justify="left", **kwargs)
     for column in columns:
-        justify = "right" if column.startswith(">") else "left"
-        t.add_column(column.lstrip(">"), justify=justify)
+        t.add_column(column.lstrip(">"), justify="right" if column.startswith(">") else "left")
     return t
 
 

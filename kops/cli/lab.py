@@ -9,7 +9,7 @@ ZooKeeper-only commands (`zookeeper`, `sample`) remain for a static sample clust
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -132,9 +132,9 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
     partitions = [(name, p, part) for name, topic in snapshot.topics.items() for p, part in topic.partitions.items()]
     under = sorted(f"{n}-{p}" for n, p, part in partitions if part.is_under_replicated())
     offline = sorted(f"{n}-{p}" for n, p, part in partitions if part.is_offline(live))
-    brokers = [{"id": b, "rack": state.racks[b], "pid": state.pids.get(b), "process": lab.running(b, state),
+    brokers: list[dict[str, Any]] = [{"id": b, "rack": state.racks[b], "pid": state.pids.get(b), "process": lab.running(b, state),
                 "registered": b in registered} for b in sorted(state.racks)]
-    doc = {"engine": KOPS, "connect": state.connect, "time_scale": state.time_scale, "brokers": brokers,
+    doc: dict[str, Any] = {"engine": KOPS, "connect": state.connect, "time_scale": state.time_scale, "brokers": brokers,
            "controller": {"id": snapshot.controller.id, "epoch": snapshot.controller.epoch},
            "topics": len(snapshot.topics), "partitions": len(partitions),
            "under_replicated": under, "offline": offline,
@@ -160,7 +160,7 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
 def _real_status(lab: KafkaLab, output: OutputFormat) -> None:
     state = lab.state()
     seen = cluster_status(lab.live_bootstrap(state), kraft=state.connect is None)
-    registered = set(seen["registered"])  # type: ignore[arg-type]
+    registered = set(seen["registered"])  # type: ignore[call-overload]
     nodes = [{"id": n, "roles": list(state.node(n).roles), "rack": state.node(n).rack, "pid": state.pids.get(n),
               "process": "paused" if lab.paused(n, state) else "running" if lab.running(n, state) else "stopped",
               "registered": n in registered} for n in sorted(state.nodes)]

@@ -49,8 +49,8 @@ def render_text(plan: Plan, details: bool = True) -> None:
     topics = console.table("Topic changes", "Topic", "Change")
     for c in plan.creations:
         rf = len(next(iter(c.assignment.values()))) if c.assignment else 0
-        cfg = ", ".join(f"{k}={v}" for k, v in c.config.items())
-        topics.add_row(c.topic, f"[green]create[/] {len(c.assignment)} partitions, RF {rf}" + (f" ({cfg})" if cfg else ""))
+        settings = ", ".join(f"{k}={v}" for k, v in c.config.items())
+        topics.add_row(c.topic, f"[green]create[/] {len(c.assignment)} partitions, RF {rf}" + (f" ({settings})" if settings else ""))
     for d in plan.deletions:
         topics.add_row(d.topic, f"[bold red]delete[/] {d.partitions} partitions, {format_size(d.bytes)}")
     for a in plan.partition_additions:
@@ -81,10 +81,10 @@ def render_text(plan: Plan, details: bool = True) -> None:
     brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
     if brokers and (plan.batches or plan.creations):
         table = console.table("Brokers before -> after", ">Broker", ">Replicas", ">Leaders", ">Bytes")
-        for b in brokers:
-            table.add_row(str(b), f"{s.replicas_before.get(b, 0)} -> {s.replicas_after.get(b, 0)}",
-                          f"{s.leaders_before.get(b, 0)} -> {s.leaders_after.get(b, 0)}",
-                          f"{format_size(s.bytes_before.get(b, 0))} -> {format_size(s.bytes_after.get(b, 0)).strip()}")
+        for broker in brokers:
+            table.add_row(str(broker), f"{s.replicas_before.get(broker, 0)} -> {s.replicas_after.get(broker, 0)}",
+                          f"{s.leaders_before.get(broker, 0)} -> {s.leaders_after.get(broker, 0)}",
+                          f"{format_size(s.bytes_before.get(broker, 0))} -> {format_size(s.bytes_after.get(broker, 0)).strip()}")
         out.print(table)
     bound = f" (lower bound {s.lower_bound_moves})" if s.lower_bound_moves else ""
     out.print(

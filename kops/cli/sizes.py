@@ -71,8 +71,11 @@ def summarize(
                  .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 1)))).getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         try:
-            report = sizes_job.run(spark, inputs, out, since, "parquet" if parquet else "json",
-                                   lambda line: (status.update(line), console.err.print(line, highlight=False)))
+            def said(line: str) -> None:
+                status.update(line)
+                console.err.print(line, highlight=False)
+
+            report = sizes_job.run(spark, inputs, out, since, "parquet" if parquet else "json", said)
         except Exception as exc:  # noqa: BLE001 - a Spark failure is one line, with --debug for the trace
             raise KopsError(f"the Spark job failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                             hint="run with --debug for Spark's trace") from exc

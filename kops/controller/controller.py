@@ -9,6 +9,7 @@ ISR write raced with us) re-reads those partitions and decides again.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -342,7 +343,7 @@ class Controller:
         for b in sorted(new):
             ctx.live[b] = registered[b].epoch or 0
             state_change_log.info("[controller %d epoch %d] broker %d joined", self.broker_id, ctx.epoch, b)
-            self._decide(lambda c, b=b: decisions.on_broker_startup(c, b))
+            self._decide(functools.partial(decisions.on_broker_startup, broker=b))
         if new:
             waiting = sorted(tp for tp, a in ctx.assignments.items() if a.reassigning)
             if waiting:

@@ -217,7 +217,7 @@ class TopicReader:
         brokers = None
         if rendered.get("brokers") is not None:
             brokers = fields.as_int_list(rendered["brokers"], "placement.brokers", loc, p)
-        exclude = ()
+        exclude: tuple[int, ...] | list[int] = ()
         if rendered.get("exclude_brokers") is not None:
             exclude = fields.as_int_list(rendered["exclude_brokers"], "placement.exclude_brokers", loc, p) or ()
         if brokers and set(brokers) & set(exclude):

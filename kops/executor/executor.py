@@ -170,7 +170,7 @@ class Executor:
     def _refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None:
         if not snapshot.requested_moves:
             return
-        ours = {} if batch is None else {m.tp: tuple(m.to_replicas) for m in batch.moves}
+        ours = {} if batch is None else {(m.topic, m.partition): tuple(m.to_replicas) for m in batch.moves}
         foreign = [m for m in snapshot.requested_moves if ours.get((m.topic, m.partition)) != tuple(m.replicas)]
         if foreign:
             raise KopsError(f"a reassignment of {len(snapshot.requested_moves)} partitions that is not this "

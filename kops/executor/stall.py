@@ -19,7 +19,7 @@ DEFAULT_STALL_SECONDS = 300.0
 
 def signature(snapshot: Snapshot, moves: list[Move], bytes_done: int) -> tuple[object, ...]:
     """Everything whose change counts as progress."""
-    parts = []
+    parts: list[tuple[object, ...]] = []
     for m in moves:
         part = snapshot.partition(m.tp)
         if part is None:

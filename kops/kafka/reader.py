@@ -11,6 +11,7 @@ and the snapshot says it is incomplete.
 from __future__ import annotations
 
 import re
+from typing import Any
 from collections.abc import Callable, Collection
 
 from kops.errors import NotAKafkaCluster, ZnodeFormatError
@@ -42,7 +43,7 @@ class _Collector:
     def __init__(self) -> None:
         self.problems: list[Problem] = []
 
-    def decode(self, decoder: Callable, node: Node | None, path: str, *args: object) -> object | None:
+    def decode(self, decoder: Callable[..., Any], node: Node | None, path: str, *args: object) -> Any:
         if node is None:
             return None
         try:

@@ -8,6 +8,8 @@ partition, an under-replicated one, and a v1-era broker registration mixed with 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.snapshot import ControllerInfo, RequestedMove, Snapshot
@@ -40,7 +42,7 @@ def _state(replicas: tuple[int, ...], leader: int | None = None, isr: tuple[int,
     )
 
 
-def _topic(name: str, layout: list[tuple[int, ...]], config: dict[str, str] | None = None, topic_id: str | None = None):
+def _topic(name: str, layout: Sequence[tuple[int, ...]], config: dict[str, str] | None = None, topic_id: str | None = None):
     return Topic(
         name=name,
         partitions={p: Partition(replicas=r, state=_state(r)) for p, r in enumerate(layout)},

@@ -237,15 +237,15 @@ def _improve(batches: list[_Batch], limits: Limits, rate: float, sized: bool) ->
                             if cost < gain - 1e-9 and (best is None or cost < best[0]):
                                 best = (cost, i, None)
                             continue
-                        for other in cheap(i):
+                        for swapped in cheap(i):
                             t_before = target.makespan
-                            target.remove(other, rate, rate, sized)
-                            ok = target.fits(move, limits, sized) and source.fits(other, limits, sized)
-                            cost = (target.makespan_with(move, rate, rate, sized) - t_before
-                                    + source.makespan_with(other, rate, rate, sized) - source.makespan) if ok else None
-                            target.add(other, rate, rate, sized)
-                            if cost is not None and cost < gain - 1e-9 and (best is None or cost < best[0]):
-                                best = (cost, i, other)
+                            target.remove(swapped, rate, rate, sized)
+                            ok = target.fits(move, limits, sized) and source.fits(swapped, limits, sized)
+                            swap_cost = (target.makespan_with(move, rate, rate, sized) - t_before
+                                         + source.makespan_with(swapped, rate, rate, sized) - source.makespan) if ok else None
+                            target.add(swapped, rate, rate, sized)
+                            if swap_cost is not None and swap_cost < gain - 1e-9 and (best is None or swap_cost < best[0]):
+                                best = (swap_cost, i, swapped)
                 if best is None:
                     source.add(move, rate, rate, sized)
                     continue

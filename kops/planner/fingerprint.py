@@ -45,7 +45,8 @@ def drift(planned: dict[str, object], snapshot: Snapshot) -> list[str]:
     now = fingerprint(snapshot, planned.get("topics", {}))  # type: ignore[arg-type]
     if now["brokers"] != planned.get("brokers"):
         changes.append("the set of brokers (or their racks) changed")
-    for name, digest in sorted(planned.get("topics", {}).items()):  # type: ignore[union-attr]
+    topics: dict[str, object] = planned.get("topics", {})  # type: ignore[assignment]
+    for name, digest in sorted(topics.items()):
         current = now["topics"][name]  # type: ignore[index]
         if current != digest:
             what = "was deleted" if current == "absent" else ("was created" if digest == "absent" else "changed")

@@ -82,10 +82,10 @@ def render_markdown(plan: Plan) -> str:
     brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
     if brokers:
         lines += ["<details><summary>Per broker</summary>", "", "| broker | replicas | leaders | bytes |", "|---|---|---|---|"]
-        for b in brokers:
-            lines.append(f"| {b} | {s.replicas_before.get(b, 0)} → {s.replicas_after.get(b, 0)} | "
-                         f"{s.leaders_before.get(b, 0)} → {s.leaders_after.get(b, 0)} | "
-                         f"{format_size(s.bytes_before.get(b, 0))} → {format_size(s.bytes_after.get(b, 0))} |")
+        for broker in brokers:
+            lines.append(f"| {broker} | {s.replicas_before.get(broker, 0)} → {s.replicas_after.get(broker, 0)} | "
+                         f"{s.leaders_before.get(broker, 0)} → {s.leaders_after.get(broker, 0)} | "
+                         f"{format_size(s.bytes_before.get(broker, 0))} → {format_size(s.bytes_after.get(broker, 0))} |")
         lines += ["", "</details>", ""]
     if plan.rollback.irreversible:
         lines += ["Rollback cannot undo: " + "; ".join(plan.rollback.irreversible), ""]

@@ -214,7 +214,7 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
     return moved
 
 
-def _pop_current(heap: list[tuple[float, int]], key, skip: set[int]) -> int | None:  # type: ignore[no-untyped-def]
+def _pop_current(heap: list[tuple[int, int]], key, skip: set[int]) -> int | None:  # type: ignore[no-untyped-def]
     """Pop the best broker whose entry is current (lazy deletion); entries of `skip` are dropped."""
     while heap:
         value, broker = heapq.heappop(heap)
