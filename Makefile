@@ -48,6 +48,8 @@ test: setup lint
 	$(BIN)/pytest
 
 lint: setup
+	$(BIN)/ruff check kops spark bench tests
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
 bench: setup

@@ -13,11 +13,11 @@ try:  # typer >= 0.24 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-_ClickAbort = getattr(click_errors, "Abort", typer.Abort)  # typer's vendored click has no Abort
-
 from kops import __version__
 from kops.cli import apply, console, demo, lab, plan, rebalance, sizes, state, status, validate
 from kops.errors import ExitCode, KopsError
+
+_ClickAbort = getattr(click_errors, "Abort", typer.Abort)  # typer's vendored click has no Abort
 
 HELP = """kops: declarative partition-layout operations for Apache Kafka.
 

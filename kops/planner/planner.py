@@ -122,7 +122,7 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
         work.error(brokers_loc, "no broker would be left to hold replicas")
     rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
 
-    for name, decl in sorted(desired.topics.items()):
+    for _name, decl in sorted(desired.topics.items()):
         _topic(work, decl, eligible, rack_aware, policy)
 
     # 3. decommission: exactly the replicas of those brokers.

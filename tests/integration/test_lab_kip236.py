@@ -66,7 +66,8 @@ def test_cancel_skips_a_partition_that_would_go_offline(tmp_path: Path, zk_conne
         active = wait_until(lambda: controller(zk), what="a controller")
         while active in (1, 2):  # keep the controller alive through the test: move it to 3 or 4
             lab.kill_broker(active)
-            new = wait_until(lambda: (c := controller(zk)) is not None and c != active and c, what="a new controller")
+            new = wait_until(lambda gone=active: (c := controller(zk)) is not None and c != gone and c,
+                             what="a new controller")
             lab.start_broker(active)
             active = new
         slow_topic(zk, "risky", {0: (1, 2)}, slow_brokers=(3,))
