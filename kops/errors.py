@@ -2,7 +2,7 @@
 
 Every failure that is not a bug is a `KopsError`: it carries what went wrong, where (a file:line, a znode
 path, a connect string) and what to do about it, so the CLI can print exactly one line. Exit codes are the
-contract of DESIGN.md §4 and docs/cli.md; scripts and cron jobs depend on them.
+contract of docs/design/architecture.md §4 and docs/cli.md; scripts and cron jobs depend on them.
 """
 
 from __future__ import annotations

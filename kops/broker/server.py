@@ -46,7 +46,7 @@ from kops.rpc import RpcClient, RpcError, RpcServer, RpcUnavailable
 
 log = logging.getLogger(__name__)
 
-# What the lab advertises in its registration (DESIGN.md §2): a real Kafka advertises none of these.
+# What the lab advertises in its registration (docs/design/architecture.md §2): a real Kafka advertises none of these.
 LAB_FEATURES = {name: FeatureRange(1, 1) for name in (
     "kops.lab", KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION, KIP179_ADMIN)}
 SHUTDOWN_ATTEMPTS = 3

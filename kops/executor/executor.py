@@ -1,4 +1,4 @@
-"""Running an execution: `kops apply`, `kops apply --resume`, `kops rollback` (DESIGN.md §2, spec §8).
+"""Running an execution: `kops apply`, `kops apply --resume`, `kops rollback` (docs/design/architecture.md §2, spec §8).
 
 Apply, in order:
 1. refuse a cluster in KRaft migration or with another cluster id (exit 1); take the lock (exit 5 if held);

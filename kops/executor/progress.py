@@ -1,7 +1,7 @@
 """How far a batch has got: partitions done (from the topic znodes), bytes copied (where the cluster can say).
 
 A move is done when its topic znode lists exactly the target replicas, in order, with nothing adding or
-removing (spec §8.3: that holds whatever started it). Bytes: a done move counts its planned bytes per new
+removing (spec §8: that holds whatever started it). Bytes: a done move counts its planned bytes per new
 replica; a move in flight counts, per new replica, its planned bytes minus that replica's lag as the leader
 reports it through KIP-179 ReplicaStatus, where the cluster advertises it. Without sizes, partitions only.
 """

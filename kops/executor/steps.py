@@ -1,6 +1,6 @@
 """The batches an execution runs: the plan's (apply), or the inverse of what an execution completed (rollback).
 
-Rollback, step by step (DESIGN.md §2: rollback state lives with kops):
+Rollback, step by step (docs/design/architecture.md §2: rollback state lives with kops):
 1. every batch the execution started, last first;
 2. in each, every move whose partition is now at its target gets the inverse move (target -> original
    replicas, original order, so the original preferred leader comes back); a partition still at its original

@@ -1,4 +1,4 @@
-"""Every znode path kops reads or writes (spec/kafka-zk-layout.md §1), relative to the cluster's chroot."""
+"""Every znode path kops reads or writes (docs/design/kafka-zk-layout.md §1), relative to the cluster's chroot."""
 
 from __future__ import annotations
 
