@@ -92,14 +92,19 @@ class EngineLab:
                 for t, parts in layout(self.bootstrap).items()}
 
 
-def reset_real_cluster(lab: Any, connect: str) -> None:
-    """Back to an empty cluster between tests: brokers up, nothing moving, no topics, no /kops, no throttles."""
+def every_broker_running(lab: Any) -> None:
+    """Paused brokers resumed, stopped or killed ones started."""
     state_ = lab.state()
     for broker in sorted(state_.racks):
         if lab.paused(broker, state_):
             lab.resume_broker(broker)
         if not lab.running(broker, state_):
             lab.start_broker(broker)
+
+
+def reset_real_cluster(lab: Any, connect: str) -> None:
+    """Back to an empty cluster between tests: brokers up, nothing moving, no topics, no /kops, no throttles."""
+    every_broker_running(lab)
     with ZkClient(ZkSettings(connect)) as zk:
         wait_until(lambda: not read_snapshot(zk).in_flight(), timeout=120, what="no reassignment in flight")
         if zk.exists(paths.KOPS_ROOT) is not None:
@@ -152,12 +157,7 @@ def reset_admin_cluster(lab: Any, bootstrap: str) -> None:
 
     from kops.lab.kafka_admin import admin_client, first_answer
 
-    state_ = lab.state()
-    for broker in sorted(state_.racks):
-        if lab.paused(broker, state_):
-            lab.resume_broker(broker)
-        if not lab.running(broker, state_):
-            lab.start_broker(broker)
+    every_broker_running(lab)
     wait_until(lambda: not first_answer(bootstrap, lambda c: c.list_partition_reassignments()), timeout=120,
                what="no reassignment in flight")
 

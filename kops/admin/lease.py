@@ -61,7 +61,8 @@ class Claims:
         except ValueError:
             return
         if known is None:
-            known = Claim(claim_id, int(beat.get("claimed", entry.offset) or entry.offset), entry.timestamp_ms,
+            claimed = beat.get("claimed")  # where the claim began (offset 0 is a claim too)
+            known = Claim(claim_id, entry.offset if claimed is None else int(claimed), entry.timestamp_ms,
                           int(beat.get("lease_ms", 0)), dict(beat.get("holder") or {}))
             self.by_id[claim_id] = known
         previous = beat.get("previous_ms")

@@ -63,11 +63,13 @@ def judged(cluster: EngineLab, zk: ZkClient, expected: dict[str, dict[int, tuple
     return True
 
 
-def make_plan(tmp_path: Path, zk_connect: str, throttle: str = "4MiB/s", playbook: str = PLAYBOOK) -> tuple[Path, Plan]:
+def make_plan(tmp_path: Path, zk_connect: str, throttle: str = "4MiB/s", playbook: str = PLAYBOOK,
+              flag: str = "-z") -> tuple[Path, Plan]:
+    """The playbook planned live against the cluster (`flag` -b: the same through the Admin API)."""
     pb = tmp_path / "pb.yml"
     pb.write_text(playbook.replace("4MiB/s", throttle))
     out = tmp_path / "plan.json"
-    assert main(["plan", str(pb), "-z", zk_connect, "-o", str(out), "--format", "json"]) == 0
+    assert main(["plan", str(pb), flag, zk_connect, "-o", str(out), "--format", "json"]) == 0
     return out, plan_format.loads(out.read_bytes(), str(out))
 
 
