@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from kops.executor.record import PENDING, BatchRecord, ConfigRecord, ExecutionRecord
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Move, Plan
+from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
+from kops.planner.rollback import invert
 
 
 @dataclass(frozen=True)
@@ -43,31 +44,18 @@ def _replicas(snapshot: Snapshot, tp: TopicPartition) -> tuple[int, ...] | None:
 
 def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: dict[str, dict[str, str]]) -> RollbackSteps:
     """What undoes `forward` on a cluster in the state `snapshot` (nothing may be in flight on its partitions)."""
-    batches: list[BatchRecord] = []
-    drift: list[str] = []
-    election: list[TopicPartition] = []
-    for b in sorted((b for b in forward.batches if b.status != PENDING), key=lambda b: -b.index):
-        inverse: list[Move] = []
-        for m in b.moves:
-            now = _replicas(snapshot, m.tp)
-            if now == tuple(m.to_replicas) and m.to_replicas != m.from_replicas:
-                inverse.append(Move(m.topic, m.partition, m.to_replicas, m.from_replicas, m.bytes,
-                                    m.to_replicas[0], f"rollback of execution {forward.id}"))
-                election.append(m.tp)
-            elif now is not None and now != tuple(m.from_replicas) and set(now) == set(m.from_replicas):
-                # back on its original replicas but not in their order (a KIP-236 cancel after a controller
-                # failover restores the set: the topic znode keeps no order): restore the order, no data moves
-                inverse.append(Move(m.topic, m.partition, now, m.from_replicas, 0, now[0],
-                                    f"rollback of execution {forward.id}: original order"))
-                election.append(m.tp)
-            elif now != tuple(m.from_replicas):
-                drift.append(f"{m.tp} has replicas {list(now) if now else 'none'}, neither the original "
-                             f"{list(m.from_replicas)} nor the target {list(m.to_replicas)}")
-        if inverse:
-            batches.append(BatchRecord(len(batches) + 1, inverse, estimate_seconds=b.estimate_seconds))
+    started = [b for b in forward.batches if b.status != PENDING]
+    undo = invert([(b.index, b.moves) for b in started], lambda tp: _replicas(snapshot, tp),
+                  f"rollback of execution {forward.id}")
+    estimates = {b.index: b.estimate_seconds for b in started}
+    batches = [BatchRecord(n, moves, estimate_seconds=estimates[index])
+               for n, (index, moves) in enumerate(undo.batches, 1)]
+    drift = list(undo.drift)
     configs = []
     for c in reversed(forward.configs):
-        now_config = current_configs.get(f"{c.entity_type}/{c.entity}", {})
+        key = f"{c.entity_type}/{c.entity}"
+        throttled = forward.throttles_written.get(key, {})  # an interrupted batch's throttles: restored anyway
+        now_config = {k: v for k, v in current_configs.get(key, {}).items() if k not in throttled}
         if now_config == c.after:
             configs.append(ConfigRecord(c.entity_type, c.entity, before=c.after, after=c.before))
         elif now_config != c.before:
@@ -83,4 +71,4 @@ def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: d
             irreversible.append(f"topic {name} was deleted; its data is gone")
         elif kind == "shrink":
             irreversible.append(f"partitions of {name} were marked for deletion; drained ones are gone")
-    return RollbackSteps(batches, configs, sorted(set(election)), drift, irreversible)
+    return RollbackSteps(batches, configs, undo.election, drift, irreversible)

@@ -51,6 +51,7 @@ from kops.planner.fingerprint import fingerprint
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
 from kops.planner.rebalance import balance_bytes, balance_replicas, bounds, replica_lower_bound, smallest_on
+from kops.planner.rollback import invert
 from kops.planner.throttles import batch_throttle
 
 KIP253_FEATURE = KIP253_PARTITION_DELETION
@@ -429,11 +430,10 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
 
     election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
                             or snapshot.partition(m.tp).leader != m.to_replicas[0]))  # type: ignore[union-attr]
-    rollback_batches = tuple(
-        Batch(i + 1, tuple(sorted((m.inverse() for m in b.moves), key=lambda m: (m.topic, m.partition))),
-              batch_throttle([m.inverse() for m in b.moves], snapshot, rate), b.estimate)
-        for i, b in enumerate(reversed(batch_list))
-    )
+    undo = invert([(b.index, b.moves) for b in batch_list], {m.tp: tuple(m.to_replicas) for m in moves}.get, "rollback")
+    estimates = {b.index: b.estimate for b in batch_list}
+    rollback_batches = tuple(Batch(n, tuple(inverse), batch_throttle(inverse, snapshot, rate), estimates[index])
+                             for n, (index, inverse) in enumerate(undo.batches, 1))
     rollback_configs = tuple(
         ConfigChange(c.entity_type, c.entity, {k: v for k, v in c.before.items() if c.after.get(k) != v},
                      tuple(k for k in c.after if k not in c.before), c.after, False, "rollback")

@@ -76,3 +76,14 @@ def test_records_round_trip_and_refuse_garbage() -> None:
         records.loads(b'{"format": "other"}', "x")
     with pytest.raises(records.RecordError, match="unreadable"):
         records.loads(b'{"format": "kops-execution/1"}', "x")
+
+
+def test_throttles_an_interrupted_batch_left_are_not_config_drift() -> None:
+    """kill -9 mid-batch leaves the batch's throttles on the topic; the rollback restores them itself, so they do
+    not make the topic's config look changed by someone else."""
+    changed = ConfigRecord("topics", "t", before={}, after={"retention.ms": "2"})
+    record = forward([("running", [P0])], [changed])
+    record.throttles_written = {"topics/t": {"leader.replication.throttled.replicas": "0:1,0:2,0:3"}}
+    current = {"topics/t": {"retention.ms": "2", "leader.replication.throttled.replicas": "0:1,0:2,0:3"}}
+    undo = rollback_of(record, snapshot({0: (4, 2, 3)}), current)
+    assert undo.drift == [] and undo.configs == [ConfigRecord("topics", "t", before={"retention.ms": "2"}, after={})]

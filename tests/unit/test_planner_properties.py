@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from kops.model import plan_format
 from kops.model.desired import Execution, Rebalance
 from kops.model.partitions import TopicPartition
+from kops.executor import steps
+from kops.executor.record import DONE, ExecutionRecord
 from kops.planner.planner import PlanningError, plan
 from kops.planner.simulate import apply_moves, apply_plan, apply_rollback, layout_of
 from tests.clusters import brokers, declare, snapshot, td, topic
@@ -87,13 +89,23 @@ def test_plan_meets_declarations_and_rollback_restores(data) -> None:
             remaining = [b for b in snap.brokers if b.id not in desired.brokers.decommission]
             racks_total = len({b.rack for b in remaining})  # racks a plan can still use
             assert now >= min(before, racks_total, len(move.to_replicas))
-    # 3. plan then rollback returns the original layout exactly, replica order included.
+    # 3. plan then rollback returns the original layout exactly, replica order included: through the plan's
+    # rollback section, and through what `kops rollback` computes from the execution record and the cluster.
     back = apply_rollback(after, result)
+    record = ExecutionRecord("x", "apply", "d", "p.json", None, 0.0, {}, steps.from_plan(result))
+    for batch in record.batches:
+        batch.status = DONE
+    undo = steps.rollback_of(record, after, {})
+    assert not undo.drift
+    by_command = apply_moves(after, [m for b in undo.batches for m in b.moves])
     original = layout_of(snap)
     for key, replicas in original.items():
         if key[0] in {d.topic for d in result.deletions}:
             continue
         assert layout_of(back)[key] == replicas
+        assert layout_of(by_command)[key] == replicas
+    # and the original preferred leaders are elected again wherever a move changed them
+    assert {m.tp for m in result.moves if m.from_replicas[0] != m.to_replicas[0]} <= set(undo.election)
 
 
 @SETTINGS
