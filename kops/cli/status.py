@@ -25,7 +25,7 @@ from kops.units import format_size
 STALLED_AFTER_SECONDS = 30  # no progress recorded for this long: kops status says the batch is stalled
 
 
-def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot) -> dict[str, Any] | None:
+def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot, lags: progress.Lags) -> dict[str, Any] | None:
     if record is None:
         return None
     current = record.current
@@ -39,8 +39,12 @@ def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot) -> dict[s
         done = progress.done_moves(snapshot, current.moves)
         doc["batch_partitions"], doc["batch_done"] = len(current.moves), len(done)
         elapsed = time.time() - (current.started_at or time.time())
-        if done and elapsed > 0 and len(done) < len(current.moves):
-            doc["batch_eta_seconds"] = round(elapsed / len(done) * (len(current.moves) - len(done)), 1)
+        if record.status == "running" and len(done) < len(current.moves):
+            measured = progress.measure(current.index, len(record.batches), current.moves, snapshot, elapsed, lags, {})
+            eta = measured.eta if measured.eta is not None else progress.seconds_left(  # no sizes: partitions
+                len(current.moves), len(done), len(done) / elapsed if done and elapsed > 0 else None)
+            if eta is not None:
+                doc["batch_eta_seconds"] = round(eta, 1)
         quiet = time.time() - (current.progress_at or current.started_at or time.time())
         if record.status == "running" and len(done) < len(current.moves) and quiet >= STALLED_AFTER_SECONDS:
             doc["stalled_seconds"] = round(quiet)
@@ -89,7 +93,7 @@ def _collect(cluster: Cluster) -> dict[str, Any]:
             record = None
     if record is None:
         record = journal.latest()
-    return {"lock": holder, "execution": _execution_doc(record, snapshot),
+    return {"lock": holder, "execution": _execution_doc(record, snapshot, cluster.lags),
             "in_flight": _in_flight(snapshot, cluster), "throttles": _throttles(snapshot, record),
             "offline": _offline(snapshot)}
 

@@ -411,8 +411,9 @@ class Executor:
             total = max(total, done_before + measured.bytes_total)
             event = {"event": "progress", **measured.as_dict(), "overall_bytes_total": total,
                      "overall_bytes_done": done_before + measured.bytes_done}
-            if measured.rate:
-                event["overall_eta"] = round((total - done_before - measured.bytes_done) / measured.rate, 1)
+            overall_eta = progress.seconds_left(total - done_before, measured.bytes_done, measured.rate)
+            if overall_eta is not None:
+                event["overall_eta"] = round(overall_eta, 1)
             self.emit(event)
             requested = {(x.topic, x.partition) for x in snapshot.requested_moves}
             if measured.done == measured.partitions and not any(m.tp in requested for m in batch.moves):

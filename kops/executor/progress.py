@@ -80,5 +80,11 @@ def measure(index: int, batches: int, moves: list[Move], snapshot: Snapshot, ela
             copied += sum(max(0, size[m.tp] - behind[(m.tp, b)]) for b in m.adding if (m.tp, b) in behind)
     copied = min(copied, total)
     rate = copied / elapsed if elapsed > 0 and copied else None
-    eta = (total - copied) / rate if rate else None
-    return BatchProgress(index, batches, len(moves), len(done), total, copied, elapsed, rate, eta)
+    return BatchProgress(index, batches, len(moves), len(done), total, copied, elapsed, rate,
+                         seconds_left(total, copied, rate))
+
+
+def seconds_left(total: float, done: float, rate: float | None) -> float | None:
+    """The ETA, computed here only (apply's progress, its overall ETA, kops status): what is left of `total`
+    at the rate seen so far; None until there is a rate."""
+    return max(0.0, total - done) / rate if rate else None
