@@ -9,6 +9,7 @@ key. Readers keep a consumer assigned to the partition and read only what is new
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ TOPIC = "__kops"
 PARTITION = TopicPartition(TOPIC, 0)
 MAX_REPLICAS = 5
 SEND_TIMEOUT = 30.0
+READ_PATIENCE = 30.0  # seconds a read retries through a leader election of __kops
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class KopsLog:
         self._producer: KafkaProducer | None = None
         self._consumer: KafkaConsumer | None = None
         self.latest: dict[str, Entry] = {}
+        self._next = 0  # the offset to read next
         self.watchers: list[Callable[[Entry], None]] = []
 
     def _client_arguments(self, allowed: dict[str, Any]) -> dict[str, Any]:
@@ -82,17 +85,29 @@ class KopsLog:
         return Entry(meta.offset, meta.timestamp, key, value)
 
     def refresh(self) -> None:
-        """Read everything appended since the last read, up to the end of the log as it is now."""
+        """Read everything appended since the last read, up to the end of the log as it is now. A failure (the
+        partition's leader just died) is retried with a fresh consumer from where the last read stopped, for as
+        long as Kafka takes to elect another leader."""
+        deadline = time.monotonic() + READ_PATIENCE
+        while True:
+            try:
+                return self._read_to_end()
+            except KafkaError as exc:
+                self._close_consumer()
+                if time.monotonic() > deadline:
+                    raise ConnectionFailed(f"cannot read {TOPIC}: {exc}", where=self.settings.bootstrap,
+                                           hint="check the brokers holding __kops (kops status)") from None
+                time.sleep(0.5)
+
+    def _read_to_end(self) -> None:
         consumer = self._open_consumer()
-        try:
-            end = consumer.end_offsets([PARTITION])[PARTITION]
-            while consumer.position(PARTITION) < end:
-                for records in consumer.poll(timeout_ms=1000).values():
-                    for r in records:
+        end = consumer.end_offsets([PARTITION])[PARTITION]
+        while self._next < end:
+            for records in consumer.poll(timeout_ms=1000).values():
+                for r in records:
+                    if r.offset >= self._next:
                         self._fold(Entry(r.offset, r.timestamp, (r.key or b"").decode(), r.value))
-        except KafkaError as exc:
-            raise ConnectionFailed(f"cannot read {TOPIC}: {exc}", where=self.settings.bootstrap,
-                                   hint="check the brokers holding __kops (kops status)") from None
+                        self._next = r.offset + 1
 
     def _open_consumer(self) -> KafkaConsumer:
         if self._consumer is None:
@@ -101,8 +116,16 @@ class KopsLog:
             self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False,
                                            **self._client_arguments(KafkaConsumer.DEFAULT_CONFIG))
             self._consumer.assign([PARTITION])
-            self._consumer.seek_to_beginning(PARTITION)
+            self._consumer.seek(PARTITION, self._next)
         return self._consumer
+
+    def _close_consumer(self) -> None:
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except KafkaError:
+                pass
+            self._consumer = None
 
     def _fold(self, entry: Entry) -> None:
         if entry.value is None:
@@ -119,11 +142,10 @@ class KopsLog:
         try:
             if self._producer is not None:
                 self._producer.close(timeout=2)
-            if self._consumer is not None:
-                self._consumer.close()
         except KafkaError:
             pass  # closing: nothing left to do with an error
-        self._producer = self._consumer = None
+        self._producer = None
+        self._close_consumer()
 
 
 class LogRecords:
