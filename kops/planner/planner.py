@@ -45,6 +45,7 @@ from kops.model.plan import (
     TopicDeletion,
 )
 from kops.model.snapshot import Snapshot
+from kops.model.topics import Topic
 from kops.planner import batches as batching
 from kops.planner import placement
 from kops.planner.fingerprint import fingerprint
@@ -200,139 +201,172 @@ def _topic_eligible(work: _Work, topic: str, eligible: list[int]) -> list[int]:
 
 
 def _topic(work: _Work, decl: TopicDeclaration, eligible: list[int], rack_aware: bool, policy: Policy) -> None:
-    snapshot, layout = work.snapshot, work.layout
-    existing = snapshot.topics.get(decl.name)
-    known = snapshot.live_broker_ids
-    for field_name, ids in (("placement", decl.placement.brokers or ()), ("placement", decl.placement.exclude_brokers)):
-        unknown = sorted(set(ids) - known)
-        if unknown:
-            work.error(decl.where(field_name), f"topic {decl.name}: unknown broker(s) {unknown}",
-                       f"registered brokers: {', '.join(map(str, sorted(known)))}")
-            return
-    if decl.state == "absent":
-        if existing is not None:
-            size = sum(layout.size(TopicPartition(decl.name, p)) for p in existing.partitions)
-            work.deletions.append(TopicDeletion(decl.name, len(existing.partitions), size))
-            for tp in layout.partitions_of_topic(decl.name):
-                layout.remove(tp)
+    """One declared topic: deleted, created, or reshaped (partition count, placement, replication factor)."""
+    existing = work.snapshot.topics.get(decl.name)
+    if not _brokers_known(work, decl):
         return
-    if decl.name in snapshot.pending_deletions:
+    if decl.state == "absent":
+        _delete(work, decl, existing)
+        return
+    if decl.name in work.snapshot.pending_deletions:
         work.error(decl.location, f"topic {decl.name} is being deleted", "wait until the deletion completes, then plan again")
         return
     topic_eligible = _topic_eligible(work, decl.name, eligible)
-    strategy = decl.placement.strategy
-    use_racks = rack_aware and strategy != "balanced"
+    if not _shape_possible(work, decl, existing, topic_eligible, rack_aware):
+        return
+    use_racks = rack_aware and decl.placement.strategy != "balanced"
+    if existing is None:
+        _create(work, decl, topic_eligible, use_racks)
+        return
+    target_rf = decl.replication_factor or existing.replication_factor
+    if not _partition_count(work, decl, len(existing.partitions), target_rf, topic_eligible, use_racks):
+        return
+    for number in sorted(existing.partitions):
+        tp = TopicPartition(decl.name, number)
+        if number < len(existing.partitions) and tp in work.layout.replicas:
+            _reshape(work, decl, tp, target_rf, topic_eligible, use_racks)
+    _configs(work, decl, existing.config)
+
+
+def _brokers_known(work: _Work, decl: TopicDeclaration) -> bool:
+    known = work.snapshot.live_broker_ids
+    for ids in (decl.placement.brokers or (), decl.placement.exclude_brokers):
+        unknown = sorted(set(ids) - known)
+        if unknown:
+            work.error(decl.where("placement"), f"topic {decl.name}: unknown broker(s) {unknown}",
+                       f"registered brokers: {', '.join(map(str, sorted(known)))}")
+            return False
+    static = decl.placement.assignments
+    unknown = sorted({b for r in (static or {}).values() for b in r} - known)
+    if unknown:
+        work.error(decl.where("placement"), f"topic {decl.name}: assignments name unknown broker(s) {unknown}")
+        return False
+    return True
+
+
+def _delete(work: _Work, decl: TopicDeclaration, existing: Topic | None) -> None:
+    if existing is None:
+        return
+    size = sum(work.layout.size(TopicPartition(decl.name, p)) for p in existing.partitions)
+    work.deletions.append(TopicDeletion(decl.name, len(existing.partitions), size))
+    for tp in work.layout.partitions_of_topic(decl.name):
+        work.layout.remove(tp)
+
+
+def _shape_possible(work: _Work, decl: TopicDeclaration, existing: Topic | None, topic_eligible: list[int],
+                    rack_aware: bool) -> bool:
+    """The declared replication factor fits the eligible brokers, their racks and min.insync.replicas."""
+    strategy, rf = decl.placement.strategy, decl.replication_factor
     if strategy == "rack-aware" and not rack_aware:
         work.error(decl.where("placement"), f"topic {decl.name}: strategy rack-aware, but not every broker has a rack")
-        return
-    rf = decl.replication_factor
+        return False
     if rf is not None and rf > len(topic_eligible):
         work.error(decl.where("replication_factor"),
                    f"topic {decl.name}: replication_factor {rf} needs {rf} brokers, only {len(topic_eligible)} are eligible")
-        return
+        return False
     if strategy == "rack-aware" and rf is not None:
-        racks = {layout.rack(b) for b in topic_eligible}
+        racks = {work.layout.rack(b) for b in topic_eligible}
         if rf > len(racks):
             work.error(decl.where("replication_factor"),
                        f"topic {decl.name}: replication_factor {rf} is more than the {len(racks)} racks of its brokers",
                        "strategy rack-aware puts every replica on its own rack")
-            return
+            return False
     misr = decl.config.get("min.insync.replicas") or (existing.config.get("min.insync.replicas") if existing else None)
     if rf is not None and misr is not None and int(misr) > rf:
         work.error(decl.where("replication_factor"),
                    f"topic {decl.name}: replication_factor {rf} is below min.insync.replicas {misr}")
-        return
+        return False
+    return True
+
+
+def _create(work: _Work, decl: TopicDeclaration, topic_eligible: list[int], use_racks: bool) -> None:
     static = decl.placement.assignments
-    if static is not None:
-        unknown = sorted({b for r in static.values() for b in r} - known)
-        if unknown:
-            work.error(decl.where("placement"), f"topic {decl.name}: assignments name unknown broker(s) {unknown}")
-            return
-
-    if existing is None:
-        partitions = decl.partitions or (len(static) if static else None)
-        rf = rf or (len(next(iter(static.values()))) if static else None)
-        if partitions is None or rf is None:
-            work.error(decl.location, f"topic {decl.name} does not exist yet: declare partitions and replication_factor")
-            return
-        if static is not None:
-            assignment = dict(static)
-            for p, r in assignment.items():
-                layout.set(TopicPartition(decl.name, p), r)
-        else:
-            try:
-                assignment = placement.place_partitions(layout, decl.name, range(partitions), rf, topic_eligible, use_racks)
-            except ValueError as exc:
-                work.error(decl.location, f"topic {decl.name}: {exc}")
-                return
-        work.created.update(TopicPartition(decl.name, p) for p in assignment)
-        work.creations.append(TopicCreation(decl.name, assignment, dict(sorted(decl.all_config.items()))))
+    partitions = decl.partitions or (len(static) if static else None)
+    rf = decl.replication_factor or (len(next(iter(static.values()))) if static else None)
+    if partitions is None or rf is None:
+        work.error(decl.location, f"topic {decl.name} does not exist yet: declare partitions and replication_factor")
         return
+    if static is not None:
+        assignment = dict(static)
+        for p, r in assignment.items():
+            work.layout.set(TopicPartition(decl.name, p), r)
+    else:
+        try:
+            assignment = placement.place_partitions(work.layout, decl.name, range(partitions), rf, topic_eligible,
+                                                    use_racks)
+        except ValueError as exc:
+            work.error(decl.location, f"topic {decl.name}: {exc}")
+            return
+    work.created.update(TopicPartition(decl.name, p) for p in assignment)
+    work.creations.append(TopicCreation(decl.name, assignment, dict(sorted(decl.all_config.items()))))
 
-    # Existing topic.
-    current_count = len(existing.partitions)
-    target_rf = rf or existing.replication_factor
+
+def _partition_count(work: _Work, decl: TopicDeclaration, current_count: int, target_rf: int,
+                     topic_eligible: list[int], use_racks: bool) -> bool:
+    """Partitions added (placed, or as statically assigned) or, where KIP-253 is offered, marked for deletion;
+    False when the declaration cannot be met."""
+    static = decl.placement.assignments
     if decl.partitions is not None and decl.partitions > current_count:
         new_numbers = range(current_count, decl.partitions)
         if static is not None:
             added = {p: static[p] for p in new_numbers}
             for p, r in added.items():
-                layout.set(TopicPartition(decl.name, p), r)
+                work.layout.set(TopicPartition(decl.name, p), r)
         else:
             try:
-                added = placement.place_partitions(layout, decl.name, new_numbers, target_rf, topic_eligible, use_racks)
+                added = placement.place_partitions(work.layout, decl.name, new_numbers, target_rf, topic_eligible,
+                                                   use_racks)
             except ValueError as exc:
                 work.error(decl.where("partitions"), f"topic {decl.name}: {exc}")
-                return
+                return False
         work.created.update(TopicPartition(decl.name, p) for p in added)
         work.additions.append(PartitionAddition(decl.name, added))
     elif decl.partitions is not None and decl.partitions < current_count:
-        if KIP253_FEATURE in snapshot.cluster_features():
-            work.shrinks.append(PartitionDeletion(decl.name, current_count, decl.partitions))
-        else:
+        if KIP253_FEATURE not in work.snapshot.cluster_features():
             work.error(decl.where("partitions"),
                        f"topic {decl.name} has {current_count} partitions; Kafka cannot decrease the partition count",
                        f"declare partitions: {current_count} (or more), or create a new topic and migrate")
-            return
+            return False
+        work.shrinks.append(PartitionDeletion(decl.name, current_count, decl.partitions))
+    return True
 
-    for number in sorted(existing.partitions):
-        tp = TopicPartition(decl.name, number)
-        if number >= current_count or tp not in layout.replicas:
-            continue
-        if static is not None and number in static:
-            if layout.replicas[tp] != static[number]:
-                work.forced_moves += len(set(static[number]) - set(layout.replicas[tp]))
-                work.forced_bytes += layout.size(tp) * len(set(static[number]) - set(layout.replicas[tp]))
-                layout.set(tp, static[number])
-                work.reason[tp] = "static assignment"
-            continue
-        before = layout.replicas[tp]
-        # Replicas on brokers the placement no longer allows.
-        for broker in [b for b in before if b not in topic_eligible and b in known]:
-            try:
-                placement.replace(layout, tp, broker, topic_eligible, use_racks)
-                work.forced_moves += 1
-                work.forced_bytes += layout.size(tp)
-                work.reason.setdefault(tp, f"placement excludes broker {broker}")
-            except ValueError as exc:
-                work.error(decl.where("placement"), f"{tp}: {exc}")
-        # Rack rule, when the topic explicitly asks for rack-aware placement.
-        if strategy == "rack-aware":
-            _fix_racks(work, tp, topic_eligible)
-        replicas = layout.replicas[tp]
-        if len(replicas) < target_rf:
-            try:
-                placement.grow(layout, tp, target_rf, topic_eligible, use_racks)
-            except ValueError as exc:
-                work.error(decl.where("replication_factor"), f"{tp}: {exc}")
-                continue
-            work.forced_moves += target_rf - len(replicas)
-            work.forced_bytes += layout.size(tp) * (target_rf - len(replicas))
-            work.reason.setdefault(tp, f"replication factor {len(replicas)} -> {target_rf}")
-        elif len(replicas) > target_rf:
-            placement.shrink(layout, tp, target_rf)
-            work.reason.setdefault(tp, f"replication factor {len(replicas)} -> {target_rf}")
-    _configs(work, decl, existing.config)
+
+def _reshape(work: _Work, decl: TopicDeclaration, tp: TopicPartition, target_rf: int, topic_eligible: list[int],
+             use_racks: bool) -> None:
+    """One existing partition: its static assignment, or off brokers the placement no longer allows, onto distinct
+    racks (rack-aware), and grown or shrunk to the replication factor."""
+    layout, static = work.layout, decl.placement.assignments
+    if static is not None and tp.partition in static:
+        wanted = static[tp.partition]
+        if layout.replicas[tp] != wanted:
+            work.forced_moves += len(set(wanted) - set(layout.replicas[tp]))
+            work.forced_bytes += layout.size(tp) * len(set(wanted) - set(layout.replicas[tp]))
+            layout.set(tp, wanted)
+            work.reason[tp] = "static assignment"
+        return
+    for broker in [b for b in layout.replicas[tp] if b not in topic_eligible and b in work.snapshot.live_broker_ids]:
+        try:
+            placement.replace(layout, tp, broker, topic_eligible, use_racks)
+            work.forced_moves += 1
+            work.forced_bytes += layout.size(tp)
+            work.reason.setdefault(tp, f"placement excludes broker {broker}")
+        except ValueError as exc:
+            work.error(decl.where("placement"), f"{tp}: {exc}")
+    if decl.placement.strategy == "rack-aware":
+        _fix_racks(work, tp, topic_eligible)
+    replicas = layout.replicas[tp]
+    if len(replicas) < target_rf:
+        try:
+            placement.grow(layout, tp, target_rf, topic_eligible, use_racks)
+        except ValueError as exc:
+            work.error(decl.where("replication_factor"), f"{tp}: {exc}")
+            return
+        work.forced_moves += target_rf - len(replicas)
+        work.forced_bytes += layout.size(tp) * (target_rf - len(replicas))
+        work.reason.setdefault(tp, f"replication factor {len(replicas)} -> {target_rf}")
+    elif len(replicas) > target_rf:
+        placement.shrink(layout, tp, target_rf)
+        work.reason.setdefault(tp, f"replication factor {len(replicas)} -> {target_rf}")
 
 
 def _fix_racks(work: _Work, tp: TopicPartition, eligible: list[int]) -> None:
