@@ -11,6 +11,7 @@ and the snapshot says it is incomplete.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Collection
 
@@ -70,123 +71,127 @@ def check_is_kafka(client: ZkClient) -> None:
         )
 
 
+SINGLES = (paths.CONTROLLER, paths.CONTROLLER_EPOCH, paths.CLUSTER_ID, paths.MIGRATION, paths.REASSIGN_PARTITIONS,
+           paths.PREFERRED_REPLICA_ELECTION)
+
+
+@dataclass
+class _Listing:
+    """Round 1: what exists (children of the cluster's folders)."""
+
+    broker_ids: list[int]
+    topics: list[str]
+    deletions: list[str]
+    configured: set[str]  # topics with a config znode
+    broker_entities: list[str]  # broker config entities: ids and <default>
+
+
+@dataclass
+class _Entities:
+    """Round 2: the brokers, topic assignments and configs the listing named."""
+
+    brokers: list[Broker] = field(default_factory=list)
+    assignments: dict[str, TopicAssignment] = field(default_factory=dict)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
 def read_snapshot(client: ZkClient, progress: Progress | None = None,
                   only_topics: Collection[str] | None = None) -> Snapshot:
     """The whole cluster; with `only_topics`, a poll's view: the brokers, the controller and reassignment
     znodes and just those topics (their assignments and partition states, no configs), at a cost that grows
-    with the topics asked for, not with the cluster (bench/poll.py)."""
+    with the topics asked for, not with the cluster (bench/poll.py). Three pipelined rounds: the listing and the
+    cluster-wide znodes, then every broker, topic and config, then every partition state."""
     note = progress or (lambda _msg: None)
     if only_topics is None:
         check_is_kafka(client)
     c = _Collector()
-
     note("listing brokers, topics and configs")
-    singles = [
-        paths.CONTROLLER,
-        paths.CONTROLLER_EPOCH,
-        paths.CLUSTER_ID,
-        paths.MIGRATION,
-        paths.REASSIGN_PARTITIONS,
-        paths.PREFERRED_REPLICA_ELECTION,
-    ]
-    controller_n, epoch_n, cluster_n, migration_n, reassign_n, election_n = client.get_many(singles)
-    if only_topics is None:
-        broker_ids, topic_names, deletions, topic_configs, broker_config_names = client.children_many(
-            [paths.BROKER_IDS, paths.BROKER_TOPICS, paths.DELETE_TOPICS, paths.config_root("topics"),
-             paths.config_root("brokers")])
-    else:  # the topics asked for are read directly: a missing one reads as gone
-        [broker_ids, deletions], topic_names = client.children_many([paths.BROKER_IDS, paths.DELETE_TOPICS]), \
-            sorted(only_topics)
-        topic_configs, broker_config_names = [], []
-    ids = _int_children(broker_ids)
-    names = sorted(topic_names or [])
-    configured = set(topic_configs or [])
-    broker_entities = sorted(broker_config_names or [])
-
-    note(f"reading {len(ids)} brokers and {len(names)} topics")
-    round2 = (
-        [paths.broker(i) for i in ids]
-        + [paths.topic(t) for t in names]
-        + [paths.config("topics", t) for t in names if t in configured]
-        + [paths.config("brokers", e) for e in broker_entities]
-    )
-    nodes = iter(client.get_many(round2))
-    brokers: list[Broker] = []
-    for broker_id in ids:
-        node = next(nodes)
-        path = paths.broker(broker_id)
-        if node is not None:  # a broker that deregistered between the listing and the read
-            try:
-                brokers.append(decode_broker(broker_id, node.data, path, epoch=node.stat.czxid))
-            except ZnodeFormatError as exc:
-                c.problems.append(Problem(path, exc.problem))
-    assignments: dict[str, TopicAssignment] = {}
-    for name in names:
-        node = next(nodes)
-        if node is None:  # asked for by name and gone (deleted meanwhile)
-            continue
-        found = c.decode(decode_topic, node, paths.topic(name))
-        if isinstance(found, TopicAssignment):
-            assignments[name] = found
-    configs: dict[str, dict[str, str]] = {}
-    for name in names:
-        if name in configured:
-            found = c.decode(decode_config, next(nodes), paths.config("topics", name))
-            configs[name] = found if isinstance(found, dict) else {}
-    broker_configs: dict[str, dict[str, str]] = {}
-    for entity in broker_entities:
-        found = c.decode(decode_config, next(nodes), paths.config("brokers", entity))
-        if isinstance(found, dict):
-            broker_configs[entity] = found
-
-    state_keys = [(name, p) for name, a in assignments.items() for p in sorted(a.replicas)]
+    singles = dict(zip(SINGLES, client.get_many(list(SINGLES))))
+    listing = _list(client, only_topics)
+    note(f"reading {len(listing.broker_ids)} brokers and {len(listing.topics)} topics")
+    found = _read_entities(client, c, listing)
+    state_keys = [(name, p) for name, a in found.assignments.items() for p in sorted(a.replicas)]
     note(f"reading {len(state_keys)} partition states")
     state_nodes = client.get_many([paths.partition_state(t, p) for t, p in state_keys])
-    states = {}
-    for (name, number), node in zip(state_keys, state_nodes):
-        states[(name, number)] = c.decode(decode_partition_state, node, paths.partition_state(name, number))
+    states = {(name, number): c.decode(decode_partition_state, node, paths.partition_state(name, number))
+              for (name, number), node in zip(state_keys, state_nodes)}
+    return _assemble(client, c, singles, listing, found, states)
 
-    topics: dict[str, Topic] = {}
-    for name, a in assignments.items():
-        topics[name] = Topic(
-            name=name,
-            partitions={
-                p: Partition(
-                    replicas=a.replicas[p],
-                    adding=a.adding.get(p, ()),
-                    removing=a.removing.get(p, ()),
-                    state=states.get((name, p)),
-                )
-                for p in sorted(a.replicas)
-            },
-            topic_id=a.topic_id,
-            config=configs.get(name, {}),
-            initial_partition_count=a.initial_partition_count,
-            undeleted_partition_count=a.undeleted_partition_count,
-        )
 
-    controller = c.decode(decode_controller, controller_n, paths.CONTROLLER)
-    epoch = c.decode(decode_controller_epoch, epoch_n, paths.CONTROLLER_EPOCH)
+def _list(client: ZkClient, only_topics: Collection[str] | None) -> _Listing:
+    if only_topics is not None:  # the topics asked for are read directly: a missing one reads as gone
+        broker_ids, deletions = client.children_many([paths.BROKER_IDS, paths.DELETE_TOPICS])
+        return _Listing(_int_children(broker_ids), sorted(only_topics), sorted(deletions or []), set(), [])
+    broker_ids, topic_names, deletions, topic_configs, broker_config_names = client.children_many(
+        [paths.BROKER_IDS, paths.BROKER_TOPICS, paths.DELETE_TOPICS, paths.config_root("topics"),
+         paths.config_root("brokers")])
+    return _Listing(_int_children(broker_ids), sorted(topic_names or []), sorted(deletions or []),
+                    set(topic_configs or []), sorted(broker_config_names or []))
+
+
+def _read_entities(client: ZkClient, c: _Collector, listing: _Listing) -> _Entities:
+    names = listing.topics
+    nodes = iter(client.get_many(
+        [paths.broker(i) for i in listing.broker_ids] + [paths.topic(t) for t in names]
+        + [paths.config("topics", t) for t in names if t in listing.configured]
+        + [paths.config("brokers", e) for e in listing.broker_entities]))
+    out = _Entities()
+    for broker_id in listing.broker_ids:
+        node = next(nodes)
+        if node is not None:  # a broker that deregistered between the listing and the read
+            try:
+                out.brokers.append(decode_broker(broker_id, node.data, paths.broker(broker_id), epoch=node.stat.czxid))
+            except ZnodeFormatError as exc:
+                c.problems.append(Problem(paths.broker(broker_id), exc.problem))
+    for name in names:
+        node = next(nodes)
+        if node is not None:  # None: asked for by name and gone (deleted meanwhile)
+            assignment = c.decode(decode_topic, node, paths.topic(name))
+            if isinstance(assignment, TopicAssignment):
+                out.assignments[name] = assignment
+    for name in (n for n in names if n in listing.configured):
+        config = c.decode(decode_config, next(nodes), paths.config("topics", name))
+        out.configs[name] = config if isinstance(config, dict) else {}
+    for entity in listing.broker_entities:
+        config = c.decode(decode_config, next(nodes), paths.config("brokers", entity))
+        if isinstance(config, dict):
+            out.broker_configs[entity] = config
+    return out
+
+
+def _topic(name: str, a: TopicAssignment, states: dict[tuple[str, int], Any], config: dict[str, str]) -> Topic:
+    partitions = {p: Partition(replicas=a.replicas[p], adding=a.adding.get(p, ()), removing=a.removing.get(p, ()),
+                               state=states.get((name, p))) for p in sorted(a.replicas)}
+    return Topic(name=name, partitions=partitions, topic_id=a.topic_id, config=config,
+                 initial_partition_count=a.initial_partition_count,
+                 undeleted_partition_count=a.undeleted_partition_count)
+
+
+def _assemble(client: ZkClient, c: _Collector, singles: dict[str, Node | None], listing: _Listing,
+              found: _Entities, states: dict[tuple[str, int], Any]) -> Snapshot:
+    topics = {name: _topic(name, a, states, found.configs.get(name, {})) for name, a in found.assignments.items()}
+    controller = c.decode(decode_controller, singles[paths.CONTROLLER], paths.CONTROLLER)
+    epoch = c.decode(decode_controller_epoch, singles[paths.CONTROLLER_EPOCH], paths.CONTROLLER_EPOCH)
     kraft_epoch = controller.kraft_controller_epoch if controller else -1
+    reassign_n = singles[paths.REASSIGN_PARTITIONS]
     requested = c.decode(decode_reassignment, reassign_n, paths.REASSIGN_PARTITIONS) or []
     if reassign_n is not None and c.problems and c.problems[-1].path == paths.REASSIGN_PARTITIONS:
         last = c.problems.pop()
         c.problems.append(Problem(last.path, f"Kafka ignores this reassignment znode: {last.message}"))
-    election = c.decode(decode_partition_list, election_n, paths.PREFERRED_REPLICA_ELECTION) or []
+    election = c.decode(decode_partition_list, singles[paths.PREFERRED_REPLICA_ELECTION],
+                        paths.PREFERRED_REPLICA_ELECTION) or []
+    migration_n = singles[paths.MIGRATION]
     migration = c.decode(decode_migration, migration_n, paths.MIGRATION)
-
     return Snapshot(
-        cluster_id=c.decode(decode_cluster_id, cluster_n, paths.CLUSTER_ID),  # type: ignore[arg-type]
-        controller=ControllerInfo(
-            id=controller.broker_id if controller else None,
-            epoch=epoch,  # type: ignore[arg-type]
-            kraft_controller_epoch=kraft_epoch,
-        ),
-        brokers=tuple(sorted(brokers, key=lambda b: b.id)),
+        cluster_id=c.decode(decode_cluster_id, singles[paths.CLUSTER_ID], paths.CLUSTER_ID),
+        controller=ControllerInfo(id=controller.broker_id if controller else None, epoch=epoch,
+                                  kraft_controller_epoch=kraft_epoch),
+        brokers=tuple(sorted(found.brokers, key=lambda b: b.id)),
         topics=topics,
-        broker_configs=broker_configs,
+        broker_configs=found.broker_configs,
         requested_moves=tuple(sorted(RequestedMove(r.topic, r.partition, r.replicas) for r in requested)),
-        pending_deletions=tuple(sorted(deletions or [])),
+        pending_deletions=tuple(listing.deletions),
         preferred_election=tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in election)),
         migration=migration_n is not None or kraft_epoch > 0 or migration is not None,
         problems=tuple(c.problems),
