@@ -219,6 +219,8 @@ def _warn_name_collisions(state: DesiredState, problems: Problems) -> None:
 def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory, limited: set[str] | None,
                extra: dict[str, Any], renderer: Renderer, clusters: dict[str, _Cluster], problems: Problems,
                sources: list[str]) -> int:
+    """One play: its hosts, its variables (vars, vars_files), its topic defaults, then per host its topics and
+    sections rendered with that host's variables. Returns how many topics it declared."""
     if not isinstance(play, dict):
         problems.error(loc, "a play must be a mapping with hosts and topics")
         return 0
@@ -226,26 +228,59 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
     where = play.where if isinstance(play, YamlMap) else (lambda _k: loc)
     fields.check_keys(play, PLAY_KEYS, "a play", key_where, problems)
     label = str(play.get("name") or f"play {index + 1}")
+    hosts = _play_hosts(play, loc, where, label, inventory, limited, problems)
+    if hosts is None:
+        return 0
+    allow_delete = False
+    if "allow_delete" in play:
+        allow_delete = bool(fields.as_bool(play["allow_delete"], "allow_delete", where("allow_delete"), problems))
+    play_vars, var_locations = _play_vars(play, loc, where, label, problems, sources)
+    defaults = _topic_defaults(play, loc, where, label, problems)
+    entries = topic_list(play.get("topics"), where("topics"), problems)
+    count = 0
+    for host in hosts:
+        raw = {**inventory.host_variables(host), **play_vars, **extra}
+
+        def fail(name: str, exc: TemplateProblem, host: str = host) -> None:
+            problems.error(var_locations.get(name, loc), f"variable {name!r} (cluster {host}): {exc.message}", exc.hint)
+
+        variables = resolve_variables(renderer, raw, fail)
+        cluster = clusters.setdefault(host, _Cluster(host))
+        cluster.variables = variables
+        cluster.plays.append(label)
+        cluster.allow_delete |= allow_delete
+        count += _declare_topics(cluster, TopicReader(renderer, variables, problems, allow_delete), entries, defaults,
+                                 problems)
+        for key, allowed, apply in _SECTIONS:
+            section = _rendered_section(play, key, where, variables, renderer, problems, allowed, label)
+            if section is not None:
+                apply(section, where(key), cluster, problems, label)
+    return count
+
+
+def _play_hosts(play: dict, loc: SourceLocation, where: Any, label: str, inventory: Inventory,
+                limited: set[str] | None, problems: Problems) -> list[str] | None:
+    """The inventory hosts (clusters) the play's pattern selects, narrowed by --limit; None when it cannot."""
     pattern = play.get("hosts")
     if isinstance(pattern, list):
         pattern = ":".join(str(p) for p in pattern)
     if not isinstance(pattern, str) or not pattern.strip():
         problems.error(where("hosts") if "hosts" in play else loc, f"{label}: hosts is required",
                        "name clusters or groups of the inventory, e.g. hosts: all")
-        return 0
+        return None
     try:
         hosts, unmatched = select_hosts(pattern, inventory)
     except PatternError as exc:
         problems.error(where("hosts"), f"{label}: {exc}")
-        return 0
+        return None
     for term in unmatched:
         problems.warning(where("hosts"), f"{label}: host pattern {term!r} matches no host or group")
-    if limited is not None:
-        hosts = [h for h in hosts if h in limited]
+    return hosts if limited is None else [h for h in hosts if h in limited]
 
-    allow_delete = False
-    if "allow_delete" in play:
-        allow_delete = bool(fields.as_bool(play["allow_delete"], "allow_delete", where("allow_delete"), problems))
+
+def _play_vars(play: dict, loc: SourceLocation, where: Any, label: str, problems: Problems,
+               sources: list[str]) -> tuple[dict[str, Any], dict[str, SourceLocation]]:
+    """`vars`, then `vars_files` in order (later files win), with where each variable was set."""
     play_vars: dict[str, Any] = {}
     var_locations: dict[str, SourceLocation] = {}
     if play.get("vars") is not None:
@@ -261,15 +296,15 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
     if not isinstance(files, list):
         problems.error(where("vars_files"), f"{label}: vars_files must be a list of files")
         files = []
-    base = Path(loc.file).parent
     for name in files:
-        path = Path(str(name)) if Path(str(name)).is_absolute() else base / str(name)
+        path = Path(str(name)) if Path(str(name)).is_absolute() else Path(loc.file).parent / str(name)
         sources.append(str(path))
         try:
             data = load_yaml(path)
         except YamlError as exc:
-            problems.error(where("vars_files") if exc.what == "no such file" else exc.location,
-                           f"vars_files: {path}: {exc.what}" if exc.what == "no such file" else exc.what, exc.hint)
+            missing = exc.what == "no such file"
+            problems.error(where("vars_files") if missing else exc.location,
+                           f"vars_files: {path}: {exc.what}" if missing else exc.what, exc.hint)
             continue
         if data is None:
             continue
@@ -279,46 +314,34 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
         play_vars.update(data)
         for k in data:
             var_locations[k] = data.where(k) if isinstance(data, YamlMap) else where("vars_files")
+    return play_vars, var_locations
 
+
+def _topic_defaults(play: dict, loc: SourceLocation, where: Any, label: str, problems: Problems) -> dict | None:
     defaults = play.get("topic_defaults")
-    if defaults is not None and not isinstance(defaults, dict):
+    if defaults is None:
+        return None
+    if not isinstance(defaults, dict):
         problems.error(where("topic_defaults"), f"{label}: topic_defaults must be a mapping")
-        defaults = None
-    if isinstance(defaults, dict):
-        fields.check_keys(defaults, [k for k in ("partitions", "replication_factor", "config", "config_unchecked",
-                                                 "placement", "state")], "topic_defaults",
-                          (lambda k: defaults.key_locations.get(k, loc)) if isinstance(defaults, YamlMap) else (lambda _k: loc),
-                          problems)
-    entries = topic_list(play.get("topics"), where("topics"), problems)
+        return None
+    key_where = (lambda k: defaults.key_locations.get(k, loc)) if isinstance(defaults, YamlMap) else (lambda _k: loc)
+    fields.check_keys(defaults, ["partitions", "replication_factor", "config", "config_unchecked", "placement",
+                                 "state"], "topic_defaults", key_where, problems)
+    return defaults
 
+
+def _declare_topics(cluster: _Cluster, reader: TopicReader, entries: list, defaults: dict | None,
+                    problems: Problems) -> int:
     count = 0
-    for host in hosts:
-        raw = dict(inventory.host_variables(host))
-        raw.update(play_vars)
-        raw.update(extra)
-
-        def fail(name: str, exc: TemplateProblem, host: str = host) -> None:
-            problems.error(var_locations.get(name, loc), f"variable {name!r} (cluster {host}): {exc.message}", exc.hint)
-
-        variables = resolve_variables(renderer, raw, fail)
-        cluster = clusters.setdefault(host, _Cluster(host))
-        cluster.variables = variables
-        cluster.plays.append(label)
-        cluster.allow_delete |= allow_delete
-        reader = TopicReader(renderer, variables, problems, allow_delete)
-        for entry, entry_loc in entries:
-            for topic in reader.read(entry, entry_loc, defaults):
-                count += 1
-                previous = cluster.topics.get(topic.name)
-                if previous is not None:
-                    problems.error(topic.location, f"topic {topic.name!r} is declared twice for cluster {host}",
-                                   f"first declared at {previous.location}")
-                    continue
-                cluster.topics[topic.name] = topic
-        for key, allowed, apply in _SECTIONS:
-            section = _rendered_section(play, key, where, variables, renderer, problems, allowed, label)
-            if section is not None:
-                apply(section, where(key), cluster, problems, label)
+    for entry, entry_loc in entries:
+        for topic in reader.read(entry, entry_loc, defaults):
+            count += 1
+            previous = cluster.topics.get(topic.name)
+            if previous is not None:
+                problems.error(topic.location, f"topic {topic.name!r} is declared twice for cluster {cluster.name}",
+                               f"first declared at {previous.location}")
+                continue
+            cluster.topics[topic.name] = topic
     return count
 
 
