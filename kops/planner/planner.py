@@ -420,15 +420,49 @@ def _shrinks_retention(before: str, after: str) -> bool:
 
 
 def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy, eligible: list[int]) -> Plan:
+    """The plan from the planned layout: the moves, their batches with throttles and estimates, the election,
+    the rollback, the reviewer's warnings and the summary."""
+    snapshot, desired = work.snapshot, work.desired
+    moves = _moves(work, original, policy)
+    rate = policy.throttle if policy.throttle is not None else desired.execution.throttle
+    port_rate = policy.port_rate(desired.execution.throttle)
+    sized = any(m.bytes for m in moves)
+    batch_list = _batches(work, moves, policy, rate, port_rate, sized)
+    moves = [m for b in batch_list for m in b.moves]
+    election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
+                            or snapshot.partition(m.tp).leader != m.to_replicas[0]))  # type: ignore[union-attr]
+    work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
+    return Plan(
+        cluster=desired.cluster,
+        cluster_id=snapshot.cluster_id,
+        connect=str(desired.connect) if desired.connect else snapshot.connect,
+        playbook_digest=policy.playbook_digest,
+        fingerprint=fingerprint(snapshot, set(desired.topics) | {m.topic for m in moves}),
+        creations=tuple(sorted(work.creations, key=lambda c: c.topic)),
+        deletions=tuple(sorted(work.deletions, key=lambda d: d.topic)),
+        partition_additions=tuple(sorted(work.additions, key=lambda a: a.topic)),
+        partition_deletions=tuple(sorted(work.shrinks, key=lambda s: s.topic)),
+        configs=tuple(sorted(work.configs, key=lambda c: (c.entity_type, c.entity))),
+        batches=tuple(batch_list),
+        election=election,
+        rollback=_rollback(work, batch_list, election, rate),
+        summary=_summary(work, original, batch_list, port_rate, sized),
+        warnings=tuple(work.warnings),
+        kops_version=__version__,
+        stall_timeout=desired.execution.stall_timeout,
+    )
+
+
+def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy) -> list[Move]:
+    """A move for every existing partition whose planned replicas differ from its current (or in-flight target)
+    ones; partitions being reassigned refuse the plan unless --allow-in-flight."""
     snapshot, layout, desired = work.snapshot, work.layout, work.desired
     moves: list[Move] = []
     in_flight_problems = []
     for tp in sorted(original):
         target = layout.replicas.get(tp)
-        if target is None or tp in work.created:
-            continue
         part = snapshot.partition(tp)
-        if part is None:
+        if target is None or tp in work.created or part is None:
             continue
         current = part.target_replicas if part.reassigning else part.replicas
         if target == current:
@@ -444,10 +478,12 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         moves.append(Move(tp.topic, tp.partition, current, target, layout.size(tp), leader, work.reason.get(tp, "leader balance")))
     if in_flight_problems:
         raise PlanningError(in_flight_problems)
+    return moves
 
-    rate = policy.throttle if policy.throttle is not None else desired.execution.throttle
-    port_rate = policy.port_rate(desired.execution.throttle)
-    sized = any(m.bytes for m in moves)
+
+def _batches(work: _Work, moves: list[Move], policy: Policy, rate: int | None, port_rate: float,
+             sized: bool) -> list[Batch]:
+    desired = work.desired
     limits = batching.Limits(desired.execution.max_partitions, desired.execution.max_bytes,
                              desired.execution.max_moves_per_broker)
     grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order, tuple(desired.topics))
@@ -456,19 +492,19 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     for index, group in enumerate(grouped):
         group = _grown(group, policy.growth, starts) if sized else group
         bytes_in, bytes_out, seconds = batching.port_times(group, port_rate, port_rate)
-        batch_list.append(Batch(index + 1, tuple(group), batch_throttle(group, snapshot, rate),
+        batch_list.append(Batch(index + 1, tuple(group), batch_throttle(group, work.snapshot, rate),
                                 Estimate(seconds if sized else None, None, bytes_in, bytes_out)))
         starts += seconds
-    moves = [m for b in batch_list for m in b.moves]
-    _, _, lower_seconds = batching.port_times(moves, port_rate, port_rate)
+    return batch_list
 
-    election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
-                            or snapshot.partition(m.tp).leader != m.to_replicas[0]))  # type: ignore[union-attr]
+
+def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartition, ...], rate: int | None) -> Rollback:
+    moves = [m for b in batch_list for m in b.moves]
     undo = invert([(b.index, b.moves) for b in batch_list], {m.tp: tuple(m.to_replicas) for m in moves}.get, "rollback")
     estimates = {b.index: b.estimate for b in batch_list}
-    rollback_batches = tuple(Batch(n, tuple(inverse), batch_throttle(inverse, snapshot, rate), estimates[index])
-                             for n, (index, inverse) in enumerate(undo.batches, 1))
-    rollback_configs = tuple(
+    batches = tuple(Batch(n, tuple(inverse), batch_throttle(inverse, work.snapshot, rate), estimates[index])
+                    for n, (index, inverse) in enumerate(undo.batches, 1))
+    configs = tuple(
         ConfigChange(c.entity_type, c.entity, {k: v for k, v in c.before.items() if c.after.get(k) != v},
                      tuple(k for k in c.after if k not in c.before), c.after, False, "rollback")
         for c in work.configs
@@ -479,19 +515,23 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         + [f"topic {d.topic} was deleted with its data" for d in work.deletions]
         + [f"partitions of {s.topic} above {s.undeleted_partition_count} were marked for deletion" for s in work.shrinks]
     )
+    return Rollback(batches, configs, election, irreversible)
+
+
+def _summary(work: _Work, original: dict[TopicPartition, tuple[int, ...]], batch_list: list[Batch],
+             port_rate: float, sized: bool) -> Summary:
+    moves = [m for b in batch_list for m in b.moves]
+    _, _, lower_seconds = batching.port_times(moves, port_rate, port_rate)
     destructive = tuple(
         [f"delete topic {d.topic} ({d.partitions} partitions)" for d in work.deletions]
         + [f"mark partitions {s.undeleted_partition_count}..{s.current_count - 1} of {s.topic} for deletion" for s in work.shrinks]
         + [f"topic {c.entity}: {c.reason}" for c in work.configs if c.destructive]
     )
-    work.warnings += _reviewer_warnings(snapshot, desired, moves, layout)
     data_moves = [m for m in moves if m.kind == "data"]
-    replica_moves = sum(len(m.adding) for m in data_moves)
-    involved = set(desired.topics) | {m.topic for m in moves}
-    before_counts = _counts(original, layout.sizes)
-    after_counts = _counts(layout.replicas, layout.sizes)
-    summary = Summary(
-        moves=replica_moves,
+    before_counts = _counts(original, work.layout.sizes)
+    after_counts = _counts(work.layout.replicas, work.layout.sizes)
+    return Summary(
+        moves=sum(len(m.adding) for m in data_moves),
         leader_moves=len(moves) - len(data_moves),
         bytes=sum(m.copied_bytes for m in data_moves),
         lower_bound_moves=work.forced_moves + work.balance_moves,
@@ -502,25 +542,6 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         replicas_before=before_counts[0], replicas_after=after_counts[0],
         leaders_before=before_counts[1], leaders_after=after_counts[1],
         bytes_before=before_counts[2], bytes_after=after_counts[2],
-    )
-    return Plan(
-        cluster=desired.cluster,
-        cluster_id=snapshot.cluster_id,
-        connect=str(desired.connect) if desired.connect else snapshot.connect,
-        playbook_digest=policy.playbook_digest,
-        fingerprint=fingerprint(snapshot, involved),
-        creations=tuple(sorted(work.creations, key=lambda c: c.topic)),
-        deletions=tuple(sorted(work.deletions, key=lambda d: d.topic)),
-        partition_additions=tuple(sorted(work.additions, key=lambda a: a.topic)),
-        partition_deletions=tuple(sorted(work.shrinks, key=lambda s: s.topic)),
-        configs=tuple(sorted(work.configs, key=lambda c: (c.entity_type, c.entity))),
-        batches=tuple(batch_list),
-        election=election,
-        rollback=Rollback(rollback_batches, rollback_configs, election, irreversible),
-        summary=summary,
-        warnings=tuple(work.warnings),
-        kops_version=__version__,
-        stall_timeout=desired.execution.stall_timeout,
     )
 
 
