@@ -66,10 +66,11 @@ class AdminCluster:
 
     def _ask(self, what: str, call: Callable[[KafkaAdminClient], T]) -> T:
         """`call` on the connected client; on a failure, through each bootstrap server alone, for a while."""
+        client = self._connected()  # a cluster never reached is one line now, not after a round of retries
         try:
-            return call(self._connected())
-        except (KafkaError, OSError) as exc:
-            first = exc
+            return call(client)
+        except (KafkaError, OSError, ConnectionFailed) as exc:  # the reader turns Kafka's errors into the latter
+            first: Exception = exc
         deadline = time.monotonic() + max(self.settings.connect_timeout_ms / 1000, 5.0) * 2
         while True:
             self.close_client()
@@ -78,10 +79,11 @@ class AdminCluster:
                     self._client = self._connect(server)
                     return call(self._client)
                 except (KafkaError, OSError, ConnectionFailed) as exc:
-                    first = exc if not isinstance(exc, ConnectionFailed) else first
+                    first = exc
                     self.close_client()
             if time.monotonic() > deadline:
-                raise ConnectionFailed(f"{what} failed: {type(first).__name__}: {first}", where=self.where,
+                reason = first.what if isinstance(first, ConnectionFailed) else f"{type(first).__name__}: {first}"
+                raise ConnectionFailed(f"{what} failed: {reason}", where=self.where,
                                        hint="check the brokers (kops status) and --command-config") from None
             time.sleep(0.5)
 
