@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kops.controller.channel import call_registered_broker
-from kops.controller.eventloop import EventLoop
+from kops.lab.controller.channel import call_registered_broker
+from kops.lab.controller.eventloop import EventLoop
 from kops.kafka import admin, paths
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.client import Node, ZkClient, ZkSettings

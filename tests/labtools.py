@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kops.controller.channel import call_registered_broker
+from kops.lab.controller.channel import call_registered_broker
 from kops.kafka import paths
 from kops.kafka.client import ZkClient
 from kops.kafka.codecs.controller import decode_controller

@@ -26,7 +26,7 @@ from kops.lab.zookeeper import ZooKeeperServer
 
 CONNECT_FILE = "zookeeper"
 DEFAULT_CHROOT = "/kops-lab"
-BROKER_MODULE = "kops.broker"
+BROKER_MODULE = "kops.lab.broker"
 
 
 @dataclass

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kops.controller.store import ControllerMoved, ControllerStore
-from kops.controller.effects import Effects
-from kops.controller.context import LeaderState
+from kops.lab.controller.store import ControllerMoved, ControllerStore
+from kops.lab.controller.effects import Effects
+from kops.lab.controller.context import LeaderState
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
@@ -19,7 +19,7 @@ from kops.kafka.codecs.controller import decode_controller_epoch
 from kops.lab import traffic
 from kops.model.partitions import TopicPartition
 from kops.rpc import RpcError
-from kops.controller.channel import call_registered_broker
+from kops.lab.controller.channel import call_registered_broker
 from tests.labtools import broker_status, controller, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -231,7 +231,7 @@ def test_brokers_write_log_dir_snapshots_and_apply_retention(lab_dir: Path, zk_c
 def test_a_raced_state_znode_fails_only_its_own_partition(zk: ZkClient) -> None:
     """A leader's ISR write racing the controller rolls back a whole multi-op; the store resends that batch
     one partition per multi-op so only the raced partition is left to decide again."""
-    from kops.controller.store import StateConflict
+    from kops.lab.controller.store import StateConflict
 
     for path in paths.PERSISTENT_PATHS:
         zk.ensure_path(path)

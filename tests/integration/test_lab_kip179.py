@@ -10,7 +10,7 @@ import pytest
 from kops.adminapi.client import AdminApiClient
 from kops.adminapi.protocol import (
     REPLICA_STATUS, AlteredTopic, ErrorCode, decode_replica_statuses, encode_replica_status_request)
-from kops.controller.channel import call_registered_broker
+from kops.lab.controller.channel import call_registered_broker
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.codecs.admin_requests import ReassignmentTarget

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kops.adminapi.alteration import Alteration, decide
+from kops.lab.broker.alteration import Alteration, decide
 from kops.adminapi.protocol import (
     AlteredTopic, ErrorCode, ProtocolError, ReplicaStatus, TopicResult, decode_alter_topics, decode_replica_status_request,
     decode_replica_statuses, decode_topic_results, encode_alter_topics, encode_replica_status_request,

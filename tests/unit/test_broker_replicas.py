@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kops.broker.quotas import RateLimiter
-from kops.broker.replicas import ReplicaManager
-from kops.broker.simlog import SimulatedLog
-from kops.broker.throttles import ALL, Throttles, parse_rate, throttled_partitions
-from kops.controller.effects import LeaderAndIsrEntry
-from kops.controller.wire import BrokerAddress, ControllerBatch, decode_batch, encode_batch
-from kops.controller.effects import BrokerRequests
+from kops.lab.broker.quotas import RateLimiter
+from kops.lab.broker.replicas import ReplicaManager
+from kops.lab.broker.simlog import SimulatedLog
+from kops.lab.broker.throttles import ALL, Throttles, parse_rate, throttled_partitions
+from kops.lab.controller.effects import LeaderAndIsrEntry
+from kops.lab.controller.wire import BrokerAddress, ControllerBatch, decode_batch, encode_batch
+from kops.lab.controller.effects import BrokerRequests
 from kops.kafka.codecs.partition_state import encode_partition_state
 from kops.jsondoc import dumps_compact
 from kops.model.partitions import PartitionState, TopicPartition

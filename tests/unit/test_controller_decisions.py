@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kops.controller import elections
-from kops.controller.context import Assignment, ControllerContext, LeaderState
-from kops.controller.decisions import (
+from kops.lab.controller import elections
+from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
+from kops.lab.controller.decisions import (
     maybe_complete_reassignments,
     on_broker_failure,
     on_broker_startup,
@@ -16,7 +16,7 @@ from kops.controller.decisions import (
     on_topic_deletion,
     start_reassignment,
 )
-from kops.controller.effects import apply_to_memory, restrict
+from kops.lab.controller.effects import apply_to_memory, restrict
 from kops.model.partitions import TopicPartition
 
 T0, T1, T2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
@@ -193,7 +193,7 @@ def test_cancel_rolls_back_to_the_original_replicas_in_order() -> None:
     ctx = context((T0, (1, 2, 3), 1, (1, 2, 3)))
     apply_to_memory(ctx, start_reassignment(ctx, {T0: (4, 5, 6)}))
     ctx.states[T0] = LeaderState(1, ctx.states[T0].leader_epoch, (1, 2, 3, 4), 9)  # 4 caught up, 5 and 6 not yet
-    from kops.controller.decisions import cancel_reassignments
+    from kops.lab.controller.decisions import cancel_reassignments
     effects = cancel_reassignments(ctx, [T0])
     assert effects.assignments[T0] == Assignment((1, 2, 3))
     assert effects.states[T0] == LeaderState(1, 5, (1, 2, 3), 9)  # epoch bumped although the leader stays
@@ -203,7 +203,7 @@ def test_cancel_rolls_back_to_the_original_replicas_in_order() -> None:
 
 
 def test_cancel_elects_from_the_originals_and_honours_the_skip_rule() -> None:
-    from kops.controller.decisions import cancel_reassignments
+    from kops.lab.controller.decisions import cancel_reassignments
     ctx = context((T0, (1, 2), 1, (1, 2)), (T1, (1, 2), 1, (1, 2)))
     apply_to_memory(ctx, start_reassignment(ctx, {T0: (3, 2), T1: (3, 4)}))
     ctx.states[T0] = LeaderState(3, 9, (3, 2), 9)  # leader moved to a new replica; 2 (original) still in sync

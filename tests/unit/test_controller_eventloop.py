@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from kops.controller.eventloop import EventLoop
+from kops.lab.controller.eventloop import EventLoop
 
 
 def test_events_run_in_order_and_a_failure_does_not_stop_the_loop() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kops.controller.context import Assignment, ControllerContext, LeaderState
-from kops.controller.effects import apply_to_memory
-from kops.controller.partition_counts import delete_drained, on_topic_znode, settle
+from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
+from kops.lab.controller.effects import apply_to_memory
+from kops.lab.controller.partition_counts import delete_drained, on_topic_znode, settle
 from kops.model.partitions import TopicPartition
 from kops.model.topics import TopicAssignment
 

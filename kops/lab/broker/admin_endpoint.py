@@ -1,6 +1,6 @@
 """The broker's KIP-179 admin endpoint (seed 001): AlterTopics and ReplicaStatus.
 
-AlterTopics may go to any broker. It validates every entry (`kops.adminapi.alteration`), then performs the
+AlterTopics may go to any broker. It validates every entry (`kops.lab.broker.alteration`), then performs the
 accepted ones by writing exactly the znodes Kafka's tools write — new partitions into the topic znode,
 targets into `/admin/reassign_partitions` — so the controller carries them out on the same paths as any
 other request. With a `timeout` it waits until the controller has acted (new partitions have state znodes,
@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kops.adminapi import alteration
+from kops.lab.broker import alteration
 from kops.adminapi.protocol import (
     ErrorCode, ReplicaStatus, TopicResult, decode_alter_topics, decode_replica_status_request, encode_replica_statuses,
     encode_topic_results, lag_messages)
-from kops.broker.replicas import ReplicaManager
+from kops.lab.broker.replicas import ReplicaManager
 from kops.errors import ZnodeFormatError
 from kops.kafka import admin, paths
 from kops.kafka.client import VersionConflict, ZkClient

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from kops.controller.effects import BrokerRequests
-from kops.controller.wire import METHOD, BrokerAddress, encode_batch
+from kops.lab.controller.effects import BrokerRequests
+from kops.lab.controller.wire import METHOD, BrokerAddress, encode_batch
 from kops.errors import ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import ZkClient

@@ -1,4 +1,4 @@
-"""`python -m kops.broker`: one lab broker process (started by `kops lab up`, not by hand)."""
+"""`python -m kops.lab.broker`: one lab broker process (started by `kops lab up`, not by hand)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import signal
 import sys
 from pathlib import Path
 
-from kops.broker.clock import SimClock
-from kops.broker.server import BrokerServer, BrokerSettings
+from kops.lab.broker.clock import SimClock
+from kops.lab.broker.server import BrokerServer, BrokerSettings
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kops.broker", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m kops.lab.broker", description=__doc__)
     parser.add_argument("--id", type=int, required=True)
     parser.add_argument("--zookeeper", required=True, help="connect string with chroot")
     parser.add_argument("--dir", type=Path, required=True, help="the lab directory")

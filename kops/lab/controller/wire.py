@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kops.controller.effects import BrokerRequests, LeaderAndIsrEntry
+from kops.lab.controller.effects import BrokerRequests, LeaderAndIsrEntry
 from kops.model.partitions import TopicPartition
 
 METHOD = "controller_batch"

@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from kops.adminapi.protocol import ALTER_TOPICS, REPLICA_STATUS
-from kops.broker.admin_endpoint import AdminEndpoint
-from kops.broker.clock import SimClock
-from kops.broker.configs import ConfigFollower
-from kops.broker.replicas import FIRST_FETCH_BYTES, IsrUpdate, ReplicaManager
-from kops.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
-from kops.controller.channel import call_registered_broker
-from kops.controller.controller import LOG_OFFSETS, Controller
-from kops.controller.events import ControlledShutdown
-from kops.controller.wire import decode_batch
+from kops.lab.broker.admin_endpoint import AdminEndpoint
+from kops.lab.broker.clock import SimClock
+from kops.lab.broker.configs import ConfigFollower
+from kops.lab.broker.replicas import FIRST_FETCH_BYTES, IsrUpdate, ReplicaManager
+from kops.lab.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
+from kops.lab.controller.channel import call_registered_broker
+from kops.lab.controller.controller import LOG_OFFSETS, Controller
+from kops.lab.controller.events import ControlledShutdown
+from kops.lab.controller.wire import decode_batch
 from kops.kafka import paths
 from kops.kafka.client import NodeExists, TransactionFailed, VersionConflict, ZkClient, ZkSettings, Node
 from kops.kafka.codecs.brokers import encode_broker

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from kops.controller.context import Assignment, ControllerContext, LeaderState
+from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
 from kops.model.partitions import TopicPartition
 
 

@@ -17,17 +17,17 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from kops.controller import decisions, partition_counts
-from kops.controller.context import ControllerContext
-from kops.controller.effects import Effects, apply_to_memory, restrict
-from kops.controller.eventloop import EventLoop
-from kops.controller.events import (
+from kops.lab.controller import decisions, partition_counts
+from kops.lab.controller.context import ControllerContext
+from kops.lab.controller.effects import Effects, apply_to_memory, restrict
+from kops.lab.controller.eventloop import EventLoop
+from kops.lab.controller.events import (
     BrokerChange, CancelRequested, ControlledShutdown, ControllerChange, DrainCheck, Event, Expire, FreezeChanged,
     IsrChanged, PartitionModifications, PreferredElectionRequested, QueueChanged, ReassignmentRequested, Reelect,
     ReplicasDeleted, Startup, TopicChange, TopicDeletion)
-from kops.controller.channel import BrokerChannel, Reply, wait
-from kops.controller.store import ControllerMoved, ControllerStore, StateConflict
-from kops.controller.wire import BrokerAddress
+from kops.lab.controller.channel import BrokerChannel, Reply, wait
+from kops.lab.controller.store import ControllerMoved, ControllerStore, StateConflict
+from kops.lab.controller.wire import BrokerAddress
 from kops.errors import ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import Node, ZkClient

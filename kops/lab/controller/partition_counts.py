@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kops.controller import decisions
-from kops.controller.context import ControllerContext
-from kops.controller.effects import Effects
+from kops.lab.controller import decisions
+from kops.lab.controller.context import ControllerContext
+from kops.lab.controller.effects import Effects
 from kops.model.partitions import TopicPartition
 from kops.model.topics import TopicAssignment
 

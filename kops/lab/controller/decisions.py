@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kops.controller import elections
-from kops.controller.context import Assignment, ControllerContext, LeaderState
-from kops.controller.effects import Effects, LeaderAndIsrEntry
+from kops.lab.controller import elections
+from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
+from kops.lab.controller.effects import Effects, LeaderAndIsrEntry
 from kops.model.partitions import TopicPartition
 
 

@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kops.controller.context import Assignment, ControllerContext, LeaderState
-from kops.controller.effects import Effects
+from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
+from kops.lab.controller.effects import Effects
 from kops.errors import KopsError, ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import NodeExists, NodeMissing, TransactionFailed, VersionConflict, ZkClient

@@ -14,11 +14,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from kops.broker.clock import SimClock
-from kops.broker.quotas import RateLimiter
-from kops.broker.simlog import SimulatedLog
-from kops.broker.throttles import Throttles
-from kops.controller.wire import BrokerAddress, ControllerBatch
+from kops.lab.broker.clock import SimClock
+from kops.lab.broker.quotas import RateLimiter
+from kops.lab.broker.simlog import SimulatedLog
+from kops.lab.broker.throttles import Throttles
+from kops.lab.controller.wire import BrokerAddress, ControllerBatch
 from kops.model.partitioner import key_shares
 from kops.model.partitions import NO_LEADER, TopicPartition
 from kops.rpc import RpcError
