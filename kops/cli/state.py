@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.table import Table
 
 from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
@@ -108,15 +109,38 @@ def report_problems(snapshot: Snapshot) -> None:
 
 
 def render(snapshot: Snapshot) -> None:
+    """The cluster as tables: brokers, topics, reassignments in flight, throttles, then what needs attention."""
     out = console.out
-    live = snapshot.live_broker_ids
     ctl = snapshot.controller
     controller = f"broker {ctl.id} (epoch {ctl.epoch})" if ctl.id is not None else "[red]none[/]"
     out.print(
         f"[bold]Cluster[/] {snapshot.cluster_id or '?'}  ·  {snapshot.connect or ''}  ·  controller {controller}  ·  "
         f"{len(snapshot.brokers)} brokers, {len(snapshot.topics)} topics, {snapshot.partition_count} partitions"
     )
+    out.print(_brokers_table(snapshot))
+    out.print(_topics_table(snapshot))
+    in_flight = snapshot.in_flight()
+    if in_flight:
+        moves = console.table("Reassignments in flight", "Partition", "Replicas", "Adding", "Removing", "Target", "Source")
+        for f in in_flight:
+            source = "znode + topic" if f.requested and f.replicas else ("znode" if f.requested else "topic (API)")
+            moves.add_row(f"{f.topic}-{f.partition}", _ids(f.replicas), _ids(f.adding), _ids(f.removing),
+                          _ids(f.target or ()), source)
+        out.print(moves)
+    throttles = _throttles_table(snapshot)
+    if throttles.row_count:
+        out.print(throttles)
+    if snapshot.pending_deletions:
+        out.print(f"[dim]Pending deletions:[/] {', '.join(snapshot.pending_deletions)}")
+    if snapshot.preferred_election:
+        out.print(f"[dim]Preferred election pending:[/] {', '.join(str(tp) for tp in snapshot.preferred_election)}")
+    held = {r for t in snapshot.topics.values() for p in t.partitions.values() for r in p.replicas}
+    dead = sorted(held - snapshot.live_broker_ids)
+    if dead:
+        out.print(f"[yellow]Replicas on brokers that are not registered:[/] {', '.join(map(str, dead))}")
 
+
+def _brokers_table(snapshot: Snapshot) -> Table:
     brokers = console.table("Brokers", ">ID", "Rack", "Endpoints", "Features", ">Leaders", ">Replicas", ">Reg.")
     leaders: dict[int, int] = {}
     replicas: dict[int, int] = {}
@@ -127,45 +151,29 @@ def render(snapshot: Snapshot) -> None:
                 replicas[r] = replicas.get(r, 0) + 1
     for b in snapshot.brokers:
         features = ", ".join(f"{n} {f.min_version}-{f.max_version}" for n, f in sorted(b.features.items())) or "-"
-        brokers.add_row(
-            str(b.id), b.rack or "-", " ".join(b.endpoints), features,
-            str(leaders.get(b.id, 0)), str(replicas.get(b.id, 0)), f"v{b.version}",
-        )
-    out.print(brokers)
+        brokers.add_row(str(b.id), b.rack or "-", " ".join(b.endpoints), features,
+                        str(leaders.get(b.id, 0)), str(replicas.get(b.id, 0)), f"v{b.version}")
+    return brokers
 
+
+def _topics_table(snapshot: Snapshot) -> Table:
     under = {(tp.topic, tp.partition) for tp in snapshot.under_replicated()}
     offline = {(tp.topic, tp.partition) for tp in snapshot.offline()}
-    topics = console.table(
-        "Topics", "Topic", ">Partitions", ">RF", ">Under-replicated", ">Offline", ">Reassigning", "Config"
-    )
+    topics = console.table("Topics", "Topic", ">Partitions", ">RF", ">Under-replicated", ">Offline", ">Reassigning",
+                           "Config")
     for name, topic in sorted(snapshot.topics.items()):
         n_under = sum(1 for p in topic.partitions if (name, p) in under)
         n_off = sum(1 for p in topic.partitions if (name, p) in offline)
         moving = sum(1 for p in topic.partitions.values() if p.reassigning)
         overrides = ", ".join(f"{k}={v}" for k, v in sorted(topic.config.items()) if k not in THROTTLE_KEYS)
         label = name + (" [dim](deleting)[/]" if name in snapshot.pending_deletions else "")
-        topics.add_row(
-            label,
-            str(len(topic.partitions)),
-            str(topic.replication_factor),
-            f"[yellow]{n_under}[/]" if n_under else "0",
-            f"[bold red]{n_off}[/]" if n_off else "0",
-            f"[cyan]{moving}[/]" if moving else "0",
-            overrides or "-",
-        )
-    out.print(topics)
+        topics.add_row(label, str(len(topic.partitions)), str(topic.replication_factor),
+                       f"[yellow]{n_under}[/]" if n_under else "0", f"[bold red]{n_off}[/]" if n_off else "0",
+                       f"[cyan]{moving}[/]" if moving else "0", overrides or "-")
+    return topics
 
-    in_flight = snapshot.in_flight()
-    if in_flight:
-        moves = console.table("Reassignments in flight", "Partition", "Replicas", "Adding", "Removing", "Target", "Source")
-        for f in in_flight:
-            source = "znode + topic" if f.requested and f.replicas else ("znode" if f.requested else "topic (API)")
-            moves.add_row(
-                f"{f.topic}-{f.partition}", _ids(f.replicas), _ids(f.adding), _ids(f.removing),
-                _ids(f.target or ()), source,
-            )
-        out.print(moves)
 
+def _throttles_table(snapshot: Snapshot) -> Table:
     throttles = console.table("Throttles", "Entity", "Key", "Value")
     for name, topic in sorted(snapshot.topics.items()):
         for key in THROTTLE_KEYS:
@@ -179,16 +187,7 @@ def render(snapshot: Snapshot) -> None:
     for (key, value), entities in grouped.items():
         label = "broker" if len(entities) == 1 else "brokers"
         throttles.add_row(f"{label} {','.join(entities)}", key, value)
-    if throttles.row_count:
-        out.print(throttles)
-
-    if snapshot.pending_deletions:
-        out.print(f"[dim]Pending deletions:[/] {', '.join(snapshot.pending_deletions)}")
-    if snapshot.preferred_election:
-        out.print(f"[dim]Preferred election pending:[/] {', '.join(str(tp) for tp in snapshot.preferred_election)}")
-    dead = sorted({r for t in snapshot.topics.values() for p in t.partitions.values() for r in p.replicas} - live)
-    if dead:
-        out.print(f"[yellow]Replicas on brokers that are not registered:[/] {', '.join(map(str, dead))}")
+    return throttles
 
 
 def _ids(values: tuple[int, ...]) -> str:

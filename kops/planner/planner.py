@@ -105,77 +105,87 @@ class _Work:
 
 def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, int] | None = None,
          policy: Policy = Policy()) -> Plan:
-    sizes = dict(sizes or {})
-    layout = Layout(snapshot, sizes)
+    """The plan, in order: brokers checked, every declared topic, decommissions, new brokers' share, the
+    rebalance, leaders; then moves, batches, rollback and summary from the planned layout."""
+    layout = Layout(snapshot, dict(sizes or {}))
     original = dict(layout.replicas)
     work = _Work(snapshot, desired, layout)
-    live = snapshot.live_broker_ids
-    decommission = set(desired.brokers.decommission)
-    brokers_loc = desired.brokers.location
-    for b in desired.brokers.add:
-        if b not in live:
-            work.error(brokers_loc, f"brokers.add names broker {b}, which is not registered",
-                       f"registered brokers: {', '.join(map(str, sorted(live)))}")
-    for b in sorted(decommission - live):
-        if layout.replica_count.get(b, 0) == 0:
-            work.error(brokers_loc, f"brokers.decommission names broker {b}, which is not registered and holds no replicas")
-    eligible = sorted(live - decommission)
-    if not eligible:
-        work.error(brokers_loc, "no broker would be left to hold replicas")
+    eligible = _eligible_brokers(work)
     rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
-
     for _name, decl in sorted(desired.topics.items()):
         _topic(work, decl, eligible, rack_aware, policy)
+    _decommission(work, eligible, rack_aware)
+    if desired.brokers.add and eligible:
+        _new_brokers_share(work, eligible, rack_aware)
+    if desired.rebalance and eligible:
+        _rebalance(work, eligible, rack_aware)
+    reshaped = bool(desired.brokers.decommission or desired.brokers.add or desired.rebalance)
+    changed = {tp for tp, r in layout.replicas.items() if tp in original and set(r) != set(original[tp])}
+    scope = None if reshaped else changed
+    if scope is None or scope:
+        balance_leaders(layout, eligible, scope)
+    if work.problems:
+        raise PlanningError(work.problems)
+    return _assemble(work, original, policy, eligible)
 
-    # 3. decommission: exactly the replicas of those brokers.
-    for broker in sorted(decommission):
+
+def _eligible_brokers(work: _Work) -> list[int]:
+    """Live brokers not being decommissioned; the brokers section's ids checked against the registered ones."""
+    live, brokers = work.snapshot.live_broker_ids, work.desired.brokers
+    for b in brokers.add:
+        if b not in live:
+            work.error(brokers.location, f"brokers.add names broker {b}, which is not registered",
+                       f"registered brokers: {', '.join(map(str, sorted(live)))}")
+    for b in sorted(set(brokers.decommission) - live):
+        if work.layout.replica_count.get(b, 0) == 0:
+            work.error(brokers.location,
+                       f"brokers.decommission names broker {b}, which is not registered and holds no replicas")
+    eligible = sorted(live - set(brokers.decommission))
+    if not eligible:
+        work.error(brokers.location, "no broker would be left to hold replicas")
+    return eligible
+
+
+def _decommission(work: _Work, eligible: list[int], rack_aware: bool) -> None:
+    """Exactly the replicas of the decommissioned brokers move, each to an eligible broker."""
+    layout = work.layout
+    for broker in sorted(set(work.desired.brokers.decommission)):
         for tp in sorted(layout.by_broker.get(broker, set())):
-            topic_eligible = _topic_eligible(work, tp.topic, eligible)
             try:
-                placement.replace(layout, tp, broker, topic_eligible, rack_aware)
+                placement.replace(layout, tp, broker, _topic_eligible(work, tp.topic, eligible), rack_aware)
             except ValueError as exc:
-                work.error(brokers_loc, f"cannot move {tp} off broker {broker}: {exc}")
+                work.error(work.desired.brokers.location, f"cannot move {tp} off broker {broker}: {exc}")
                 continue
             work.forced_moves += 1
             work.forced_bytes += layout.size(tp)
             work.reason.setdefault(tp, f"decommission broker {broker}")
 
-    # 4. new brokers take a fair share.
-    reshaped = bool(decommission or desired.brokers.add or desired.rebalance)
-    if desired.brokers.add and eligible:
+
+def _new_brokers_share(work: _Work, eligible: list[int], rack_aware: bool) -> None:
+    layout, added = work.layout, list(work.desired.brokers.add)
+    counts = dict(layout.replica_count)
+    limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), 0.0)
+    work.balance_moves += sum(max(0, limits.lower - counts.get(b, 0)) for b in added)
+    work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
+    before = dict(layout.replicas)
+    balance_replicas(layout, eligible, 0.0, destinations=added, movable=_movable(work), rack_aware=rack_aware)
+    _note_changes(work, before, "new brokers take their share")
+
+
+def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> None:
+    layout, rebalance = work.layout, work.desired.rebalance
+    assert rebalance is not None
+    before = dict(layout.replicas)
+    goal, tolerance = rebalance.goal, rebalance.tolerance
+    if goal == "replicas":
         counts = dict(layout.replica_count)
-        limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), 0.0)
-        work.balance_moves += sum(max(0, limits.lower - counts.get(b, 0)) for b in desired.brokers.add)
+        limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance)
+        work.balance_moves += replica_lower_bound(counts, eligible, limits)
         work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
-        before = dict(layout.replicas)
-        balance_replicas(layout, eligible, 0.0, destinations=list(desired.brokers.add), movable=_movable(work),
-                         rack_aware=rack_aware)
-        _note_changes(work, before, "new brokers take their share")
-
-    # 5. rebalance.
-    if desired.rebalance and eligible:
-        before = dict(layout.replicas)
-        goal, tolerance = desired.rebalance.goal, desired.rebalance.tolerance
-        if goal == "replicas":
-            counts = dict(layout.replica_count)
-            limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance)
-            lb = replica_lower_bound(counts, eligible, limits)
-            work.balance_moves += lb
-            work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
-            balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
-        elif goal == "bytes":
-            balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
-        _note_changes(work, before, f"rebalance {goal}")
-
-    # 6. leaders.
-    changed = {tp for tp, r in layout.replicas.items() if tp in original and set(r) != set(original[tp])}
-    scope = None if reshaped else changed
-    if scope is None or scope:
-        balance_leaders(layout, eligible, scope)
-
-    if work.problems:
-        raise PlanningError(work.problems)
-    return _assemble(work, original, policy, eligible)
+        balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
+    elif goal == "bytes":
+        balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
+    _note_changes(work, before, f"rebalance {goal}")
 
 
 def _movable(work: _Work) -> set[TopicPartition]:
