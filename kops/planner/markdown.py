@@ -23,21 +23,30 @@ def _ids(values: tuple[int, ...]) -> str:
 
 
 def render_markdown(plan: Plan) -> str:
-    s = plan.summary
+    """The plan as a pull-request comment: cautions and warnings first, the summary table, then the details
+    folded (topic changes, batches, moves, per broker)."""
     lines = [f"### kops plan for `{plan.cluster}`", ""]
     if not plan.has_changes:
         lines += ["**No changes.** The cluster matches the declarations.", ""]
         return "\n".join(lines)
-    if s.destructive:
+    if plan.summary.destructive:
         lines += ["> [!CAUTION]", "> **Destructive changes** — review before applying:"]
-        lines += [f"> - {d}" for d in s.destructive]
+        lines += [f"> - {d}" for d in plan.summary.destructive]
         lines.append("")
     if plan.warnings:
         lines += ["> [!WARNING]", "> **Review** before applying:"]
         lines += [f"> - {w}" for w in plan.warnings]
         lines.append("")
+    lines += _summary_table(plan) + _topic_changes(plan) + _batches_and_moves(plan) + _per_broker(plan)
+    if plan.rollback.irreversible:
+        lines += ["Rollback cannot undo: " + "; ".join(plan.rollback.irreversible), ""]
+    return "\n".join(lines)
+
+
+def _summary_table(plan: Plan) -> list[str]:
+    s = plan.summary
     ratio = f" (lower bound {s.lower_bound_moves})" if s.lower_bound_moves else ""
-    lines += [
+    return [
         "| | |", "|---|---|",
         f"| topics created | {len(plan.creations)} |",
         f"| topics deleted | {len(plan.deletions)} |",
@@ -50,43 +59,53 @@ def render_markdown(plan: Plan) -> str:
         f"| estimated duration | {duration(s.estimated_seconds)} (lower bound {duration(s.lower_bound_seconds)}) |",
         "",
     ]
-    if plan.creations or plan.deletions or plan.partition_additions or plan.partition_deletions or plan.configs:
-        lines += ["<details><summary>Topic changes</summary>", "", "| topic | change |", "|---|---|"]
-        for c in plan.creations:
-            rf = len(next(iter(c.assignment.values()))) if c.assignment else 0
-            lines.append(f"| `{c.topic}` | create: {len(c.assignment)} partitions, RF {rf} |")
-        for d in plan.deletions:
-            lines.append(f"| `{d.topic}` | **delete** ({d.partitions} partitions, {format_size(d.bytes)}) |")
-        for a in plan.partition_additions:
-            lines.append(f"| `{a.topic}` | add {len(a.assignment)} partitions |")
-        for pd in plan.partition_deletions:
-            lines.append(f"| `{pd.topic}` | **mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for deletion** |")
-        for cfg in plan.configs:
-            parts = [f"`{k}`: {cfg.before.get(k, '(default)')} → {v}" for k, v in sorted(cfg.set.items())]
-            parts += [f"`{k}`: {cfg.before[k]} → (default)" for k in cfg.remove]
-            flag = " **(destructive)**" if cfg.destructive else ""
-            lines.append(f"| `{cfg.entity}` | {'; '.join(parts)}{flag} |")
-        lines += ["", "</details>", ""]
-    if plan.batches:
-        lines += ["<details><summary>Batches</summary>", "", "| batch | partitions | bytes | estimate | throttle |",
-                  "|---|---|---|---|---|"]
-        for b in plan.batches:
-            rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
-            lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} | {duration(b.estimate.seconds)} | {rate} |")
-        lines += ["", "</details>", "", "<details><summary>Moves</summary>", "", "| partition | from | to | bytes | why |",
-                  "|---|---|---|---|---|"]
-        for m in plan.moves:
-            lines.append(f"| `{m.topic}-{m.partition}` | {_ids(m.from_replicas)} | {_ids(m.to_replicas)} | "
-                         f"{format_size(m.copied_bytes)} | {m.reason} |")
-        lines += ["", "</details>", ""]
+
+
+def _topic_changes(plan: Plan) -> list[str]:
+    if not (plan.creations or plan.deletions or plan.partition_additions or plan.partition_deletions or plan.configs):
+        return []
+    lines = ["<details><summary>Topic changes</summary>", "", "| topic | change |", "|---|---|"]
+    for c in plan.creations:
+        rf = len(next(iter(c.assignment.values()))) if c.assignment else 0
+        lines.append(f"| `{c.topic}` | create: {len(c.assignment)} partitions, RF {rf} |")
+    for d in plan.deletions:
+        lines.append(f"| `{d.topic}` | **delete** ({d.partitions} partitions, {format_size(d.bytes)}) |")
+    for a in plan.partition_additions:
+        lines.append(f"| `{a.topic}` | add {len(a.assignment)} partitions |")
+    for pd in plan.partition_deletions:
+        lines.append(f"| `{pd.topic}` | **mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for deletion** |")
+    for cfg in plan.configs:
+        parts = [f"`{k}`: {cfg.before.get(k, '(default)')} → {v}" for k, v in sorted(cfg.set.items())]
+        parts += [f"`{k}`: {cfg.before[k]} → (default)" for k in cfg.remove]
+        flag = " **(destructive)**" if cfg.destructive else ""
+        lines.append(f"| `{cfg.entity}` | {'; '.join(parts)}{flag} |")
+    return lines + ["", "</details>", ""]
+
+
+def _batches_and_moves(plan: Plan) -> list[str]:
+    if not plan.batches:
+        return []
+    lines = ["<details><summary>Batches</summary>", "", "| batch | partitions | bytes | estimate | throttle |",
+             "|---|---|---|---|---|"]
+    for b in plan.batches:
+        rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
+        lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} | {duration(b.estimate.seconds)} | {rate} |")
+    lines += ["", "</details>", "", "<details><summary>Moves</summary>", "", "| partition | from | to | bytes | why |",
+              "|---|---|---|---|---|"]
+    for m in plan.moves:
+        lines.append(f"| `{m.topic}-{m.partition}` | {_ids(m.from_replicas)} | {_ids(m.to_replicas)} | "
+                     f"{format_size(m.copied_bytes)} | {m.reason} |")
+    return lines + ["", "</details>", ""]
+
+
+def _per_broker(plan: Plan) -> list[str]:
+    s = plan.summary
     brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
-    if brokers:
-        lines += ["<details><summary>Per broker</summary>", "", "| broker | replicas | leaders | bytes |", "|---|---|---|---|"]
-        for broker in brokers:
-            lines.append(f"| {broker} | {s.replicas_before.get(broker, 0)} → {s.replicas_after.get(broker, 0)} | "
-                         f"{s.leaders_before.get(broker, 0)} → {s.leaders_after.get(broker, 0)} | "
-                         f"{format_size(s.bytes_before.get(broker, 0))} → {format_size(s.bytes_after.get(broker, 0))} |")
-        lines += ["", "</details>", ""]
-    if plan.rollback.irreversible:
-        lines += ["Rollback cannot undo: " + "; ".join(plan.rollback.irreversible), ""]
-    return "\n".join(lines)
+    if not brokers:
+        return []
+    lines = ["<details><summary>Per broker</summary>", "", "| broker | replicas | leaders | bytes |", "|---|---|---|---|"]
+    for broker in brokers:
+        lines.append(f"| {broker} | {s.replicas_before.get(broker, 0)} → {s.replicas_after.get(broker, 0)} | "
+                     f"{s.leaders_before.get(broker, 0)} → {s.leaders_after.get(broker, 0)} | "
+                     f"{format_size(s.bytes_before.get(broker, 0))} → {format_size(s.bytes_after.get(broker, 0))} |")
+    return lines + ["", "</details>", ""]
