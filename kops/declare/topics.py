@@ -93,26 +93,8 @@ class TopicReader:
 
     def _one(self, entry: dict, loc: SourceLocation, where: Any, defaults: dict[str, Any] | None,
              variables: dict[str, Any]) -> TopicDeclaration | None:
-        p = self.problems
-        values: dict[str, Any] = {}
-        locations: dict[str, SourceLocation] = {}
-        for key, value in (defaults or {}).items():
-            if key in ("config", "config_unchecked") and isinstance(value, dict):
-                values[key] = dict(value)
-            else:
-                values[key] = value
-            locations[key] = defaults.where(key) if isinstance(defaults, YamlMap) else loc
-        for key, value in entry.items():
-            if key in ("loop", "loop_control"):
-                continue
-            if key in ("config", "config_unchecked") and isinstance(value, dict) and isinstance(values.get(key), dict):
-                merged = dict(values[key])
-                merged.update(value)
-                values[key] = _with_locations(merged, value, values.get(key))
-            else:
-                values[key] = value
-            locations[key] = where(key)
-
+        """One topic entry: merged over the play's topic_defaults, rendered, then each field checked."""
+        values, locations = self._merged(entry, loc, where, defaults)
         rendered: dict[str, Any] = {}
         failed = False
         for key, value in values.items():
@@ -120,32 +102,14 @@ class TopicReader:
             failed |= not ok
             rendered[key] = out
         if "name" not in rendered:
-            p.error(loc, "a topic needs a name")
+            self.problems.error(loc, "a topic needs a name")
             return None
-        if failed:
+        name = None if failed else self._name(rendered["name"], locations["name"])
+        if name is None:
             return None
-        name = fields.as_str(rendered["name"], "name", locations["name"], p)
-        if name is None or not check_topic_name(name, locations["name"], p):
-            return None
-        if isinstance(name, Secret):
-            p.error(locations["name"], "a topic name cannot come from lookup('env'): secrets are never planned")
-            return None
-
-        state = "present"
-        if "state" in rendered:
-            state = fields.as_choice(rendered["state"], ("present", "absent"), "state", locations["state"], p) or "present"
-            if state == "absent" and not self.allow_delete:
-                p.error(locations["state"], f"topic {name!r} is declared absent, but the play does not allow deletion",
-                        "deleting a topic destroys its data: add allow_delete: true to the play to mean it")
-        partitions = rf = None
-        if rendered.get("partitions") is not None:
-            partitions = fields.as_int(rendered["partitions"], "partitions", locations["partitions"], p, minimum=1)
-        if rendered.get("replication_factor") is not None:
-            rf = fields.as_int(rendered["replication_factor"], "replication_factor", locations["replication_factor"], p, minimum=1)
-            if rf is not None and rf > 32767:
-                p.error(locations["replication_factor"], f"replication_factor {rf} is more than Kafka allows (32767)")
-
-        field_locations = {k: v for k, v in locations.items()}
+        state = self._state(rendered, locations, name)
+        partitions, rf = self._sizes(rendered, locations)
+        field_locations = dict(locations)
         self._removals: list[str] = []
         config = self._config(rendered.get("config"), values.get("config"), locations.get("config", loc), rf,
                               field_locations, checked=True)
@@ -159,6 +123,59 @@ class TopicReader:
             config=config, config_unchecked=unchecked, config_remove=tuple(sorted(set(self._removals))),
             placement=placement, field_locations=field_locations,
         )
+
+    @staticmethod
+    def _merged(entry: dict, loc: SourceLocation, where: Any,
+                defaults: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, SourceLocation]]:
+        """The entry over the defaults (configs merged key by key), with where each value was written."""
+        values: dict[str, Any] = {}
+        locations: dict[str, SourceLocation] = {}
+        for key, value in (defaults or {}).items():
+            values[key] = dict(value) if key in ("config", "config_unchecked") and isinstance(value, dict) else value
+            locations[key] = defaults.where(key) if isinstance(defaults, YamlMap) else loc
+        for key, value in entry.items():
+            if key in ("loop", "loop_control"):
+                continue
+            if key in ("config", "config_unchecked") and isinstance(value, dict) and isinstance(values.get(key), dict):
+                values[key] = _with_locations({**values[key], **value}, value, values.get(key))
+            else:
+                values[key] = value
+            locations[key] = where(key)
+        return values, locations
+
+    def _name(self, value: Any, loc: SourceLocation) -> str | None:
+        name = fields.as_str(value, "name", loc, self.problems)
+        if name is None or not check_topic_name(name, loc, self.problems):
+            return None
+        if isinstance(name, Secret):
+            self.problems.error(loc, "a topic name cannot come from lookup('env'): secrets are never planned")
+            return None
+        return name
+
+    def _state(self, rendered: dict[str, Any], locations: dict[str, SourceLocation], name: str) -> str:
+        if "state" not in rendered:
+            return "present"
+        state = fields.as_choice(rendered["state"], ("present", "absent"), "state", locations["state"],
+                                 self.problems) or "present"
+        if state == "absent" and not self.allow_delete:
+            self.problems.error(locations["state"],
+                                f"topic {name!r} is declared absent, but the play does not allow deletion",
+                                "deleting a topic destroys its data: add allow_delete: true to the play to mean it")
+        return state
+
+    def _sizes(self, rendered: dict[str, Any], locations: dict[str, SourceLocation]) -> tuple[int | None, int | None]:
+        """partitions and replication_factor: positive integers, RF within Kafka's limit."""
+        partitions = rf = None
+        if rendered.get("partitions") is not None:
+            partitions = fields.as_int(rendered["partitions"], "partitions", locations["partitions"], self.problems,
+                                       minimum=1)
+        if rendered.get("replication_factor") is not None:
+            rf = fields.as_int(rendered["replication_factor"], "replication_factor", locations["replication_factor"],
+                               self.problems, minimum=1)
+            if rf is not None and rf > 32767:
+                self.problems.error(locations["replication_factor"],
+                                    f"replication_factor {rf} is more than Kafka allows (32767)")
+        return partitions, rf
 
     def _config(self, rendered: Any, raw: Any, loc: SourceLocation, rf: int | None,
                 field_locations: dict[str, SourceLocation], checked: bool) -> dict[str, str]:
