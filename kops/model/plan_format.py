@@ -180,12 +180,34 @@ def from_document(doc: Any) -> Plan:
     batches = tuple(_read_batch(b, f"batches[{i}]") for i, b in enumerate(as_list(field(d, "batches", ""), "batches")))
     fp = as_object(field(d, "fingerprint", ""), "fingerprint")
     as_object(fp.get("topics") or {}, "fingerprint.topics")
+    return Plan(
+        cluster=as_str(field(d, "cluster", ""), "cluster"),
+        cluster_id=None if d.get("cluster_id") is None else as_str(d["cluster_id"], "cluster_id"),
+        connect=None if d.get("connect") is None else as_str(d["connect"], "connect"),
+        playbook_digest=as_str(d.get("playbook_digest", ""), "playbook_digest"),
+        fingerprint=fp,
+        **_read_changes(ch),
+        batches=batches,
+        election=_read_tps(d.get("election"), "election"),
+        rollback=Rollback(
+            tuple(_read_batch(b, f"rollback.batches[{i}]") for i, b in enumerate(as_list(rb.get("batches") or [], "rollback.batches"))),
+            tuple(_read_config(c, f"rollback.configs[{i}]") for i, c in enumerate(as_list(rb.get("configs") or [], "rollback.configs"))),
+            _read_tps(rb.get("election"), "rollback.election"),
+            tuple(as_str(x, "rollback.irreversible") for x in as_list(rb.get("irreversible") or [], "rollback.irreversible")),
+        ),
+        summary=_read_summary(s),
+        warnings=tuple(as_str(x, "warnings") for x in as_list(d.get("warnings") or [], "warnings")),
+        kops_version=as_str(d.get("kops_version", ""), "kops_version"),
+        stall_timeout=None if d.get("stall_timeout") is None else as_positive_number(d["stall_timeout"], "stall_timeout"),
+    )
 
+
+def _read_summary(s: dict[str, Any]) -> Summary:
     def seconds(key: str) -> float | None:
         value = s.get(key)
         return None if value is None else float(value)
 
-    summary = Summary(
+    return Summary(
         moves=as_int(s.get("moves", 0), "summary.moves"), leader_moves=as_int(s.get("leader_moves", 0), "summary.leader_moves"),
         bytes=as_int(s.get("bytes", 0), "summary.bytes", LONG),
         lower_bound_moves=as_int(s.get("lower_bound_moves", 0), "summary.lower_bound_moves"),
@@ -199,12 +221,11 @@ def from_document(doc: Any) -> Plan:
         bytes_before=_read_int_map(s.get("bytes_before"), "summary.bytes_before"),
         bytes_after=_read_int_map(s.get("bytes_after"), "summary.bytes_after"),
     )
-    return Plan(
-        cluster=as_str(field(d, "cluster", ""), "cluster"),
-        cluster_id=None if d.get("cluster_id") is None else as_str(d["cluster_id"], "cluster_id"),
-        connect=None if d.get("connect") is None else as_str(d["connect"], "connect"),
-        playbook_digest=as_str(d.get("playbook_digest", ""), "playbook_digest"),
-        fingerprint=fp,
+
+
+def _read_changes(ch: dict[str, Any]) -> dict[str, Any]:
+    """The non-move changes, as Plan's keyword arguments."""
+    return dict(
         creations=tuple(TopicCreation(as_str(field(c, "topic", "creation"), "creation.topic"),
                                       _read_assignment(field(c, "assignment", "creation"), "creation.assignment"),
                                       as_str_map(c.get("config") or {}, "creation.config"))
@@ -221,18 +242,6 @@ def from_document(doc: Any) -> Plan:
                                                     as_int(field(x, "undeleted_partition_count", "pd"), "pd.undeleted_partition_count"))
                                   for x in as_list(ch.get("partition_deletions") or [], "changes.partition_deletions")),
         configs=tuple(_read_config(c, f"changes.configs[{i}]") for i, c in enumerate(as_list(ch.get("configs") or [], "changes.configs"))),
-        batches=batches,
-        election=_read_tps(d.get("election"), "election"),
-        rollback=Rollback(
-            tuple(_read_batch(b, f"rollback.batches[{i}]") for i, b in enumerate(as_list(rb.get("batches") or [], "rollback.batches"))),
-            tuple(_read_config(c, f"rollback.configs[{i}]") for i, c in enumerate(as_list(rb.get("configs") or [], "rollback.configs"))),
-            _read_tps(rb.get("election"), "rollback.election"),
-            tuple(as_str(x, "rollback.irreversible") for x in as_list(rb.get("irreversible") or [], "rollback.irreversible")),
-        ),
-        summary=summary,
-        warnings=tuple(as_str(x, "warnings") for x in as_list(d.get("warnings") or [], "warnings")),
-        kops_version=as_str(d.get("kops_version", ""), "kops_version"),
-        stall_timeout=None if d.get("stall_timeout") is None else as_positive_number(d["stall_timeout"], "stall_timeout"),
     )
 
 
