@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.table import Table
 
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options
@@ -46,38 +47,11 @@ def render_text(plan: Plan, details: bool = True) -> None:
         out.print(f"[bold red]DESTRUCTIVE:[/] [red]{text}[/]")
     for text in plan.warnings:
         out.print(f"[bold yellow]warning:[/] {text}")
-    topics = console.table("Topic changes", "Topic", "Change")
-    for c in plan.creations:
-        rf = len(next(iter(c.assignment.values()))) if c.assignment else 0
-        settings = ", ".join(f"{k}={v}" for k, v in c.config.items())
-        topics.add_row(c.topic, f"[green]create[/] {len(c.assignment)} partitions, RF {rf}" + (f" ({settings})" if settings else ""))
-    for d in plan.deletions:
-        topics.add_row(d.topic, f"[bold red]delete[/] {d.partitions} partitions, {format_size(d.bytes)}")
-    for a in plan.partition_additions:
-        topics.add_row(a.topic, f"add partitions {min(a.assignment)}..{max(a.assignment)}")
-    for pd in plan.partition_deletions:
-        topics.add_row(pd.topic, f"[red]mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for deletion[/]")
-    for cfg in plan.configs:
-        parts = [f"{k}: {cfg.before.get(k, '(default)')} -> {v}" for k, v in sorted(cfg.set.items())]
-        parts += [f"{k}: {cfg.before[k]} -> (default)" for k in cfg.remove]
-        style = "red" if cfg.destructive else "yellow"
-        topics.add_row(cfg.entity, f"[{style}]config[/] " + "; ".join(parts))
+    topics = _topic_changes(plan)
     if topics.row_count:
         out.print(topics)
     if plan.batches:
-        batches = console.table("Batches", ">Batch", ">Partitions", ">Replica moves", ">Bytes", ">Estimate", "Throttle")
-        for b in plan.batches:
-            rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
-            batches.add_row(str(b.index), str(len(b.moves)), str(sum(len(m.adding) for m in b.moves)),
-                            format_size(b.bytes), duration(b.estimate.seconds), rate)
-        out.print(batches)
-        if details:
-            moves = console.table("Moves", "Partition", "From", "To", ">Bytes", "Why")
-            for m in plan.moves:
-                kind = "" if m.kind == "data" else " [dim](leader only)[/]"
-                moves.add_row(f"{m.topic}-{m.partition}{kind}", _ids(m.from_replicas), _ids(m.to_replicas),
-                              format_size(m.copied_bytes), m.reason)
-            out.print(moves)
+        _print_batches(plan, details)
     brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
     if brokers and (plan.batches or plan.creations):
         table = console.table("Brokers before -> after", ">Broker", ">Replicas", ">Leaders", ">Bytes")
@@ -97,6 +71,42 @@ def render_text(plan: Plan, details: bool = True) -> None:
         out.print(f"Then a preferred-leader election for {len(plan.election)} partition(s).")
     for note in plan.rollback.irreversible:
         out.print(f"[dim]Rollback cannot undo: {note}[/]")
+
+
+def _topic_changes(plan: Plan) -> Table:
+    topics = console.table("Topic changes", "Topic", "Change")
+    for c in plan.creations:
+        rf = len(next(iter(c.assignment.values()))) if c.assignment else 0
+        settings = ", ".join(f"{k}={v}" for k, v in c.config.items())
+        topics.add_row(c.topic, f"[green]create[/] {len(c.assignment)} partitions, RF {rf}" + (f" ({settings})" if settings else ""))
+    for d in plan.deletions:
+        topics.add_row(d.topic, f"[bold red]delete[/] {d.partitions} partitions, {format_size(d.bytes)}")
+    for a in plan.partition_additions:
+        topics.add_row(a.topic, f"add partitions {min(a.assignment)}..{max(a.assignment)}")
+    for pd in plan.partition_deletions:
+        topics.add_row(pd.topic, f"[red]mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for deletion[/]")
+    for cfg in plan.configs:
+        parts = [f"{k}: {cfg.before.get(k, '(default)')} -> {v}" for k, v in sorted(cfg.set.items())]
+        parts += [f"{k}: {cfg.before[k]} -> (default)" for k in cfg.remove]
+        style = "red" if cfg.destructive else "yellow"
+        topics.add_row(cfg.entity, f"[{style}]config[/] " + "; ".join(parts))
+    return topics
+
+
+def _print_batches(plan: Plan, details: bool) -> None:
+    batches = console.table("Batches", ">Batch", ">Partitions", ">Replica moves", ">Bytes", ">Estimate", "Throttle")
+    for b in plan.batches:
+        rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
+        batches.add_row(str(b.index), str(len(b.moves)), str(sum(len(m.adding) for m in b.moves)),
+                        format_size(b.bytes), duration(b.estimate.seconds), rate)
+    console.out.print(batches)
+    if details:
+        moves = console.table("Moves", "Partition", "From", "To", ">Bytes", "Why")
+        for m in plan.moves:
+            kind = "" if m.kind == "data" else " [dim](leader only)[/]"
+            moves.add_row(f"{m.topic}-{m.partition}{kind}", _ids(m.from_replicas), _ids(m.to_replicas),
+                          format_size(m.copied_bytes), m.reason)
+        console.out.print(moves)
 
 
 def _said_live(sizes: dict[TopicPartition, int] | None) -> dict[TopicPartition, int]:
