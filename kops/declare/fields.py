@@ -7,11 +7,14 @@ reports every problem.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from kops.declare.problems import Problems
 from kops.model.desired import SourceLocation, shown
 from kops.units import parse_duration, parse_rate, parse_size
+
+N = TypeVar("N", int, float)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -19,7 +22,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     return f"did you mean {match[0]!r}?" if match else None
 
 
-def check_keys(mapping: dict, allowed: Iterable[str], what: str, where: Any, problems: Problems) -> None:
+def check_keys(mapping: dict[str, Any], allowed: Iterable[str], what: str, where: Any, problems: Problems) -> None:
     """Unknown keys are errors with a did-you-mean hint. `where(key)` gives a key's location."""
     allowed = list(allowed)
     for key in mapping:
@@ -92,7 +95,7 @@ def as_int_list(value: Any, what: str, loc: SourceLocation, problems: Problems) 
     return tuple(result)
 
 
-def _parsed(parse: Any, value: Any, what: str, loc: SourceLocation, problems: Problems) -> int | None:
+def _parsed(parse: Callable[[Any], N], value: Any, what: str, loc: SourceLocation, problems: Problems) -> N | None:
     try:
         return parse(value)
     except ValueError as exc:

@@ -258,7 +258,7 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
     return count
 
 
-def _play_hosts(play: dict, loc: SourceLocation, where: Any, label: str, inventory: Inventory,
+def _play_hosts(play: dict[str, Any], loc: SourceLocation, where: Any, label: str, inventory: Inventory,
                 limited: set[str] | None, problems: Problems) -> list[str] | None:
     """The inventory hosts (clusters) the play's pattern selects, narrowed by --limit; None when it cannot."""
     pattern = play.get("hosts")
@@ -278,7 +278,7 @@ def _play_hosts(play: dict, loc: SourceLocation, where: Any, label: str, invento
     return hosts if limited is None else [h for h in hosts if h in limited]
 
 
-def _play_vars(play: dict, loc: SourceLocation, where: Any, label: str, problems: Problems,
+def _play_vars(play: dict[str, Any], loc: SourceLocation, where: Any, label: str, problems: Problems,
                sources: list[str]) -> tuple[dict[str, Any], dict[str, SourceLocation]]:
     """`vars`, then `vars_files` in order (later files win), with where each variable was set."""
     play_vars: dict[str, Any] = {}
@@ -317,7 +317,7 @@ def _play_vars(play: dict, loc: SourceLocation, where: Any, label: str, problems
     return play_vars, var_locations
 
 
-def _topic_defaults(play: dict, loc: SourceLocation, where: Any, label: str, problems: Problems) -> dict | None:
+def _topic_defaults(play: dict[str, Any], loc: SourceLocation, where: Any, label: str, problems: Problems) -> dict[str, Any] | None:
     defaults = play.get("topic_defaults")
     if defaults is None:
         return None
@@ -330,7 +330,7 @@ def _topic_defaults(play: dict, loc: SourceLocation, where: Any, label: str, pro
     return defaults
 
 
-def _declare_topics(cluster: _Cluster, reader: TopicReader, entries: list, defaults: dict | None,
+def _declare_topics(cluster: _Cluster, reader: TopicReader, entries: list[Any], defaults: dict[str, Any] | None,
                     problems: Problems) -> int:
     count = 0
     for entry, entry_loc in entries:
@@ -345,8 +345,8 @@ def _declare_topics(cluster: _Cluster, reader: TopicReader, entries: list, defau
     return count
 
 
-def _rendered_section(play: dict, key: str, where: Any, variables: dict, renderer: Renderer,
-                      problems: Problems, allowed: tuple[str, ...], label: str) -> dict | None:
+def _rendered_section(play: dict[str, Any], key: str, where: Any, variables: dict[str, Any], renderer: Renderer,
+                      problems: Problems, allowed: tuple[str, ...], label: str) -> dict[str, Any] | None:
     if play.get(key) is None:
         return None
     try:
@@ -364,7 +364,7 @@ def _rendered_section(play: dict, key: str, where: Any, variables: dict, rendere
     return section
 
 
-def _apply_brokers(section: dict, loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
+def _apply_brokers(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
     decommission = fields.as_int_list(section.get("decommission") or [], "brokers.decommission", loc, problems) or ()
     add = fields.as_int_list(section.get("add") or [], "brokers.add", loc, problems) or ()
     both = set(decommission) & set(add)
@@ -375,7 +375,7 @@ def _apply_brokers(section: dict, loc: SourceLocation, cluster: _Cluster, proble
     cluster.brokers_location = cluster.brokers_location or loc
 
 
-def _apply_rebalance(section: dict, loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
+def _apply_rebalance(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
     goal = fields.as_choice(section.get("goal", "replicas"), GOALS, "rebalance.goal", loc, problems) or "replicas"
     tolerance = 0.1
     if section.get("tolerance") is not None:
@@ -389,7 +389,7 @@ def _apply_rebalance(section: dict, loc: SourceLocation, cluster: _Cluster, prob
     cluster.rebalance = rebalance
 
 
-def _apply_execution(section: dict, loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
+def _apply_execution(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
     throttle = None
     if section.get("throttle") is not None:
         throttle = fields.as_rate(section["throttle"], "execution.throttle", loc, problems)
@@ -425,5 +425,5 @@ _SECTIONS = (
 )
 
 
-def _settings(e: Execution) -> tuple:
+def _settings(e: Execution) -> tuple[Any, ...]:
     return (e.throttle, e.max_partitions, e.max_bytes, e.max_moves_per_broker, e.order, e.stall_timeout)

@@ -93,7 +93,7 @@ def _rate(value: Any) -> int:
 
 
 def _to_yaml(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=True).strip()
+    return str(yaml.safe_dump(value, default_flow_style=True)).strip()
 
 
 class Renderer:
@@ -159,7 +159,7 @@ class Renderer:
                 raise TemplateProblem(f"lookup('file', {terms[0]!r}): {exc.strerror or exc}") from None
         raise TemplateProblem(f"unknown lookup {kind!r}", hint="kops supports lookup('env', ...) and lookup('file', ...)")
 
-    def render(self, value: Any, variables: dict[str, Any], memo: dict | None = None) -> Any:
+    def render(self, value: Any, variables: dict[str, Any], memo: dict[str, Any] | None = None) -> Any:
         """Render a string template (native type for a lone expression); other values pass through.
 
         `memo` caches results for one unchanging `variables` mapping (a cluster's), so a template shared by
@@ -227,7 +227,7 @@ class Renderer:
             result = Secret(result)
         return result
 
-    def render_deep(self, value: Any, variables: dict[str, Any], memo: dict | None = None) -> Any:
+    def render_deep(self, value: Any, variables: dict[str, Any], memo: dict[str, Any] | None = None) -> Any:
         """Render every string inside lists and mappings (keys of mappings too)."""
         if isinstance(value, dict):
             return {self.render(k, variables, memo): self.render_deep(v, variables, memo) for k, v in value.items()}

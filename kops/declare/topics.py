@@ -91,7 +91,7 @@ class TopicReader:
                 result.append(declared)
         return result
 
-    def _one(self, entry: dict, loc: SourceLocation, where: Any, defaults: dict[str, Any] | None,
+    def _one(self, entry: dict[str, Any], loc: SourceLocation, where: Any, defaults: dict[str, Any] | None,
              variables: dict[str, Any]) -> TopicDeclaration | None:
         """One topic entry: merged over the play's topic_defaults, rendered, then each field checked."""
         values, locations = self._merged(entry, loc, where, defaults)
@@ -125,7 +125,7 @@ class TopicReader:
         )
 
     @staticmethod
-    def _merged(entry: dict, loc: SourceLocation, where: Any,
+    def _merged(entry: dict[str, Any], loc: SourceLocation, where: Any,
                 defaults: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, SourceLocation]]:
         """The entry over the defaults (configs merged key by key), with where each value was written."""
         values: dict[str, Any] = {}
@@ -287,7 +287,7 @@ class TopicReader:
         return result
 
 
-def _with_locations(merged: dict, override: Any, base: Any) -> Any:
+def _with_locations(merged: dict[str, Any], override: Any, base: Any) -> Any:
     """A merged config mapping that still knows where each key came from."""
     if not isinstance(override, YamlMap) and not isinstance(base, YamlMap):
         return merged

@@ -33,7 +33,7 @@ class Located:
     location: SourceLocation
 
 
-class YamlMap(dict, Located):
+class YamlMap(dict[str, Any], Located):
     def __init__(self, location: SourceLocation) -> None:
         super().__init__()
         self.location = location
@@ -45,7 +45,7 @@ class YamlMap(dict, Located):
         return self.value_locations.get(key) or self.key_locations.get(key) or self.location
 
 
-class YamlList(list, Located):
+class YamlList(list[Any], Located):
     def __init__(self, location: SourceLocation) -> None:
         super().__init__()
         self.location = location

@@ -7,6 +7,7 @@ cluster): both point the operator at the declaration to fix, and the CLI prints 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kops.errors import KopsError
 from kops.model.desired import SourceLocation
@@ -24,7 +25,7 @@ class Problem:
         hint = f" ({self.hint})" if self.hint else ""
         return f"{where}{self.message}{hint}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         loc = self.location
         return {
             "file": loc.file if loc else None,

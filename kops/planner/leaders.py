@@ -42,7 +42,8 @@ def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartitio
     for items in led.values():
         items.sort()
     changed: set[TopicPartition] = set()
-    room = (lambda: max_changes - len(changed)) if max_changes is not None else (lambda: len(partitions))
+    def room() -> int:
+        return max_changes - len(changed) if max_changes is not None else len(partitions)
 
     def others(tp: TopicPartition) -> list[int]:
         return sorted((b for b in layout.replicas[tp][1:] if b in eligible), key=lambda b: (count[b], b))

@@ -13,6 +13,7 @@ preferred leaders as the first replica.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kops.model.partitions import TopicPartition
 from kops.planner.layout import Layout
@@ -94,7 +95,7 @@ def shrink(layout: Layout, tp: TopicPartition, target_rf: int) -> None:
     keep = current[:1]
     rest = current[1:]
     while len(keep) + len(rest) > target_rf:
-        def drop_key(b: int) -> tuple:
+        def drop_key(b: int) -> tuple[Any, ...]:
             others = keep + [r for r in rest if r != b]
             shares_rack = layout.rack(b) is not None and layout.rack(b) in layout.racks_of(others)
             return (shares_rack, layout.replica_count[b], layout.bytes[b], b)

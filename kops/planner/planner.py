@@ -597,7 +597,8 @@ def _grown(group: list[Move], growth: Mapping[TopicPartition, float], start_seco
     return out
 
 
-def _counts(assignment: dict[TopicPartition, tuple[int, ...]], sizes: dict[TopicPartition, int]):
+def _counts(assignment: dict[TopicPartition, tuple[int, ...]],
+            sizes: dict[TopicPartition, int]) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
     replicas: dict[int, int] = {}
     leaders: dict[int, int] = {}
     bytes_: dict[int, int] = {}
