@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kops.errors import KopsError
 from kops.cluster.zookeeper import ZkRecords
+from kops.errors import KopsError
 from kops.executor.journal import Journal
 from kops.kafka import admin
 from kops.lab import traffic

@@ -32,14 +32,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kops.lab.controller.channel import call_registered_broker
-from kops.lab.controller.eventloop import EventLoop
 from kops.kafka import admin, paths
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.client import Node, ZkClient, ZkSettings
+from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.codecs.controller import decode_controller
 from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
 from kops.lab.cluster import Lab
+from kops.lab.controller.channel import call_registered_broker
+from kops.lab.controller.eventloop import EventLoop
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.model.partitions import PartitionState, TopicPartition
 

@@ -14,8 +14,8 @@ Prints one JSON line.
 from __future__ import annotations
 
 import argparse
-import logging
 import json
+import logging
 import os
 import resource
 import subprocess

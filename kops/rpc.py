@@ -105,7 +105,7 @@ class RpcServer:
             log.exception("rpc %s failed", method)
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
-    def start(self) -> "RpcServer":
+    def start(self) -> RpcServer:
         self._thread.start()
         return self
 

@@ -90,7 +90,7 @@ def _time_from_name(path: str) -> int | None:
     text = found.group(1)
     fmt = "%Y%m%dT%H%M%S.%fZ" if "." in text else "%Y%m%dT%H%M%SZ"
     try:
-        return int(dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+        return int(dt.datetime.strptime(text, fmt).replace(tzinfo=dt.UTC).timestamp() * 1000)
     except ValueError:
         return None
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import zlib
 
 from kops.model.brokers import Broker
-from kops.model.desired import BrokerChanges, DesiredState, Execution, Placement, Rebalance, SourceLocation, TopicDeclaration
+from kops.model.desired import (
+    BrokerChanges,
+    DesiredState,
+    Execution,
+    Placement,
+    Rebalance,
+    SourceLocation,
+    TopicDeclaration,
+)
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.snapshot import ControllerInfo, Snapshot
 from kops.model.topics import Topic

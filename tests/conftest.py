@@ -16,7 +16,6 @@ from hypothesis import settings
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.lab.zookeeper import ZooKeeperServer
 
-
 # CI replays the same examples every run (a red CI blocks landing); developers' runs keep exploring.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):

@@ -12,6 +12,7 @@ call here goes through `_ask`, which tries the next bootstrap server on its own 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -20,8 +21,12 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaTP
 from kafka.admin import ConfigResource
 from kafka.errors import (
-    ElectionNotNeededError, KafkaError, NoReassignmentInProgressError, TopicAlreadyExistsError,
-    UnknownTopicOrPartitionError)
+    ElectionNotNeededError,
+    KafkaError,
+    NoReassignmentInProgressError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
 
 from kops.admin import kip860
 from kops.admin.connection import AdminSettings, connect
@@ -89,10 +94,8 @@ class AdminCluster:
 
     def close_client(self) -> None:
         if self._client is not None:
-            try:
+            with contextlib.suppress(KafkaError, OSError):  # closing a broken client
                 self._client.close()
-            except Exception:  # noqa: BLE001 - closing a broken client
-                pass
             self._client = None
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ key. Readers keep a consumer assigned to the partition and read only what is new
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,10 +122,8 @@ class KopsLog:
 
     def _close_consumer(self) -> None:
         if self._consumer is not None:
-            try:
+            with contextlib.suppress(KafkaError):
                 self._consumer.close()
-            except KafkaError:
-                pass
             self._consumer = None
 
     def _fold(self, entry: Entry) -> None:

@@ -10,8 +10,17 @@ from collections.abc import Iterable
 from types import TracebackType
 
 from kops.adminapi.protocol import (
-    ALTER_TOPICS, REPLICA_STATUS, AlteredTopic, ErrorCode, ReplicaStatus, TopicResult, decode_replica_statuses,
-    decode_topic_results, encode_alter_topics, encode_replica_status_request)
+    ALTER_TOPICS,
+    REPLICA_STATUS,
+    AlteredTopic,
+    ErrorCode,
+    ReplicaStatus,
+    TopicResult,
+    decode_replica_statuses,
+    decode_topic_results,
+    encode_alter_topics,
+    encode_replica_status_request,
+)
 from kops.errors import KopsError, ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import ZkClient
@@ -33,7 +42,7 @@ class AdminApiClient:
         self.timeout = timeout
         self._rpc: dict[int, RpcClient] = {}
 
-    def __enter__(self) -> "AdminApiClient":
+    def __enter__(self) -> AdminApiClient:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

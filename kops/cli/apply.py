@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,11 +22,11 @@ from kops.planner.fingerprint import drift
 
 PlanArg = Annotated[Path, typer.Argument(help="The plan file (kops plan -o FILE).", show_default=False)]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (required without a terminal).")]
-BatchTimeout = Annotated[Optional[float], typer.Option(
+BatchTimeout = Annotated[float | None, typer.Option(
     "--batch-timeout", help="Stop (exit 3) when a batch runs longer than this many seconds. "
                             "Default: 4 × the batch's estimate + 10 minutes.", min=1.0)]
 Poll = Annotated[float, typer.Option("--poll", help="Seconds between progress reads.", min=0.05)]
-StallTimeout = Annotated[Optional[float], typer.Option(
+StallTimeout = Annotated[float | None, typer.Option(
     "--stall-timeout", help="Stop (exit 3) when a batch shows no progress (no move done, no bytes copied, no ISR "
                             "or assignment change) for this many seconds, naming what each stuck partition "
                             "waits for. Default: the playbook's execution.stall_timeout, else 300.", min=1.0)]
@@ -50,7 +50,7 @@ def apply(
     limit: Limit = None,
     yes: Yes = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the interrupted execution of this plan from its record.")] = False,
-    throttle: Annotated[Optional[str], typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides the plan's).")] = None,
+    throttle: Annotated[str | None, typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides the plan's).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the plan against the cluster and show the steps; write nothing.")] = False,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
@@ -118,7 +118,7 @@ def rollback(
     connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    execution: Annotated[Optional[str], typer.Option("--execution", help="The execution to undo (default: the last apply of this plan). A rollback's id rolls the rollback back.")] = None,
+    execution: Annotated[str | None, typer.Option("--execution", help="The execution to undo (default: the last apply of this plan). A rollback's id rolls the rollback back.")] = None,
     yes: Yes = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted rollback of this plan.")] = False,
     output_format: Format = OutputFormat.text,

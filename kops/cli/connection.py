@@ -20,7 +20,16 @@ from kops.admin.cluster import AdminCluster
 from kops.admin.connection import AdminSettings, read_properties
 from kops.cli import console
 from kops.cli.options import (
-    BootstrapServer, CommandConfig, ConnectTimeout, SessionTimeout, TlsCa, TlsCert, TlsKey, Zookeeper, zk_settings)
+    BootstrapServer,
+    CommandConfig,
+    ConnectTimeout,
+    SessionTimeout,
+    TlsCa,
+    TlsCert,
+    TlsKey,
+    Zookeeper,
+    zk_settings,
+)
 from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.declare.inventory import load_inventory

@@ -9,7 +9,7 @@ ZooKeeper-only commands (`zookeeper`, `sample`) remain for a static sample clust
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -19,8 +19,7 @@ from kops.errors import UsageError
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
 from kops.kafka.writer import write_snapshot
-from kops.lab import traffic
-from kops.lab import kafka_dist
+from kops.lab import kafka_dist, traffic
 from kops.lab.cluster import Lab
 from kops.lab.engines import ENGINES, KOPS, availability, open_lab
 from kops.lab.kafka_admin import cluster_status
@@ -50,7 +49,7 @@ def _engine_help() -> str:
 
 @app.command("install")
 def install(
-    engine: Annotated[Optional[str], typer.Option(help="One real engine (kafka-3.9 or kafka-4); default both.")] = None,
+    engine: Annotated[str | None, typer.Option(help="One real engine (kafka-3.9 or kafka-4); default both.")] = None,
 ) -> None:
     """Fetch Apache Kafka's jars (broker and tools, the versions pinned in kops/lab/kafka_dist/) with Maven.
 
@@ -72,7 +71,7 @@ def up(
     dedicated_controllers: Annotated[bool, typer.Option(
         "--dedicated-controllers", help="kafka-4: controllers as their own processes (ids 1001..), not combined with brokers 1..Q.")] = False,
     time_scale: Annotated[float, typer.Option(help="kops engine: simulated time runs this many times faster than real time.")] = 1.0,
-    zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", "-z", help=(
+    zookeeper: Annotated[str | None, typer.Option("--zookeeper", "-z", help=(
         "Use this ZooKeeper (HOST:PORT[/chroot]) instead of starting one; default chroot /kops-lab."))] = None,
     bandwidth: Annotated[str, typer.Option(help="kops engine: each broker's replication bandwidth, per simulated second.")] = "100MB/s",
     logdirs_every: Annotated[float, typer.Option("--logdirs-every", help="kops engine: simulated seconds between the brokers' kafka-log-dirs snapshots (DIR/logdirs/).", min=1.0)] = 300.0,
@@ -217,9 +216,9 @@ _broker_verb("resume", "resume_broker", "resumed",
 @app.command("produce")
 def produce(
     topic: Annotated[str, typer.Argument(help="Topic to write to.")],
-    size: Annotated[Optional[str], typer.Option("--bytes", help="Append this much now (e.g. 200MB), at the leaders.")] = None,
-    partition: Annotated[Optional[int], typer.Option(help="Only this partition (default: spread evenly).")] = None,
-    rate: Annotated[Optional[str], typer.Option(help="Steady ingest for the whole topic, e.g. 5MB/s; 0 stops it.")] = None,
+    size: Annotated[str | None, typer.Option("--bytes", help="Append this much now (e.g. 200MB), at the leaders.")] = None,
+    partition: Annotated[int | None, typer.Option(help="Only this partition (default: spread evenly).")] = None,
+    rate: Annotated[str | None, typer.Option(help="Steady ingest for the whole topic, e.g. 5MB/s; 0 stops it.")] = None,
     lab_dir: LabDir = DEFAULT_DIR,
 ) -> None:
     """Add data to a topic: once (--bytes) and/or steadily (--rate), in simulated time.
@@ -265,7 +264,7 @@ def server_dir(lab_dir: Path) -> Path:
 @zookeeper_app.command("up")
 def zookeeper_up(
     lab_dir: LabDir = DEFAULT_DIR,
-    port: Annotated[Optional[int], typer.Option(help="Port to listen on (default: a free one).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default: a free one).")] = None,
 ) -> None:
     """Start the lab's ZooKeeper on loopback; it keeps running until `kops lab zookeeper down`.
 

@@ -7,10 +7,10 @@ environment, `KOPS_ZK_DIGEST=user:password` or `KOPS_ZK_SASL=user:password` (+ `
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from collections.abc import Callable
-from typing import Annotated, Optional, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -28,7 +28,7 @@ class OutputFormat(str, Enum):
 
 
 Zookeeper = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--zookeeper",
         "-z",
@@ -37,7 +37,7 @@ Zookeeper = Annotated[
     ),
 ]
 BootstrapServer = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--bootstrap-server",
         "-b",
@@ -47,7 +47,7 @@ BootstrapServer = Annotated[
     ),
 ]
 CommandConfig = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--command-config", help="Kafka client properties for the Admin API (security.protocol, "
                                           "sasl.mechanism, sasl.jaas.config, ssl.*), as Kafka's own tools take them."),
 ]
@@ -60,9 +60,9 @@ SessionTimeout = Annotated[
     float, typer.Option("--session-timeout", help="Seconds a killed or paused kops keeps the cluster lock: the "
                                                   "ZooKeeper session timeout, or the lease in __kops.", min=1.0)
 ]
-TlsCa = Annotated[Optional[Path], typer.Option("--zk-tls-ca", help="CA bundle: connect to ZooKeeper over TLS.")]
-TlsCert = Annotated[Optional[Path], typer.Option("--zk-tls-cert", help="Client certificate for ZooKeeper TLS.")]
-TlsKey = Annotated[Optional[Path], typer.Option("--zk-tls-key", help="Client key for ZooKeeper TLS.")]
+TlsCa = Annotated[Path | None, typer.Option("--zk-tls-ca", help="CA bundle: connect to ZooKeeper over TLS.")]
+TlsCert = Annotated[Path | None, typer.Option("--zk-tls-cert", help="Client certificate for ZooKeeper TLS.")]
+TlsKey = Annotated[Path | None, typer.Option("--zk-tls-key", help="Client key for ZooKeeper TLS.")]
 Format = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="text for people, json for machines.", case_sensitive=False)
 ]
@@ -133,11 +133,11 @@ def zk_settings(
 
 # Naming clusters through declarations (kops validate, plan, and the commands after them).
 Inventory = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--inventory", "-i", help="Ansible YAML inventory (file or folder) of Kafka clusters."),
 ]
-Limit = Annotated[Optional[str], typer.Option("--limit", "-l", help="Only these clusters (an Ansible host pattern).")]
+Limit = Annotated[str | None, typer.Option("--limit", "-l", help="Only these clusters (an Ansible host pattern).")]
 ExtraVars = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--extra-vars", "-e", help="Extra variables: key=value, @file.yml or a JSON/YAML mapping. Repeatable."),
 ]

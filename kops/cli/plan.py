@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -119,18 +119,18 @@ def _said_live(sizes: dict[TopicPartition, int] | None) -> dict[TopicPartition, 
 @connection_options
 def plan(
     connection: Connection,
-    playbook: Annotated[Optional[Path], typer.Argument(help="The playbook to plan.", show_default=False)] = None,
+    playbook: Annotated[Path | None, typer.Argument(help="The playbook to plan.", show_default=False)] = None,
     inventory: Inventory = None,
     limit: Limit = None,
     extra_vars: ExtraVars = None,
-    snapshot: Annotated[Optional[Path], typer.Option("--snapshot", help="Plan offline from a kops-snapshot/1 file.")] = None,
-    sizes: Annotated[Optional[Path], typer.Option("--sizes", help="Partition sizes (kops sizes summarize output).")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the plan (kops-plan/1 JSON) here.")] = None,
+    snapshot: Annotated[Path | None, typer.Option("--snapshot", help="Plan offline from a kops-snapshot/1 file.")] = None,
+    sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize output).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the plan (kops-plan/1 JSON) here.")] = None,
     output_format: Annotated[PlanFormat, typer.Option("--format", "-f", help="text, json or markdown.", case_sensitive=False)] = PlanFormat.text,
     detailed_exitcode: Annotated[bool, typer.Option("--detailed-exitcode", help="Exit 0 when nothing changes, 2 when something does.")] = False,
-    export_kafka: Annotated[Optional[Path], typer.Option("--export-kafka", help="Also write the moves as kafka-reassign-partitions.sh JSON.")] = None,
-    import_kafka: Annotated[Optional[Path], typer.Option("--import-kafka", help="Plan the moves of a kafka-reassign-partitions.sh JSON file instead of a playbook.")] = None,
-    throttle: Annotated[Optional[str], typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides execution.throttle).")] = None,
+    export_kafka: Annotated[Path | None, typer.Option("--export-kafka", help="Also write the moves as kafka-reassign-partitions.sh JSON.")] = None,
+    import_kafka: Annotated[Path | None, typer.Option("--import-kafka", help="Plan the moves of a kafka-reassign-partitions.sh JSON file instead of a playbook.")] = None,
+    throttle: Annotated[str | None, typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides execution.throttle).")] = None,
     allow_in_flight: Annotated[bool, typer.Option("--allow-in-flight", help="Plan even when partitions to move are being reassigned (from their targets).")] = False,
 ) -> None:
     """Compute what would change: topic creations and deletions, partition additions, replication-factor and

@@ -9,7 +9,7 @@ import re
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -48,7 +48,7 @@ def _state_dir() -> Path:
 
 def _default_out(cluster_id: str | None, connect: str) -> Path:
     name = cluster_id or hashlib.sha256(connect.encode()).hexdigest()[:12]
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return _state_dir() / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{stamp}.json"
 
 
@@ -58,14 +58,14 @@ def rebalance(
     inventory: Inventory = None,
     limit: Limit = None,
     goal: Annotated[Goal, typer.Option("--goal", help="What to even out across live brokers: replica counts, preferred leaders (no data moves) or bytes (needs --sizes).", case_sensitive=False)] = Goal.replicas,
-    sizes: Annotated[Optional[Path], typer.Option("--sizes", help="Partition sizes (kops sizes summarize output): moves are sized, smallest first.")] = None,
-    max_moves: Annotated[Optional[int], typer.Option("--max-moves", help="At most this many replica moves (leader changes for --goal leaders).", min=1)] = None,
-    max_bytes: Annotated[Optional[str], typer.Option("--max-bytes", help="At most this many bytes copied, e.g. 200GiB (needs --sizes).")] = None,
-    max_duration: Annotated[Optional[str], typer.Option("--max-duration", help="At most this long by the plan's estimate at the throttle, e.g. 45m (needs --sizes).")] = None,
+    sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize output): moves are sized, smallest first.")] = None,
+    max_moves: Annotated[int | None, typer.Option("--max-moves", help="At most this many replica moves (leader changes for --goal leaders).", min=1)] = None,
+    max_bytes: Annotated[str | None, typer.Option("--max-bytes", help="At most this many bytes copied, e.g. 200GiB (needs --sizes).")] = None,
+    max_duration: Annotated[str | None, typer.Option("--max-duration", help="At most this long by the plan's estimate at the throttle, e.g. 45m (needs --sizes).")] = None,
     min_improvement: Annotated[float, typer.Option("--min-improvement", help="Do nothing unless the imbalance falls by at least this much (0.05 = 5% of the load moves toward even).", min=0.0)] = 0.05,
     throttle: Annotated[str, typer.Option("--throttle", help="Replication throttle per broker while moving.")] = DEFAULT_THROTTLE,
     batch_size: Annotated[int, typer.Option("--batch-size", help="At most this many partitions per batch: a checkpoint (where SIGTERM stops) after each.", min=1)] = 10,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Where to write the plan (default: $XDG_STATE_HOME/kops/rebalance/CLUSTER-TIME.json).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Where to write the plan (default: $XDG_STATE_HOME/kops/rebalance/CLUSTER-TIME.json).")] = None,
     apply_now: Annotated[bool, typer.Option("--apply", help="Carry the plan out (lock, checkpoints, record); with --yes when there is no terminal.")] = False,
     yes: Yes = False,
     output_format: Format = OutputFormat.text,

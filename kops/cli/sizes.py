@@ -7,17 +7,17 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from kops.cli import console
 from kops.admin.connection import AdminSettings, admin_session, read_properties
 from kops.admin.log_dirs import describe_log_dirs
+from kops.cli import console
 from kops.cli.options import BootstrapServer, CommandConfig, ConnectTimeout, Format, OutputFormat
 from kops.cli.state import write_atomically
-from kops.kafka.codecs.log_dirs import encode_log_dirs
 from kops.errors import KopsError, UsageError
+from kops.kafka.codecs.log_dirs import encode_log_dirs
 from kops.sizes.reader import read_sizes
 from kops.units import format_size, parse_duration
 
@@ -32,7 +32,7 @@ def summarize(
     inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, folders, globs, s3a:// or hdfs:// paths.", show_default=False)],
     out: Annotated[str, typer.Option("--out", "-o", help="Where to write the summary (partitions/ and brokers/).")],
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
-    since: Annotated[Optional[str], typer.Option("--since", help="Only samples this recent, e.g. 7d, 12h (before the latest sample).")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only samples this recent, e.g. 7d, 12h (before the latest sample).")] = None,
     parquet: Annotated[bool, typer.Option("--parquet", help="Write Parquet instead of JSON lines.")] = False,
 ) -> None:
     """Run the PySpark job (spark/sizes_job.py, also runnable with spark-submit) over raw partition-size
@@ -94,8 +94,8 @@ def collect(
     bootstrap_server: BootstrapServer = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the samples (one kafka-log-dirs document each).")] = Path("sizes/raw"),
     command_config: CommandConfig = None,
-    every: Annotated[Optional[str], typer.Option("--every", help="Sample this often (e.g. 5m) instead of once.")] = None,
-    for_: Annotated[Optional[str], typer.Option("--for", help="With --every: for how long (e.g. 1h); default until Ctrl-C.")] = None,
+    every: Annotated[str | None, typer.Option("--every", help="Sample this often (e.g. 5m) instead of once.")] = None,
+    for_: Annotated[str | None, typer.Option("--for", help="With --every: for how long (e.g. 1h); default until Ctrl-C.")] = None,
     connect_timeout: ConnectTimeout = 10.0,
 ) -> None:
     """Sample a live cluster's partition sizes through the Admin API (DescribeLogDirs) into kafka-log-dirs
@@ -143,7 +143,7 @@ def _duration(text: str, option: str) -> float:
 @app.command("show")
 def show(
     path: Annotated[Path, typer.Argument(help="A summary written by kops sizes summarize.", show_default=False)],
-    top: Annotated[Optional[int], typer.Option("--top", "-n", help="Only the N largest partitions (0 = all). Default: 20 in text, all in JSON.", min=0)] = None,
+    top: Annotated[int | None, typer.Option("--top", "-n", help="Only the N largest partitions (0 = all). Default: 20 in text, all in JSON.", min=0)] = None,
     output_format: Format = OutputFormat.text,
 ) -> None:
     """Show a sizes summary, largest partitions first, without starting Spark.

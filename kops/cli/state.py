@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -48,15 +48,14 @@ def take_snapshot(connection: Connection, address: Address, offers: dict[str, st
     is filled with what the cluster lets kops do (ApiVersions, features) and `sizes` with the partition sizes
     the transport can read (DescribeLogDirs), when given."""
     what = "reading the cluster through the Admin API" if address.transport == "admin" else "connecting to ZooKeeper"
-    with console.err.status(what, spinner="dots") as status:
-        with open_cluster(connection, address) as cluster:
-            if offers is not None:
-                offers.update(cluster.offers())
-            if sizes is not None:
-                sizes.update(cluster.sizes())
-            if isinstance(cluster, ZkCluster):
-                return read_snapshot(cluster.client, progress=lambda msg: status.update(msg))
-            return cluster.snapshot()
+    with console.err.status(what, spinner="dots") as status, open_cluster(connection, address) as cluster:
+        if offers is not None:
+            offers.update(cluster.offers())
+        if sizes is not None:
+            sizes.update(cluster.sizes())
+        if isinstance(cluster, ZkCluster):
+            return read_snapshot(cluster.client, progress=lambda msg: status.update(msg))
+        return cluster.snapshot()
 
 
 @connection_options
@@ -64,7 +63,7 @@ def state(
     connection: Connection,
     output_format: Format = OutputFormat.text,
     out: Annotated[
-        Optional[Path], typer.Option("--out", "-o", help="Save the snapshot (kops-snapshot/1 JSON) to this file.")
+        Path | None, typer.Option("--out", "-o", help="Save the snapshot (kops-snapshot/1 JSON) to this file.")
     ] = None,
 ) -> None:
     """Read a cluster's whole layout: brokers, racks, topics, leaders, ISR, configs, throttles, reassignments.

@@ -21,7 +21,6 @@ from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import ALL_KEYS
 from kops.units import format_size
 
-
 STALLED_AFTER_SECONDS = 30  # no progress recorded for this long: kops status says the batch is stalled
 
 

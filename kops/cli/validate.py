@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -14,6 +14,7 @@ from kops.declare.loader import Declarations, load_declarations
 from kops.declare.problems import Problem
 from kops.errors import ExitCode
 from kops.model.desired import shown
+
 
 def render_problem(problem: Problem) -> str:
     colour = "red" if problem.severity == "error" else "yellow"
@@ -43,7 +44,7 @@ def validate(
     limit: Limit = None,
     extra_vars: ExtraVars = None,
     zookeeper: Annotated[
-        Optional[str], typer.Option("--zookeeper", "-z", help="Without an inventory: the cluster (host 'default').")
+        str | None, typer.Option("--zookeeper", "-z", help="Without an inventory: the cluster (host 'default').")
     ] = None,
     output_format: Format = OutputFormat.text,
 ) -> None:

@@ -9,6 +9,7 @@ advertises it (Kafka 2.4+ ignores a deleted `/admin/reassign_partitions`); lag c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,11 +53,11 @@ class ZkCluster:
         """ZooKeeper holds no sizes: plans take them from `kops sizes summarize` (--sizes)."""
         return {}
 
-    def records(self) -> "ZkRecords":
+    def records(self) -> ZkRecords:
         return self._records
 
     def lock(self, holder: dict[str, Any], wait_dead: float, sleep: Callable[[float], None],
-             monotonic: Callable[[], float]) -> "ZkLock":
+             monotonic: Callable[[], float]) -> ZkLock:
         return ZkLock(self.client, holder, wait_dead, sleep, monotonic)
 
     def holder(self) -> dict[str, Any] | None:
@@ -103,10 +104,8 @@ class ZkCluster:
 
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
         """KIP-236: create the cancel znode and wait for the controller to finish (it deletes the znode)."""
-        try:
+        with contextlib.suppress(NodeExists):
             self.client.create(paths.CANCEL_REASSIGNMENT, b"", makepath=True)
-        except NodeExists:
-            pass
         if not self._wait_absent(paths.CANCEL_REASSIGNMENT, timeout):
             raise KopsError("the controller has not finished cancelling", where=paths.CANCEL_REASSIGNMENT,
                             hint="check the controller (kops status); the cancel znode is still there")

@@ -26,7 +26,15 @@ from kops.declare.topics import TopicReader, topic_list
 from kops.declare.yamlsource import YamlError, YamlList, YamlMap, load_yaml, location_of, parse_yaml
 from kops.errors import UsageError
 from kops.kafka.connect import parse_connect
-from kops.model.desired import GOALS, BrokerChanges, DesiredState, Execution, Rebalance, SourceLocation, TopicDeclaration
+from kops.model.desired import (
+    GOALS,
+    BrokerChanges,
+    DesiredState,
+    Execution,
+    Rebalance,
+    SourceLocation,
+    TopicDeclaration,
+)
 
 PLAY_KEYS = (
     "name", "hosts", "vars", "vars_files", "topic_defaults", "topics", "brokers", "rebalance", "execution",

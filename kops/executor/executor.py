@@ -30,9 +30,8 @@ from kops.cluster.port import Cluster, Fenced, Lock
 from kops.errors import ExitCode, KopsError, Refused
 from kops.executor import health, progress, stall, steps, throttles
 from kops.executor.journal import Journal
+from kops.executor.record import CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord
 from kops.executor.stall import DEFAULT_STALL_SECONDS, StallWatch
-from kops.executor.record import (
-    CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord)
 from kops.holder import LockLost, holder_info
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move, Plan
@@ -177,7 +176,7 @@ class Executor:
                             f"execution's is in progress", where=self.cluster.where,
                             hint="wait for it to finish (kops status) or cancel it")
 
-    def _locked(self, plan_path: str) -> "_LockScope":
+    def _locked(self, plan_path: str) -> _LockScope:
         holder = holder_info(plan_path, None, self.clock.now())
         lock = self.cluster.lock(holder, self.lock_wait, self.clock.sleep, self.clock.monotonic)
         return _LockScope(lock, self)
@@ -205,7 +204,7 @@ class Executor:
     def _new_record(self, kind: str, plan_digest: str, plan_path: str, cluster_id: str | None,
                     batches: list[BatchRecord], rate: int | None) -> ExecutionRecord:
         now = self.clock.now()
-        stamp = dt.datetime.fromtimestamp(now, dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         base = f"{stamp}-{plan_digest[:8]}-{kind}"
         taken = set(self.journal.ids())
         execution_id, n = base, 1
@@ -537,7 +536,7 @@ class Executor:
 class _LockScope:
     """Holds the lock; meanwhile the executor writes through a client fenced by it."""
 
-    def __init__(self, lock: Lock, executor: "Executor") -> None:
+    def __init__(self, lock: Lock, executor: Executor) -> None:
         self.lock = lock
         self.executor = executor
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kops.errors import KopsError
-from kops.model.plan import Move
 from kops.model.partitions import TopicPartition
+from kops.model.plan import Move
 
 FORMAT = "kops-execution/1"
 

@@ -9,6 +9,7 @@ so a concurrent writer is detected instead of overwritten.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 
@@ -210,7 +211,5 @@ def request_preferred_election(client: ZkClient, partitions: Iterable[TopicParti
 
 
 def delete_topic(client: ZkClient, name: str) -> None:
-    try:
+    with contextlib.suppress(NodeExists):  # already queued
         client.create(paths.delete_topic(name), makepath=True)
-    except NodeExists:
-        pass  # already queued

@@ -139,20 +139,20 @@ def _errors(path: str | None = None) -> Iterator[None]:
 class Txn:
     """A ZooKeeper multi-op: all of it applies or none. Paths are relative to the client's chroot."""
 
-    def __init__(self, client: "ZkClient") -> None:
+    def __init__(self, client: ZkClient) -> None:
         self._client = client
         self._request = client._kazoo.transaction()
         self._chroot = client._kazoo.chroot or ""
         self._paths: list[str] = []
 
-    def create(self, path: str, data: bytes | None = None, *, ephemeral: bool = False, sequence: bool = False) -> "Txn":
+    def create(self, path: str, data: bytes | None = None, *, ephemeral: bool = False, sequence: bool = False) -> Txn:
         self._request.create(
             path, data or b"", acl=self._client.acl_for(path), ephemeral=ephemeral, sequence=sequence
         )
         self._paths.append(path)
         return self
 
-    def set(self, path: str, data: bytes, version: int = -1) -> "Txn":
+    def set(self, path: str, data: bytes, version: int = -1) -> Txn:
         # kazoo's set_data re-normalises the path and logs every op; a controller writing 10,000 states in
         # one failover spends a third of its time there, so build the request directly (same wire bytes).
         self._request._check_tx_state()
@@ -160,12 +160,12 @@ class Txn:
         self._paths.append(path)
         return self
 
-    def delete(self, path: str, version: int = -1) -> "Txn":
+    def delete(self, path: str, version: int = -1) -> Txn:
         self._request.delete(path, version=version)
         self._paths.append(path)
         return self
 
-    def check(self, path: str, version: int) -> "Txn":
+    def check(self, path: str, version: int) -> Txn:
         self._request.check(path, version)
         self._paths.append(path)
         return self
@@ -176,7 +176,7 @@ class Txn:
     def commit(self) -> list[Any]:
         return self.commit_async().result()
 
-    def commit_async(self) -> "PendingTxn":
+    def commit_async(self) -> PendingTxn:
         """Send now, wait later: several multi-ops in flight at once on one session keep their order."""
         with _errors():
             return PendingTxn(self._request.commit_async(), list(self._paths))
@@ -242,7 +242,7 @@ class ZkClient:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    def start(self) -> "ZkClient":
+    def start(self) -> ZkClient:
         try:
             with warnings.catch_warnings():  # a missing chroot is reported by the reader, clearly
                 warnings.simplefilter("ignore")
@@ -269,7 +269,7 @@ class ZkClient:
         except Exception:  # noqa: BLE001 - closing must never raise over the real error
             log.debug("error while closing the ZooKeeper client", exc_info=True)
 
-    def __enter__(self) -> "ZkClient":
+    def __enter__(self) -> ZkClient:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -11,9 +11,9 @@ and the snapshot says it is incomplete.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Collection
 
 from kops.errors import NotAKafkaCluster, ZnodeFormatError
 from kops.kafka import paths

@@ -46,7 +46,7 @@ class LabState:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> "LabState":
+    def from_json(cls, text: str) -> LabState:
         doc = json.loads(text)
         doc["racks"] = {int(k): v for k, v in doc.get("racks", {}).items()}
         doc["pids"] = {int(k): v for k, v in doc.get("pids", {}).items()}

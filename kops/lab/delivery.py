@@ -42,7 +42,7 @@ class SequenceProducer:
                                    "log_level": 0})
         self._thread = threading.Thread(target=self._run, name="sequence-producer", daemon=True)
 
-    def start(self) -> "SequenceProducer":
+    def start(self) -> SequenceProducer:
         self._thread.start()
         return self
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from kops.errors import EnvironmentProblem, KopsError, UsageError
 from kops.lab import kafka_config as cfg
-from kops.lab.kafka_dist import Distribution, require
 from kops.lab.folder import STATE_FILE, LabFolder
+from kops.lab.kafka_dist import Distribution, require
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
 from kops.lab.zookeeper import ZooKeeperServer, free_port
 
@@ -62,7 +62,7 @@ class KafkaLabState:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> "KafkaLabState":
+    def from_json(cls, text: str) -> KafkaLabState:
         doc = json.loads(text)
         doc["nodes"] = {int(k): v for k, v in doc.get("nodes", {}).items()}
         doc["pids"] = {int(k): v for k, v in doc.get("pids", {}).items()}

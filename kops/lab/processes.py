@@ -7,6 +7,7 @@ the pid files in the lab folder, checked against /proc so a recycled pid is neve
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -65,10 +66,8 @@ def signal_and_wait(pid: int, sig: int = signal.SIGTERM, timeout: float = 10.0) 
 
 
 def _reap(pid: int) -> None:
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def is_paused(pid: int | None) -> bool:

@@ -135,7 +135,7 @@ class ZooKeeperServer:
         )
         return cfg
 
-    def start(self, timeout: float = 60.0) -> "ZooKeeperServer":
+    def start(self, timeout: float = 60.0) -> ZooKeeperServer:
         java = java_executable()
         jars = pyspark_jars()
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -156,7 +156,7 @@ class ZooKeeperServer:
                 MAIN_CLASS,
                 str(cfg),
             ]
-            out = open(self.directory / "zookeeper.out", "ab")
+            out = open(self.directory / "zookeeper.out", "ab")  # noqa: SIM115 - the server process keeps it
             try:
                 self.process = subprocess.Popen(
                     command,
@@ -232,7 +232,7 @@ class ZooKeeperServer:
                 atexit.unregister(self.stop)
 
     @classmethod
-    def attach(cls, directory: Path | str) -> "ZooKeeperServer | None":
+    def attach(cls, directory: Path | str) -> ZooKeeperServer | None:
         """The detached server recorded in `directory`, if it is still running."""
         directory = Path(directory)
         try:

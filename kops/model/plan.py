@@ -50,7 +50,7 @@ class Move:
         """Bytes that cross the network: one copy per new replica."""
         return self.bytes * len(self.adding)
 
-    def inverse(self) -> "Move":
+    def inverse(self) -> Move:
         return Move(self.topic, self.partition, self.to_replicas, self.from_replicas, self.bytes,
                     self.to_replicas[0] if self.to_replicas else -1, "rollback")
 

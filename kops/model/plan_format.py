@@ -11,13 +11,33 @@ from typing import Any
 
 from kops.errors import DocumentError
 from kops.jsondoc import (
-    ShapeError, as_bool, as_int, as_int_key, as_int_list, as_list, as_object, as_positive_number, as_str, as_str_map,
-    field, parse_json,
+    ShapeError,
+    as_bool,
+    as_int,
+    as_int_key,
+    as_int_list,
+    as_list,
+    as_object,
+    as_positive_number,
+    as_str,
+    as_str_map,
+    field,
+    parse_json,
 )
 from kops.model.partitions import TopicPartition
 from kops.model.plan import (
-    Batch, ConfigChange, Estimate, Move, PartitionAddition, PartitionDeletion, Plan, Rollback, Summary, Throttle,
-    TopicCreation, TopicDeletion,
+    Batch,
+    ConfigChange,
+    Estimate,
+    Move,
+    PartitionAddition,
+    PartitionDeletion,
+    Plan,
+    Rollback,
+    Summary,
+    Throttle,
+    TopicCreation,
+    TopicDeletion,
 )
 
 FORMAT = "kops-plan/1"

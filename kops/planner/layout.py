@@ -8,7 +8,6 @@ preferred leaders (first replica) and bytes per broker.
 from __future__ import annotations
 
 import builtins
-
 from collections import defaultdict
 
 from kops.model.partitions import TopicPartition
@@ -60,7 +59,7 @@ class Layout:
     def rack(self, broker: int) -> str | None:
         return self.racks.get(broker)
 
-    def racks_of(self, replicas: tuple[int, ...] | list[int]) -> "builtins.set[str | None]":
+    def racks_of(self, replicas: tuple[int, ...] | list[int]) -> builtins.set[str | None]:
         return {self.racks.get(b) for b in replicas}
 
     def rack_ok(self, replicas: tuple[int, ...], leaving: int | None, arriving: int) -> bool:

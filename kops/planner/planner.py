@@ -26,10 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from kops import __version__
-from kops.model.features import KIP253_PARTITION_DELETION
-from kops.model.problems import Problem, ProblemsError
 from kops.model import topic_configs
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
+from kops.model.features import KIP253_PARTITION_DELETION
 from kops.model.partitions import TopicPartition
 from kops.model.plan import (
     Batch,
@@ -44,6 +43,7 @@ from kops.model.plan import (
     TopicCreation,
     TopicDeletion,
 )
+from kops.model.problems import Problem, ProblemsError
 from kops.model.snapshot import Snapshot
 from kops.model.topics import Topic
 from kops.planner import batches as batching

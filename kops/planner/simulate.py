@@ -6,8 +6,8 @@ the planner's own checks. Leaders land on the preferred replica, ISRs are full, 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 
 from kops.model.partitions import Partition, PartitionState
 from kops.model.plan import ConfigChange, Move, Plan

@@ -16,7 +16,6 @@ from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import BROKER_KEYS, FOLLOWER_REPLICAS, LEADER_REPLICAS
 
 
-
 def merge_list(existing: str | None, ours: set[str]) -> str:
     if existing is not None and existing.strip() == "*":
         return "*"

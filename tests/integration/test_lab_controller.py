@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from kops.lab.controller.store import ControllerMoved, ControllerStore
-from kops.lab.controller.effects import Effects
-from kops.lab.controller.context import LeaderState
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.codecs.controller import decode_controller_epoch
 from kops.lab import traffic
+from kops.lab.controller.channel import call_registered_broker
+from kops.lab.controller.context import LeaderState
+from kops.lab.controller.effects import Effects
+from kops.lab.controller.store import ControllerMoved, ControllerStore
 from kops.model.partitions import TopicPartition
 from kops.rpc import RpcError
-from kops.lab.controller.channel import call_registered_broker
 from tests.labtools import broker_status, controller, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab

@@ -9,13 +9,18 @@ import pytest
 
 from kops.adminapi.client import AdminApiClient
 from kops.adminapi.protocol import (
-    REPLICA_STATUS, AlteredTopic, ErrorCode, decode_replica_statuses, encode_replica_status_request)
-from kops.lab.controller.channel import call_registered_broker
+    REPLICA_STATUS,
+    AlteredTopic,
+    ErrorCode,
+    decode_replica_statuses,
+    encode_replica_status_request,
+)
 from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.reader import read_snapshot
 from kops.lab import traffic
+from kops.lab.controller.channel import call_registered_broker
 from kops.model.features import KIP179_ADMIN
 from kops.model.partitions import TopicPartition
 from tests.labtools import replicas, running_lab, state, wait_until

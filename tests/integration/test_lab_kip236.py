@@ -11,9 +11,9 @@ from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.codecs.admin_requests import ReassignmentTarget, encode_reassignment
 from kops.kafka.codecs.topics import decode_topic
+from kops.kafka.reader import read_snapshot
 from kops.lab import traffic
 from kops.model.features import KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE
-from kops.kafka.reader import read_snapshot
 from tests.labtools import controller, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab

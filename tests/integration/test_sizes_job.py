@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
-from kops.sizes.reader import read_sizes
 from kops.model.partitions import TopicPartition
+from kops.sizes.reader import read_sizes
 
 pyspark = pytest.importorskip("pyspark")
 from spark import sizes_job  # noqa: E402

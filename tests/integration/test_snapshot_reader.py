@@ -140,9 +140,9 @@ def test_migration_is_detected(zk: ZkClient) -> None:
 
 
 def test_missing_chroot_and_non_kafka_path(zookeeper_server: str, zk: ZkClient) -> None:
-    with ZkClient(ZkSettings(f"{zookeeper_server}/no/such/chroot")) as client:
-        with pytest.raises(NotAKafkaCluster, match="does not exist"):
-            read_snapshot(client)
+    with ZkClient(ZkSettings(f"{zookeeper_server}/no/such/chroot")) as client, \
+            pytest.raises(NotAKafkaCluster, match="does not exist"):
+        read_snapshot(client)
     zk.ensure_path("/something/else")
     with pytest.raises(NotAKafkaCluster, match="/brokers is missing"):
         read_snapshot(zk)

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from kops.lab.broker.alteration import Alteration, decide
 from kops.adminapi.protocol import (
-    AlteredTopic, ErrorCode, ProtocolError, ReplicaStatus, TopicResult, decode_alter_topics, decode_replica_status_request,
-    decode_replica_statuses, decode_topic_results, encode_alter_topics, encode_replica_status_request,
-    encode_replica_statuses, encode_topic_results, lag_messages)
+    AlteredTopic,
+    ErrorCode,
+    ProtocolError,
+    ReplicaStatus,
+    TopicResult,
+    decode_alter_topics,
+    decode_replica_status_request,
+    decode_replica_statuses,
+    decode_topic_results,
+    encode_alter_topics,
+    encode_replica_status_request,
+    encode_replica_statuses,
+    encode_topic_results,
+    lag_messages,
+)
+from kops.lab.broker.alteration import Alteration, decide
 from kops.model.partitions import TopicPartition
 from kops.model.topics import TopicAssignment
 

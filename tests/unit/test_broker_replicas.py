@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from kops.jsondoc import dumps_compact
+from kops.kafka.codecs.partition_state import encode_partition_state
 from kops.lab.broker.quotas import RateLimiter
 from kops.lab.broker.replicas import ReplicaManager
 from kops.lab.broker.simlog import SimulatedLog
 from kops.lab.broker.throttles import ALL, Throttles, parse_rate, throttled_partitions
-from kops.lab.controller.effects import LeaderAndIsrEntry
+from kops.lab.controller.effects import BrokerRequests, LeaderAndIsrEntry
 from kops.lab.controller.wire import BrokerAddress, ControllerBatch, decode_batch, encode_batch
-from kops.lab.controller.effects import BrokerRequests
-from kops.kafka.codecs.partition_state import encode_partition_state
-from kops.jsondoc import dumps_compact
 from kops.model.partitions import PartitionState, TopicPartition
 from kops.rpc import RpcError
 

@@ -8,7 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kops.errors import ZnodeFormatError
-from kops.kafka.codecs import admin_requests, brokers, cluster, configs, controller, notifications, partition_state, topics
+from kops.kafka.codecs import (
+    admin_requests,
+    brokers,
+    cluster,
+    configs,
+    controller,
+    notifications,
+    partition_state,
+    topics,
+)
 
 DECODERS = [
     lambda d, p: brokers.decode_broker(1, d, p),

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from kops.executor import steps
+from kops.executor.record import DONE, ExecutionRecord
 from kops.model import plan_format
 from kops.model.desired import Execution, Rebalance
 from kops.model.partitions import TopicPartition
-from kops.executor import steps
-from kops.executor.record import DONE, ExecutionRecord
 from kops.planner.planner import PlanningError, plan
 from kops.planner.simulate import apply_moves, apply_plan, apply_rollback, layout_of
 from tests.clusters import brokers, declare, snapshot, td, topic

@@ -11,8 +11,9 @@ The lab's KIP-236 queue znode (`/admin/reassign_partitions_queue`) uses the same
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import INT32, ShapeError, as_int, as_list, as_object, as_str, dumps_compact, field
@@ -35,9 +36,7 @@ _TOP_FIELDS = frozenset({"version", "partitions"})
 
 def _bound_int(value: Any, at: str) -> int:
     """An Int as Jackson data-binding reads one: integers, integral floats and numeric strings."""
-    if type(value) is float and value.is_integer():
-        value = int(value)
-    elif type(value) is str and re.fullmatch(r"\s*-?[0-9]{1,10}\s*", value):
+    if type(value) is float and value.is_integer() or type(value) is str and re.fullmatch(r"\s*-?[0-9]{1,10}\s*", value):
         value = int(value)
     return as_int(value, at, INT32)
 

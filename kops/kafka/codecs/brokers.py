@@ -7,12 +7,12 @@ from typing import Any
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import (
+    ShapeError,
     as_int,
     as_object,
     as_str,
     as_str_list,
     as_str_map,
-    ShapeError,
     dumps_compact,
     field,
 )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import INT64, as_int, as_object, as_str, dumps_compact, field

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import ShapeError, as_object, parse_json

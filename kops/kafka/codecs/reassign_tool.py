@@ -6,11 +6,22 @@ This is the file operators already have; kops reads it (`plan --import-kafka`) a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from kops.errors import DocumentError
-from kops.jsondoc import ShapeError, as_int, as_int_list, as_list, as_object, as_str, as_str_list, dumps_compact, field, parse_json
+from kops.jsondoc import (
+    ShapeError,
+    as_int,
+    as_int_list,
+    as_list,
+    as_object,
+    as_str,
+    as_str_list,
+    dumps_compact,
+    field,
+    parse_json,
+)
 
 ANY_LOG_DIR = "any"
 

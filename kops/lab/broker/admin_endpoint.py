@@ -14,16 +14,23 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kops.lab.broker import alteration
 from kops.adminapi.protocol import (
-    ErrorCode, ReplicaStatus, TopicResult, decode_alter_topics, decode_replica_status_request, encode_replica_statuses,
-    encode_topic_results, lag_messages)
-from kops.lab.broker.replicas import ReplicaManager
+    ErrorCode,
+    ReplicaStatus,
+    TopicResult,
+    decode_alter_topics,
+    decode_replica_status_request,
+    encode_replica_statuses,
+    encode_topic_results,
+    lag_messages,
+)
 from kops.errors import ZnodeFormatError
 from kops.kafka import admin, paths
 from kops.kafka.client import VersionConflict, ZkClient
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.codecs.topics import decode_topic
+from kops.lab.broker import alteration
+from kops.lab.broker.replicas import ReplicaManager
 from kops.model.partitions import TopicPartition
 from kops.model.topics import TopicAssignment
 

@@ -8,6 +8,7 @@ notifications older than 15 minutes. Non-JSON notifications are ignored.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -69,10 +70,8 @@ class ConfigFollower:
                 self.last_sequence = sequence
                 self._apply(path, node.data)
             if now_ms - node.stat.ctime > EXPIRY_MS:
-                try:
+                with contextlib.suppress(NodeMissing):
                     self.client.delete(path)
-                except NodeMissing:
-                    pass
 
     def _apply(self, path: str, data: bytes | None) -> None:
         try:

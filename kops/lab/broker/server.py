@@ -10,6 +10,7 @@ the session expires.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
 import logging
@@ -23,6 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from kops.adminapi.protocol import ALTER_TOPICS, REPLICA_STATUS
+from kops.kafka import paths
+from kops.kafka.client import Node, NodeExists, TransactionFailed, VersionConflict, ZkClient, ZkSettings
+from kops.kafka.codecs.brokers import encode_broker
+from kops.kafka.codecs.cluster import encode_cluster_id
+from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize, encode_log_dirs
+from kops.kafka.codecs.notifications import encode_isr_change
+from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
 from kops.lab.broker.admin_endpoint import AdminEndpoint
 from kops.lab.broker.clock import SimClock
 from kops.lab.broker.configs import ConfigFollower
@@ -32,13 +40,6 @@ from kops.lab.controller.channel import call_registered_broker
 from kops.lab.controller.controller import LOG_OFFSETS, Controller
 from kops.lab.controller.events import ControlledShutdown
 from kops.lab.controller.wire import decode_batch
-from kops.kafka import paths
-from kops.kafka.client import NodeExists, TransactionFailed, VersionConflict, ZkClient, ZkSettings, Node
-from kops.kafka.codecs.brokers import encode_broker
-from kops.kafka.codecs.cluster import encode_cluster_id
-from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize, encode_log_dirs
-from kops.kafka.codecs.notifications import encode_isr_change
-from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
 from kops.model.brokers import Broker, FeatureRange
 from kops.model.features import KIP179_ADMIN, KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION
 from kops.model.partitions import PartitionState, TopicPartition
@@ -102,15 +103,13 @@ class BrokerServer:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    def start(self) -> "BrokerServer":
+    def start(self) -> BrokerServer:
         self.client.start()
         for path in paths.PERSISTENT_PATHS:
             self.client.ensure_path(path)
         if self.client.get(paths.CLUSTER_ID) is None:
-            try:
+            with contextlib.suppress(NodeExists):
                 self.client.create(paths.CLUSTER_ID, encode_cluster_id(new_cluster_id()), makepath=True)
-            except NodeExists:
-                pass
         self.rpc.start()
         self._start_thread(self._work_loop, "zk-worker")
         configs = self.configs

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from kops.lab.controller.effects import BrokerRequests
-from kops.lab.controller.wire import METHOD, BrokerAddress, encode_batch
 from kops.errors import ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import ZkClient
 from kops.kafka.codecs.brokers import decode_broker
+from kops.lab.controller.effects import BrokerRequests
+from kops.lab.controller.wire import METHOD, BrokerAddress, encode_batch
 from kops.rpc import RpcClient, RpcError, RpcUnavailable
 
 log = logging.getLogger(__name__)

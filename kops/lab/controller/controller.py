@@ -17,22 +17,38 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from kops.lab.controller import decisions, partition_counts
-from kops.lab.controller.context import ControllerContext
-from kops.lab.controller.effects import Effects, apply_to_memory, restrict
-from kops.lab.controller.eventloop import EventLoop
-from kops.lab.controller.events import (
-    BrokerChange, CancelRequested, ControlledShutdown, ControllerChange, DrainCheck, Event, Expire, FreezeChanged,
-    IsrChanged, PartitionModifications, PreferredElectionRequested, QueueChanged, ReassignmentRequested, Reelect,
-    ReplicasDeleted, Startup, TopicChange, TopicDeletion)
-from kops.lab.controller.channel import BrokerChannel, Reply, wait
-from kops.lab.controller.store import ControllerMoved, ControllerStore, StateConflict
-from kops.lab.controller.wire import BrokerAddress
 from kops.errors import ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import Node, ZkClient
 from kops.kafka.codecs.brokers import decode_broker
 from kops.kafka.codecs.configs import decode_config
+from kops.lab.controller import decisions, partition_counts
+from kops.lab.controller.channel import BrokerChannel, Reply, wait
+from kops.lab.controller.context import ControllerContext
+from kops.lab.controller.effects import Effects, apply_to_memory, restrict
+from kops.lab.controller.eventloop import EventLoop
+from kops.lab.controller.events import (
+    BrokerChange,
+    CancelRequested,
+    ControlledShutdown,
+    ControllerChange,
+    DrainCheck,
+    Event,
+    Expire,
+    FreezeChanged,
+    IsrChanged,
+    PartitionModifications,
+    PreferredElectionRequested,
+    QueueChanged,
+    ReassignmentRequested,
+    Reelect,
+    ReplicasDeleted,
+    Startup,
+    TopicChange,
+    TopicDeletion,
+)
+from kops.lab.controller.store import ControllerMoved, ControllerStore, StateConflict
+from kops.lab.controller.wire import BrokerAddress
 from kops.model.brokers import Broker
 from kops.model.partitions import TopicPartition
 
@@ -80,7 +96,7 @@ class Controller:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    def start(self) -> "Controller":
+    def start(self) -> Controller:
         self.loop.start()
         self.client.add_state_listener(self._session_state)
         self.loop.put(Startup())

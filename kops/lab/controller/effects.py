@@ -59,7 +59,7 @@ class Effects:
         for b in sorted(brokers):
             self.to(b).update_metadata = True
 
-    def merge(self, other: "Effects") -> None:
+    def merge(self, other: Effects) -> None:
         """Add a later decision of the same event: it wins for the same partition; requests accumulate."""
         self.states.update(other.states)
         self.created_states |= other.created_states

@@ -38,7 +38,7 @@ class EventLoop(Generic[E]):
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.stats = LoopStats()
 
-    def start(self) -> "EventLoop[E]":
+    def start(self) -> EventLoop[E]:
         self._thread.start()
         return self
 

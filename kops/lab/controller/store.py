@@ -8,22 +8,34 @@ operations, so 10,000 leader changes take a handful of round trips instead of 10
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
-from kops.lab.controller.effects import Effects
 from kops.errors import KopsError, ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import NodeExists, NodeMissing, TransactionFailed, VersionConflict, ZkClient
-from kops.kafka.codecs.admin_requests import ReassignmentTarget, decode_partition_list, decode_reassignment, encode_reassignment
+from kops.kafka.codecs.admin_requests import (
+    ReassignmentTarget,
+    decode_partition_list,
+    decode_reassignment,
+    encode_reassignment,
+)
 from kops.kafka.codecs.brokers import decode_broker
-from kops.kafka.codecs.controller import ControllerRegistration, decode_controller, decode_controller_epoch, encode_controller, encode_controller_epoch
+from kops.kafka.codecs.controller import (
+    ControllerRegistration,
+    decode_controller,
+    decode_controller_epoch,
+    encode_controller,
+    encode_controller_epoch,
+)
 from kops.kafka.codecs.notifications import decode_isr_change
 from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
 from kops.kafka.codecs.topics import decode_topic, encode_topic
+from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
+from kops.lab.controller.effects import Effects
 from kops.model.brokers import Broker
 from kops.model.partitions import PartitionState, TopicPartition
 from kops.model.topics import TopicAssignment
@@ -77,10 +89,8 @@ class ControllerStore:
         """Create ephemeral /controller and bump /controller_epoch in one multi-op; None if someone else won."""
         node = self.client.get(paths.CONTROLLER_EPOCH)
         if node is None:
-            try:
+            with contextlib.suppress(NodeExists):
                 self.client.create(paths.CONTROLLER_EPOCH, encode_controller_epoch(INITIAL_CONTROLLER_EPOCH))
-            except NodeExists:
-                pass
             node = self.client.get(paths.CONTROLLER_EPOCH)
             assert node is not None
         epoch = decode_controller_epoch(node.data, paths.CONTROLLER_EPOCH) + 1
@@ -224,10 +234,8 @@ class ControllerStore:
                 for tp in decode_partition_list(node.data, paths.PREFERRED_REPLICA_ELECTION)]
 
     def delete_quietly(self, path: str) -> None:
-        try:
+        with contextlib.suppress(NodeMissing):
             self.client.delete(path)
-        except NodeMissing:
-            pass
 
     def take_isr_notifications(self, names: list[str]) -> set[TopicPartition]:
         """Read then delete the named notifications; the partitions whose ISR changed."""
@@ -314,7 +322,7 @@ class ControllerStore:
         if raced:
             raise StateConflict(raced, committed)
 
-    def _send(self, ops: list["Op"], epoch_version: int):  # type: ignore[no-untyped-def]
+    def _send(self, ops: list[Op], epoch_version: int):  # type: ignore[no-untyped-def]
         txn = self.client.transaction().check(paths.CONTROLLER_EPOCH, epoch_version)
         for kind, path, data, version, _tp in ops:
             if kind == "create":
@@ -326,7 +334,7 @@ class ControllerStore:
         return txn.commit_async()
 
     @staticmethod
-    def _raise_unless_conflict(exc: TransactionFailed, ops: list["Op"]) -> None:
+    def _raise_unless_conflict(exc: TransactionFailed, ops: list[Op]) -> None:
         if exc.index == 0:
             raise ControllerMoved("controller epoch moved on; another broker is controller") from exc
         failed = ops[exc.index - 1]
