@@ -65,6 +65,22 @@ class Outcome:
     reason: str | None = None
 
 
+@dataclass
+class _Following:
+    """What following one batch keeps between polls."""
+
+    base: health.Baseline
+    started: float
+    timeout: float | None
+    done_before: int  # bytes of the batches done before this one
+    total: int  # bytes of the whole execution, as learnt
+    watch: StallWatch
+    last_full: float  # when the whole cluster was last read
+    saved_progress: float = 0.0
+    stop_after: bool = False
+    observed: dict[TopicPartition, int] = field(default_factory=dict)  # sizes learnt from first lags
+
+
 class Clock:
     """Real time; tests and benches may pass another with the same three methods."""
 
@@ -391,63 +407,78 @@ class Executor:
 
     def _follow(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
         """Until every move of the batch is at its target; raises _Stop on health, cancel now or timeout."""
-        base = health.baseline(snapshot)
-        started = self.clock.monotonic() - max(0.0, self.clock.now() - (batch.started_at or self.clock.now()))
-        timeout = self.batch_timeout
-        if timeout is None and batch.estimate_seconds:
-            timeout = 4 * batch.estimate_seconds + 600
-        done_before = sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves)
-        total = sum(m.copied_bytes for b in record.batches for m in b.moves)
-        stop_after = False
-        observed: dict[TopicPartition, int] = {}  # sizes learnt from first lags, kept across polls
-        watch = StallWatch(self.stall_timeout, self.clock.monotonic())
-        last_full = self.clock.monotonic()
-        saved_progress = self.clock.monotonic()
+        f = _Following(health.baseline(snapshot), self._batch_started(batch), self._batch_timeout(batch),
+                       sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves),
+                       sum(m.copied_bytes for b in record.batches for m in b.moves),
+                       StallWatch(self.stall_timeout, self.clock.monotonic()), self.clock.monotonic())
         while True:
-            elapsed = self.clock.monotonic() - started
-            measured = progress.measure(batch.index, len(record.batches), batch.moves, snapshot, elapsed,
-                                        self.cluster.lags, observed)
-            total = max(total, done_before + measured.bytes_total)
-            event = {"event": "progress", **measured.as_dict(), "overall_bytes_total": total,
-                     "overall_bytes_done": done_before + measured.bytes_done}
-            overall_eta = progress.seconds_left(total - done_before, measured.bytes_done, measured.rate)
-            if overall_eta is not None:
-                event["overall_eta"] = round(overall_eta, 1)
-            self.emit(event)
+            elapsed = self.clock.monotonic() - f.started
+            measured = self._report_progress(record, batch, snapshot, elapsed, f)
             requested = {(x.topic, x.partition) for x in snapshot.requested_moves}
             if measured.done == measured.partitions and not any(m.tp in requested for m in batch.moves):
                 return
-            if watch.observe(self.clock.monotonic(), stall.signature(snapshot, batch.moves, measured.bytes_done)):
-                batch.progress_at = self.clock.now()
-                if self.clock.monotonic() - saved_progress > PROGRESS_SAVE_SECONDS:  # for kops status
-                    self._save(record)
-                    saved_progress = self.clock.monotonic()
-            elif watch.stalled(self.clock.monotonic()):
-                self._stalled(batch, snapshot, watch.stalled_for(self.clock.monotonic()))
-            problem = health.problem(snapshot, batch.moves, base)
+            self._watch_for_stalls(record, batch, snapshot, measured, f)
+            problem = health.problem(snapshot, batch.moves, f.base)
             if problem is not None:
                 raise _Stop(f"health stop in batch {batch.index}: {problem}; the batch stays with the controller, "
                             f"`kops apply --resume` continues once the cluster is healthy")
-            request = self.journal.cancel_requested(record.id)
-            if request is not None and request.get("now"):
-                self.controls.cancel_now.set()
-            elif request is not None:
-                stop_after = True
-            if self.controls.cancel_now.is_set():
-                self._cancel_in_flight(record, batch, snapshot)
-            if self.controls.stop.is_set() and not stop_after:
-                stop_after = True
-                self.emit({"event": "message", "text": f"stopping after batch {batch.index} completes "
-                                                       f"(interrupt again to cancel it)"})
-            if self._lock is not None and self._lock.lost is not None:
-                raise LockLost(self._lock.lost)  # stop at once: no more submissions, no more record saves
-            if timeout is not None and elapsed > timeout:
+            self._obey_requests(record, batch, snapshot, f)
+            if f.timeout is not None and elapsed > f.timeout:
                 raise _Stop(f"batch {batch.index} timed out after {elapsed:.0f} s; it stays with the controller")
             self.clock.sleep(self.poll)
-            if self.clock.monotonic() - last_full >= FULL_READ_SECONDS:  # health beyond the batch's topics
-                snapshot, last_full = self._snapshot(), self.clock.monotonic()
+            if self.clock.monotonic() - f.last_full >= FULL_READ_SECONDS:  # health beyond the batch's topics
+                snapshot, f.last_full = self._snapshot(), self.clock.monotonic()
             else:
                 snapshot = self._snapshot({m.topic for m in batch.moves})
+
+    def _batch_started(self, batch: BatchRecord) -> float:
+        """The batch's start on the monotonic clock (it may have started in an earlier, interrupted run)."""
+        return self.clock.monotonic() - max(0.0, self.clock.now() - (batch.started_at or self.clock.now()))
+
+    def _batch_timeout(self, batch: BatchRecord) -> float | None:
+        if self.batch_timeout is None and batch.estimate_seconds:
+            return 4 * batch.estimate_seconds + 600
+        return self.batch_timeout
+
+    def _report_progress(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot, elapsed: float,
+                         f: _Following) -> progress.BatchProgress:
+        measured = progress.measure(batch.index, len(record.batches), batch.moves, snapshot, elapsed,
+                                    self.cluster.lags, f.observed)
+        f.total = max(f.total, f.done_before + measured.bytes_total)
+        event = {"event": "progress", **measured.as_dict(), "overall_bytes_total": f.total,
+                 "overall_bytes_done": f.done_before + measured.bytes_done}
+        overall_eta = progress.seconds_left(f.total - f.done_before, measured.bytes_done, measured.rate)
+        if overall_eta is not None:
+            event["overall_eta"] = round(overall_eta, 1)
+        self.emit(event)
+        return measured
+
+    def _watch_for_stalls(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot,
+                          measured: progress.BatchProgress, f: _Following) -> None:
+        now = self.clock.monotonic()
+        if f.watch.observe(now, stall.signature(snapshot, batch.moves, measured.bytes_done)):
+            batch.progress_at = self.clock.now()
+            if now - f.saved_progress > PROGRESS_SAVE_SECONDS:  # for kops status
+                self._save(record)
+                f.saved_progress = now
+        elif f.watch.stalled(now):
+            self._stalled(batch, snapshot, f.watch.stalled_for(now))
+
+    def _obey_requests(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot, f: _Following) -> None:
+        """`kops cancel` (stop after the batch, or --now), signals, and a lost lock."""
+        request = self.journal.cancel_requested(record.id)
+        if request is not None and request.get("now"):
+            self.controls.cancel_now.set()
+        elif request is not None:
+            f.stop_after = True
+        if self.controls.cancel_now.is_set():
+            self._cancel_in_flight(record, batch, snapshot)
+        if self.controls.stop.is_set() and not f.stop_after:
+            f.stop_after = True
+            self.emit({"event": "message", "text": f"stopping after batch {batch.index} completes "
+                                                   f"(interrupt again to cancel it)"})
+        if self._lock is not None and self._lock.lost is not None:
+            raise LockLost(self._lock.lost)  # stop at once: no more submissions, no more record saves
 
     def _stalled(self, batch: BatchRecord, snapshot: Snapshot, seconds: float) -> None:
         stuck = stall.explain(snapshot, batch.moves, progress.done_moves(snapshot, batch.moves))
