@@ -17,7 +17,7 @@ from kops.kafka.codecs.controller import ControllerRegistration, encode_controll
 from kops.kafka.codecs.partition_state import encode_partition_state
 from kops.kafka.codecs.topics import encode_topic
 from kops.model.snapshot import Snapshot
-from kops.model.topics import TopicAssignment
+from kops.model.topics import Topic, TopicAssignment
 
 MAX_OPS = 400
 MAX_BYTES = 512 * 1024  # well under ZooKeeper's 1 MB jute.maxbuffer
@@ -51,6 +51,18 @@ def write_snapshot(client: ZkClient, snapshot: Snapshot, *, ephemeral_brokers: b
     for path in paths.PERSISTENT_PATHS + ("/admin", "/cluster"):
         client.ensure_path(path)
     w = _BatchWriter(client)
+    _write_cluster(w, snapshot, ephemeral_brokers)
+    for name, topic in sorted(snapshot.topics.items()):
+        _write_topic(w, name, topic)
+    for entity, config in sorted(snapshot.broker_configs.items()):
+        w.create(paths.config("brokers", entity), encode_config(config))
+    _write_requests(w, snapshot)
+    w.flush()
+    return w.count
+
+
+def _write_cluster(w: _BatchWriter, snapshot: Snapshot, ephemeral_brokers: bool) -> None:
+    """Cluster id, controller epoch and registration, broker registrations."""
     if snapshot.cluster_id:
         w.create(paths.CLUSTER_ID, encode_cluster_id(snapshot.cluster_id))
     ctl = snapshot.controller
@@ -62,24 +74,29 @@ def write_snapshot(client: ZkClient, snapshot: Snapshot, *, ephemeral_brokers: b
         w.create(paths.CONTROLLER, encode_controller(registration), ephemeral=ephemeral_brokers)
     for broker in snapshot.brokers:
         w.create(paths.broker(broker.id), encode_broker(broker), ephemeral=ephemeral_brokers)
-    for name, topic in sorted(snapshot.topics.items()):
-        w.create(paths.config("topics", name), encode_config(topic.config))
-        assignment = TopicAssignment(
-            replicas={p: part.replicas for p, part in topic.partitions.items()},
-            adding={p: part.adding for p, part in topic.partitions.items() if part.adding},
-            removing={p: part.removing for p, part in topic.partitions.items() if part.removing},
-            topic_id=topic.topic_id,
-            initial_partition_count=topic.initial_partition_count,
-            undeleted_partition_count=topic.undeleted_partition_count,
-        )
-        w.create(paths.topic(name), encode_topic(assignment))
-        w.create(paths.partitions(name))
-        for number, part in sorted(topic.partitions.items()):
-            w.create(paths.partition(name, number))
-            if part.state is not None:
-                w.create(paths.partition_state(name, number), encode_partition_state(part.state))
-    for entity, config in sorted(snapshot.broker_configs.items()):
-        w.create(paths.config("brokers", entity), encode_config(config))
+
+
+def _write_topic(w: _BatchWriter, name: str, topic: Topic) -> None:
+    """Config first, then the topic znode, its partitions and their states (as Kafka's admin tools order them)."""
+    w.create(paths.config("topics", name), encode_config(topic.config))
+    assignment = TopicAssignment(
+        replicas={p: part.replicas for p, part in topic.partitions.items()},
+        adding={p: part.adding for p, part in topic.partitions.items() if part.adding},
+        removing={p: part.removing for p, part in topic.partitions.items() if part.removing},
+        topic_id=topic.topic_id,
+        initial_partition_count=topic.initial_partition_count,
+        undeleted_partition_count=topic.undeleted_partition_count,
+    )
+    w.create(paths.topic(name), encode_topic(assignment))
+    w.create(paths.partitions(name))
+    for number, part in sorted(topic.partitions.items()):
+        w.create(paths.partition(name, number))
+        if part.state is not None:
+            w.create(paths.partition_state(name, number), encode_partition_state(part.state))
+
+
+def _write_requests(w: _BatchWriter, snapshot: Snapshot) -> None:
+    """Pending deletions, a reassignment, a preferred election, a migration marker."""
     for name in snapshot.pending_deletions:
         w.create(paths.delete_topic(name))
     if snapshot.requested_moves:
@@ -90,6 +107,5 @@ def write_snapshot(client: ZkClient, snapshot: Snapshot, *, ephemeral_brokers: b
     if snapshot.preferred_election:
         w.create(paths.PREFERRED_REPLICA_ELECTION, encode_partition_list(snapshot.preferred_election))
     if snapshot.migration:
-        w.create(paths.MIGRATION, encode_migration(MigrationState(3000, max(ctl.kraft_controller_epoch, 1), 0, 1)))
-    w.flush()
-    return w.count
+        epoch = max(snapshot.controller.kraft_controller_epoch, 1)
+        w.create(paths.MIGRATION, encode_migration(MigrationState(3000, epoch, 0, 1)))

@@ -145,6 +145,7 @@ class Controller:
     # -- event dispatch ----------------------------------------------------------------------------------
 
     def _process(self, event: Event) -> None:
+        """Election events always; the rest only while this broker is the active controller."""
         if isinstance(event, (Startup, Reelect)):
             self._elect()
         elif isinstance(event, ControllerChange):
@@ -157,35 +158,33 @@ class Controller:
         elif self.ctx is None:
             if isinstance(event, ControlledShutdown):
                 event.reply.set_exception(RuntimeError(f"broker {self.broker_id} is not the controller"))
-            return
-        elif isinstance(event, BrokerChange):
-            self._broker_change()
-        elif isinstance(event, TopicChange):
-            self._topic_change()
-        elif isinstance(event, PartitionModifications):
-            self._partition_modifications(event.topic)
-        elif isinstance(event, TopicDeletion):
-            self._topic_deletion()
-        elif isinstance(event, ReplicasDeleted):
-            self._decide(lambda ctx: decisions.on_replicas_deleted(ctx, event.topic))
-            self.store.delete_quietly(paths.delete_topic(event.topic))
-            self._deletions_sent.discard(event.topic)
-        elif isinstance(event, ReassignmentRequested):
-            self._reassignment()
-        elif isinstance(event, PreferredElectionRequested):
-            self._preferred_election()
-        elif isinstance(event, CancelRequested):
-            self._cancel()
-        elif isinstance(event, FreezeChanged):
-            self._freeze()
-        elif isinstance(event, QueueChanged):
-            self._queue()
-        elif isinstance(event, IsrChanged):
-            self._isr_changed()
-        elif isinstance(event, ControlledShutdown):
-            self._controlled_shutdown(event)
-        elif isinstance(event, DrainCheck):
-            self._drain_check()
+        else:
+            handler = self._handlers.get(type(event))
+            if handler is not None:
+                handler(event)
+
+    @property
+    def _handlers(self) -> dict[type, Callable[[Any], None]]:
+        return {
+            BrokerChange: lambda _e: self._broker_change(),
+            TopicChange: lambda _e: self._topic_change(),
+            PartitionModifications: lambda e: self._partition_modifications(e.topic),
+            TopicDeletion: lambda _e: self._topic_deletion(),
+            ReplicasDeleted: self._replicas_deleted,
+            ReassignmentRequested: lambda _e: self._reassignment(),
+            PreferredElectionRequested: lambda _e: self._preferred_election(),
+            CancelRequested: lambda _e: self._cancel(),
+            FreezeChanged: lambda _e: self._freeze(),
+            QueueChanged: lambda _e: self._queue(),
+            IsrChanged: lambda _e: self._isr_changed(),
+            ControlledShutdown: self._controlled_shutdown,
+            DrainCheck: lambda _e: self._drain_check(),
+        }
+
+    def _replicas_deleted(self, event: ReplicasDeleted) -> None:
+        self._decide(lambda ctx: decisions.on_replicas_deleted(ctx, event.topic))
+        self.store.delete_quietly(paths.delete_topic(event.topic))
+        self._deletions_sent.discard(event.topic)
 
     def _failed(self, event: Event, exc: Exception) -> None:
         if isinstance(event, ControlledShutdown) and not event.reply.done():

@@ -267,31 +267,7 @@ class ControllerStore:
 
         On StateConflict only the raced partitions (`partitions`) were not written; `committed` were.
         """
-        ops: list[Op] = []
-        rewritten = ({tp.topic for tp in effects.assignments} | set(effects.topic_counts)
-                     | {tp.topic for tp in effects.deleted_partitions})
-        topics = sorted(rewritten - effects.deleted_topics)
-        for name in topics:
-            ops.append(("set", paths.topic(name), self._encode_topic(ctx, effects, name), -1, None))
-        missing_parents = self._missing_partition_parents(effects)
-        for tp, state in sorted(effects.states.items()):
-            data = encode_partition_state(PartitionState(
-                state.leader, state.leader_epoch, state.isr, ctx.epoch,
-                leader_epoch_after_creation=state.after_creation, leader_epoch_before_deletion=state.before_deletion))
-            path = paths.partition_state(tp.topic, tp.partition)
-            if tp in effects.created_states:
-                if tp.topic in missing_parents:
-                    ops.append(("create", paths.partitions(tp.topic), None, -1, tp))
-                    missing_parents.discard(tp.topic)
-                ops.append(("create", paths.partition(tp.topic, tp.partition), None, -1, tp))
-                ops.append(("create", path, data, -1, tp))
-            else:
-                ops.append(("set", path, data, state.zk_version, tp))
-        for tp in sorted(effects.deleted_partitions):  # KIP-253: after the topic znode stopped naming them
-            ops.append(("delete", paths.partition_state(tp.topic, tp.partition), None, -1, tp))
-            ops.append(("delete", paths.partition(tp.topic, tp.partition), None, -1, tp))
-        for name in sorted(effects.deleted_topics):
-            ops.extend(("delete", p, None, -1, None) for p in self._topic_tree(name))
+        ops = self._ops(ctx, effects)
         pending = [(chunk, self._send(chunk, epoch_version))
                    for chunk in (ops[i:i + self.batch_ops] for i in range(0, len(ops), self.batch_ops))]
         committed: set[TopicPartition] = set()
@@ -321,6 +297,35 @@ class ControllerStore:
                 raced.update(op[4] for op in group if op[4] is not None)
         if raced:
             raise StateConflict(raced, committed)
+
+    def _ops(self, ctx: ControllerContext, effects: Effects) -> list[Op]:
+        """The effects as znode operations: topic znodes, partition states (created or conditionally set),
+        KIP-253 partition deletions, whole topic trees deleted."""
+        ops: list[Op] = []
+        rewritten = ({tp.topic for tp in effects.assignments} | set(effects.topic_counts)
+                     | {tp.topic for tp in effects.deleted_partitions})
+        for name in sorted(rewritten - effects.deleted_topics):
+            ops.append(("set", paths.topic(name), self._encode_topic(ctx, effects, name), -1, None))
+        missing_parents = self._missing_partition_parents(effects)
+        for tp, state in sorted(effects.states.items()):
+            data = encode_partition_state(PartitionState(
+                state.leader, state.leader_epoch, state.isr, ctx.epoch,
+                leader_epoch_after_creation=state.after_creation, leader_epoch_before_deletion=state.before_deletion))
+            path = paths.partition_state(tp.topic, tp.partition)
+            if tp not in effects.created_states:
+                ops.append(("set", path, data, state.zk_version, tp))
+                continue
+            if tp.topic in missing_parents:
+                ops.append(("create", paths.partitions(tp.topic), None, -1, tp))
+                missing_parents.discard(tp.topic)
+            ops.append(("create", paths.partition(tp.topic, tp.partition), None, -1, tp))
+            ops.append(("create", path, data, -1, tp))
+        for tp in sorted(effects.deleted_partitions):  # KIP-253: after the topic znode stopped naming them
+            ops.append(("delete", paths.partition_state(tp.topic, tp.partition), None, -1, tp))
+            ops.append(("delete", paths.partition(tp.topic, tp.partition), None, -1, tp))
+        for name in sorted(effects.deleted_topics):
+            ops.extend(("delete", p, None, -1, None) for p in self._topic_tree(name))
+        return ops
 
     def _send(self, ops: list[Op], epoch_version: int):  # type: ignore[no-untyped-def]
         txn = self.client.transaction().check(paths.CONTROLLER_EPOCH, epoch_version)
