@@ -161,28 +161,27 @@ class _Builder:
             if key not in GROUP_KEYS:
                 loc = body.key_locations.get(key, where) if isinstance(body, YamlMap) else where
                 self.problems.error(loc, f"unknown key {key!r} in group {name!r}", hint="a group has hosts, vars and children")
-        hosts = body.get("hosts")
-        if hosts is not None:
-            if not isinstance(hosts, dict):
-                self.problems.error(location_of(hosts, where), f"hosts of group {name!r} must be a mapping")
-            else:
-                for host_name, host_vars in hosts.items():
-                    hloc = hosts.key_locations.get(host_name, where) if isinstance(hosts, YamlMap) else where
-                    self.add_host(str(host_name), host_vars, hloc, name)
+        for host_name, host_vars, hloc in self._entries(body, "hosts", name, where):
+            self.add_host(host_name, host_vars, hloc, name)
         variables = body.get("vars")
-        if variables is not None:
-            if not isinstance(variables, dict):
-                self.problems.error(location_of(variables, where), f"vars of group {name!r} must be a mapping")
-            else:
-                group.vars.update(variables)
-        children = body.get("children")
-        if children is not None:
-            if not isinstance(children, dict):
-                self.problems.error(location_of(children, where), f"children of group {name!r} must be a mapping")
-            else:
-                for child, child_body in children.items():
-                    cloc = children.key_locations.get(child, where) if isinstance(children, YamlMap) else where
-                    self.add_group(str(child), child_body, cloc, name)
+        if variables is not None and not isinstance(variables, dict):
+            self.problems.error(location_of(variables, where), f"vars of group {name!r} must be a mapping")
+        elif variables is not None:
+            group.vars.update(variables)
+        for child, child_body, cloc in self._entries(body, "children", name, where):
+            self.add_group(child, child_body, cloc, name)
+
+    def _entries(self, body: dict[str, Any], key: str, group: str,
+                 where: SourceLocation) -> list[tuple[str, Any, SourceLocation]]:
+        """A group's `hosts` or `children`: (name, value, where) each; a non-mapping is one problem."""
+        found = body.get(key)
+        if found is None:
+            return []
+        if not isinstance(found, dict):
+            self.problems.error(location_of(found, where), f"{key} of group {group!r} must be a mapping")
+            return []
+        return [(str(k), v, found.key_locations.get(k, where) if isinstance(found, YamlMap) else where)
+                for k, v in found.items()]
 
     def add_host(self, name: str, host_vars: Any, where: SourceLocation, group: str) -> None:
         host = self.inventory.hosts.get(name)
@@ -239,25 +238,7 @@ def load_inventory(path: Path, problems: Problems) -> Inventory:
         files = [path]
         base = path.parent
     for file in files:
-        shown = str(file)
-        builder.inventory.sources.append(shown)
-        try:
-            data = load_yaml(file, shown)
-        except YamlError as exc:
-            problems.error(exc.location, exc.what, exc.hint)
-            continue
-        if data is None:
-            continue
-        if not isinstance(data, dict):
-            problems.error(
-                location_of(data, SourceLocation(shown, 1, 1)),
-                "an inventory must be a mapping of groups (all: {hosts: ..., children: ...})",
-                hint="kops reads Ansible's YAML inventory format",
-            )
-            continue
-        for group_name, body in data.items():
-            loc = data.key_locations.get(group_name) if isinstance(data, YamlMap) else None
-            builder.add_group(str(group_name), body, loc or SourceLocation(shown, 1, 1), None)
+        _read_inventory_file(builder, file, problems)
     inventory = builder.inventory
     for group in inventory.groups.values():
         for file in _vars_files(base / "group_vars", group.name):
@@ -270,3 +251,23 @@ def load_inventory(path: Path, problems: Problems) -> Inventory:
     if not inventory.hosts:
         problems.error(SourceLocation(str(path), 1, 1), "the inventory names no hosts", hint="a host is a Kafka cluster")
     return inventory
+
+
+def _read_inventory_file(builder: _Builder, file: Path, problems: Problems) -> None:
+    shown = str(file)
+    builder.inventory.sources.append(shown)
+    try:
+        data = load_yaml(file, shown)
+    except YamlError as exc:
+        problems.error(exc.location, exc.what, exc.hint)
+        return
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        problems.error(location_of(data, SourceLocation(shown, 1, 1)),
+                       "an inventory must be a mapping of groups (all: {hosts: ..., children: ...})",
+                       hint="kops reads Ansible's YAML inventory format")
+        return
+    for group_name, body in data.items():
+        loc = data.key_locations.get(group_name) if isinstance(data, YamlMap) else None
+        builder.add_group(str(group_name), body, loc or SourceLocation(shown, 1, 1), None)

@@ -184,33 +184,12 @@ class Renderer:
         return False
 
     def _render(self, value: str, variables: dict[str, Any]) -> Any:
+        """A plain `{{ name }}` substitution without Jinja2 where possible (the common case, and fast), else a
+        single expression (keeps its type: a list stays a list), else a whole template (a string)."""
         self._used_secret = False
         try:
-            if "{%" not in value and "{#" not in value:
-                names = _PLAIN_NAME.findall(value)
-                remainder = _PLAIN_NAME.sub("", value)
-                if names and "{{" not in remainder and "}}" not in remainder:
-                    missing = [n for n in names if n not in variables]
-                    if missing:
-                        raise UndefinedError(f"'{missing[0]}' is undefined")
-                    if len(names) == 1 and _SINGLE_EXPRESSION.match(value):
-                        return variables[names[0]]
-                    return _PLAIN_NAME.sub(lambda m: str(variables[m.group(1)]), value)
-            match = _SINGLE_EXPRESSION.match(value)
-            if match and "{{" not in match.group("expr") and "}}" not in match.group("expr"):
-                compiled = self._expressions.get(value)
-                if compiled is None:
-                    compiled = self.env.compile_expression(match.group("expr"), undefined_to_none=False)
-                    self._expressions[value] = compiled
-                result = compiled(**variables)
-                if isinstance(result, StrictUndefined):
-                    str(result)  # raises UndefinedError with the variable's name
-            else:
-                template = self._templates.get(value)
-                if template is None:
-                    template = self.env.from_string(value)
-                    self._templates[value] = template
-                result = template.render(**variables)
+            plain = self._plain(value, variables)
+            result = plain[0] if plain else self._evaluate(value, variables)
         except TemplateProblem:
             raise
         except UndefinedError as exc:
@@ -226,6 +205,39 @@ class Renderer:
         if self._used_secret and isinstance(result, str):
             result = Secret(result)
         return result
+
+    @staticmethod
+    def _plain(value: str, variables: dict[str, Any]) -> tuple[Any] | None:
+        """(the result,) when `value` only substitutes plain names; None when Jinja2 must render it."""
+        if "{%" in value or "{#" in value:
+            return None
+        names = _PLAIN_NAME.findall(value)
+        remainder = _PLAIN_NAME.sub("", value)
+        if not names or "{{" in remainder or "}}" in remainder:
+            return None
+        missing = [n for n in names if n not in variables]
+        if missing:
+            raise UndefinedError(f"'{missing[0]}' is undefined")
+        if len(names) == 1 and _SINGLE_EXPRESSION.match(value):
+            return (variables[names[0]],)
+        return (_PLAIN_NAME.sub(lambda m: str(variables[m.group(1)]), value),)
+
+    def _evaluate(self, value: str, variables: dict[str, Any]) -> Any:
+        match = _SINGLE_EXPRESSION.match(value)
+        if match and "{{" not in match.group("expr") and "}}" not in match.group("expr"):
+            compiled = self._expressions.get(value)
+            if compiled is None:
+                compiled = self.env.compile_expression(match.group("expr"), undefined_to_none=False)
+                self._expressions[value] = compiled
+            result = compiled(**variables)
+            if isinstance(result, StrictUndefined):
+                str(result)  # raises UndefinedError with the variable's name
+            return result
+        template = self._templates.get(value)
+        if template is None:
+            template = self.env.from_string(value)
+            self._templates[value] = template
+        return template.render(**variables)
 
     def render_deep(self, value: Any, variables: dict[str, Any], memo: dict[str, Any] | None = None) -> Any:
         """Render every string inside lists and mappings (keys of mappings too)."""
