@@ -8,6 +8,7 @@ declared value equal to Kafka's default causes no perpetual diff. Values are alw
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 INT = (-(2**31), 2**31 - 1)
@@ -77,54 +78,73 @@ def _number_text(value: object) -> str:
 def normalize(key: str, value: object) -> str:
     """The string Kafka stores for a declared value; ValueError says what Kafka would reject and why."""
     spec = TOPIC_CONFIGS[key]
-    if spec.kind in ("int", "long"):
-        text = _number_text(value)
-        try:
-            number = int(text, 10)
-        except ValueError:
-            raise ValueError(f"{key} must be an integer, got {text!r}") from None
-        low, high = INT if spec.kind == "int" else LONG
-        low = max(low, int(spec.minimum)) if spec.minimum is not None else low
-        if not low <= number <= high:
-            allowed = f"at least {low}" if high in (INT[1], LONG[1]) else f"between {low} and {high}"
-            raise ValueError(f"{key} must be {allowed}, got {number}")
-        return str(number)
-    if spec.kind == "double":
-        text = _number_text(value)
-        try:
-            number_f = float(text)
-        except ValueError:
-            raise ValueError(f"{key} must be a number, got {text!r}") from None
-        if (spec.minimum is not None and number_f < spec.minimum) or (spec.maximum is not None and number_f > spec.maximum):
-            raise ValueError(f"{key} must be between {spec.minimum:g} and {spec.maximum:g}, got {text}")
+    check = _NORMALIZERS.get(spec.kind)
+    return str(value) if check is None else check(key, spec, value)
+
+
+def _integer(key: str, spec: ConfigSpec, value: object) -> str:
+    text = _number_text(value)
+    try:
+        number = int(text, 10)
+    except ValueError:
+        raise ValueError(f"{key} must be an integer, got {text!r}") from None
+    low, high = INT if spec.kind == "int" else LONG
+    low = max(low, int(spec.minimum)) if spec.minimum is not None else low
+    if not low <= number <= high:
+        allowed = f"at least {low}" if high in (INT[1], LONG[1]) else f"between {low} and {high}"
+        raise ValueError(f"{key} must be {allowed}, got {number}")
+    return str(number)
+
+
+def _double(key: str, spec: ConfigSpec, value: object) -> str:
+    text = _number_text(value)
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, got {text!r}") from None
+    if (spec.minimum is not None and number < spec.minimum) or (spec.maximum is not None and number > spec.maximum):
+        raise ValueError(f"{key} must be between {spec.minimum:g} and {spec.maximum:g}, got {text}")
+    return text
+
+
+def _boolean(key: str, spec: ConfigSpec, value: object) -> str:
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"{key} must be true or false, got {value!r}")
+    return text
+
+
+def _enum(key: str, spec: ConfigSpec, value: object) -> str:
+    text = str(value).strip()
+    if text not in spec.choices:
+        raise ValueError(f"{key} must be one of {', '.join(spec.choices)}, got {text!r}")
+    return text
+
+
+def _list(key: str, spec: ConfigSpec, value: object) -> str:
+    items = value if isinstance(value, list) else str(value).split(",")
+    cleaned = [str(i).strip() for i in items if str(i).strip()]
+    bad = [i for i in cleaned if i not in spec.choices]
+    if bad or not cleaned:
+        raise ValueError(f"{key} must be a list of {', '.join(spec.choices)}, got {value!r}")
+    return ",".join(cleaned)
+
+
+def _throttle(key: str, spec: ConfigSpec, value: object) -> str:
+    text = str(value).strip()
+    if text == "*":
         return text
-    if spec.kind == "boolean":
-        text = str(value).strip().lower()
-        if text not in ("true", "false"):
-            raise ValueError(f"{key} must be true or false, got {value!r}")
-        return text
-    if spec.kind == "enum":
-        text = str(value).strip()
-        if text not in spec.choices:
-            raise ValueError(f"{key} must be one of {', '.join(spec.choices)}, got {text!r}")
-        return text
-    if spec.kind == "list":
-        items = value if isinstance(value, list) else str(value).split(",")
-        cleaned = [str(i).strip() for i in items if str(i).strip()]
-        bad = [i for i in cleaned if i not in spec.choices]
-        if bad or not cleaned:
-            raise ValueError(f"{key} must be a list of {', '.join(spec.choices)}, got {value!r}")
-        return ",".join(cleaned)
-    if spec.kind == "throttle":
-        text = str(value).strip()
-        if text == "*":
-            return text
-        for element in text.split(","):
-            element = element.strip()
-            if element and not _is_throttle_entry(element):
-                raise ValueError(f"{key} must be '*' or a list of partition:broker, got {element!r}")
-        return text
-    return str(value)
+    for element in text.split(","):
+        element = element.strip()
+        if element and not _is_throttle_entry(element):
+            raise ValueError(f"{key} must be '*' or a list of partition:broker, got {element!r}")
+    return text
+
+
+_NORMALIZERS: dict[str, Callable[[str, ConfigSpec, object], str]] = {
+    "int": _integer, "long": _integer, "double": _double, "boolean": _boolean, "enum": _enum, "list": _list,
+    "throttle": _throttle,
+}
 
 
 def _is_throttle_entry(element: str) -> bool:
