@@ -146,50 +146,58 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
     if not moves:
         return []
     data = [m for m in moves if m.adding]
-    leader_only = [m for m in moves if not m.adding]
-    if order == "topic":
-        ranked = sorted(data, key=lambda m: (m.topic, m.partition))
-    elif order == "as-declared":
-        position = {name: i for i, name in enumerate(declared)}
-        ranked = sorted(data, key=lambda m: (position.get(m.topic, len(position)), m.topic, m.partition))
-    else:
-        ranked = sorted(data, key=lambda m: (-work(m, sized), m.topic, m.partition))
     batches = [_Batch() for _ in range(max(1, minimum_batches(data, limits, sized)))]
+    ranked = _ranked(data, order, declared, sized)
     if order in ("topic", "as-declared"):
-        # Keep the requested order: fill batches in sequence.
-        current = 0
-        for move in ranked:
-            while not batches[current].fits(move, limits, sized):
-                current += 1
-                if current == len(batches):
-                    batches.append(_Batch())
-            batches[current].add(move, rate, rate, sized)
+        _fill_in_order(batches, ranked, limits, rate, sized)
     else:
-        for move in ranked:
-            best = None
-            best_key = None
-            for index, batch in enumerate(batches):
-                if not batch.fits(move, limits, sized):
-                    continue
-                after = batch.makespan_with(move, rate, rate, sized)
-                key = (after - batch.makespan, batch.makespan, index)
-                if best_key is None or key < best_key:
-                    best, best_key = batch, key
-            if best is None:
-                best = _Batch()
-                batches.append(best)
-            best.add(move, rate, rate, sized)
-    if order not in ("topic", "as-declared"):
+        _fill_balanced(batches, ranked, limits, rate, sized)
         _improve(batches, limits, rate, sized)
     # Leader-only moves copy nothing: they ride along in the first batch that has room.
-    for move in sorted(leader_only, key=lambda m: (m.topic, m.partition)):
+    for move in sorted((m for m in moves if not m.adding), key=lambda m: (m.topic, m.partition)):
         target = next((b for b in batches if b.fits(move, limits, sized)), None)
         if target is None:
             target = _Batch()
             batches.append(target)
         target.add(move, rate, rate, sized)
-    result = [sorted(b.moves.values(), key=lambda m: (m.topic, m.partition)) for b in batches if b.moves]
-    return result
+    return [sorted(b.moves.values(), key=lambda m: (m.topic, m.partition)) for b in batches if b.moves]
+
+
+def _ranked(data: list[Move], order: str, declared: Sequence[str], sized: bool) -> list[Move]:
+    if order == "topic":
+        return sorted(data, key=lambda m: (m.topic, m.partition))
+    if order == "as-declared":
+        position = {name: i for i, name in enumerate(declared)}
+        return sorted(data, key=lambda m: (position.get(m.topic, len(position)), m.topic, m.partition))
+    return sorted(data, key=lambda m: (-work(m, sized), m.topic, m.partition))
+
+
+def _fill_in_order(batches: list[_Batch], ranked: list[Move], limits: Limits, rate: float, sized: bool) -> None:
+    """Keep the requested order: fill batches in sequence."""
+    current = 0
+    for move in ranked:
+        while not batches[current].fits(move, limits, sized):
+            current += 1
+            if current == len(batches):
+                batches.append(_Batch())
+        batches[current].add(move, rate, rate, sized)
+
+
+def _fill_balanced(batches: list[_Batch], ranked: list[Move], limits: Limits, rate: float, sized: bool) -> None:
+    """Each move (largest first) to the batch whose makespan it raises least."""
+    for move in ranked:
+        best = None
+        best_key = None
+        for index, batch in enumerate(batches):
+            if not batch.fits(move, limits, sized):
+                continue
+            key = (batch.makespan_with(move, rate, rate, sized) - batch.makespan, batch.makespan, index)
+            if best_key is None or key < best_key:
+                best, best_key = batch, key
+        if best is None:
+            best = _Batch()
+            batches.append(best)
+        best.add(move, rate, rate, sized)
 
 
 IMPROVEMENT_PASSES = 8
@@ -203,17 +211,7 @@ def _improve(batches: list[_Batch], limits: Limits, rate: float, sized: bool) ->
     whatever comes next; this puts the critical ports' moves where their time is already being paid.
     Every accepted step lowers the sum of makespans; passes and candidates are bounded, so the cost stays
     linear in the number of batches even for batches of thousands of moves."""
-    evictable: dict[int, tuple[int, list[Move]]] = {}
-
-    def cheap(i: int) -> list[Move]:
-        target = batches[i]
-        cached = evictable.get(i)
-        if cached is None or cached[0] != target.version:
-            moves = heapq.nsmallest(EVICTABLE_TRIED * 4, target.moves.values(), key=lambda m: (work(m, sized), m.topic, m.partition))
-            cached = (target.version, [m for m in moves if not target.defines_makespan(m)][:EVICTABLE_TRIED])
-            evictable[i] = cached
-        return cached[1]
-
+    search = _Search(batches, limits, rate, sized)
     for _ in range(IMPROVEMENT_PASSES):
         improved = False
         for j in sorted(range(len(batches)), key=lambda k: (-batches[k].makespan, k)):
@@ -222,41 +220,68 @@ def _improve(batches: list[_Batch], limits: Limits, rate: float, sized: bool) ->
                 CRITICAL_TRIED, (m for m in source.moves.values() if source.defines_makespan(m)),
                 key=lambda m: (-work(m, sized), m.topic, m.partition))
             for move in critical:
-                if (move.topic, move.partition) not in source.moves:
-                    continue
-                before = source.makespan
-                source.remove(move, rate, rate, sized)
-                gain = before - source.makespan
-                best: tuple[float, int, Move | None] | None = None
-                if gain > 1e-9:
-                    for i, target in enumerate(batches):
-                        if i == j:
-                            continue
-                        if target.fits(move, limits, sized):
-                            cost = target.makespan_with(move, rate, rate, sized) - target.makespan
-                            if cost < gain - 1e-9 and (best is None or cost < best[0]):
-                                best = (cost, i, None)
-                            continue
-                        for swapped in cheap(i):
-                            t_before = target.makespan
-                            target.remove(swapped, rate, rate, sized)
-                            ok = target.fits(move, limits, sized) and source.fits(swapped, limits, sized)
-                            swap_cost = (target.makespan_with(move, rate, rate, sized) - t_before
-                                         + source.makespan_with(swapped, rate, rate, sized) - source.makespan) if ok else None
-                            target.add(swapped, rate, rate, sized)
-                            if swap_cost is not None and swap_cost < gain - 1e-9 and (best is None or swap_cost < best[0]):
-                                best = (swap_cost, i, swapped)
-                if best is None:
-                    source.add(move, rate, rate, sized)
-                    continue
-                _, i, other = best
-                if other is not None:
-                    batches[i].remove(other, rate, rate, sized)
-                    source.add(other, rate, rate, sized)
-                batches[i].add(move, rate, rate, sized)
-                improved = True
+                if (move.topic, move.partition) in source.moves:
+                    improved |= search.relocate(j, move)
         if not improved:
             return
+
+
+class _Search:
+    """One step of the local search: take a critical move out of its batch and put it where it costs less."""
+
+    def __init__(self, batches: list[_Batch], limits: Limits, rate: float, sized: bool) -> None:
+        self.batches, self.limits, self.rate, self.sized = batches, limits, rate, sized
+        self._evictable: dict[int, tuple[int, list[Move]]] = {}
+
+    def cheap(self, i: int) -> list[Move]:
+        """The cheapest moves of batch i that set nothing: candidates for a swap (cached per batch version)."""
+        target = self.batches[i]
+        cached = self._evictable.get(i)
+        if cached is None or cached[0] != target.version:
+            moves = heapq.nsmallest(EVICTABLE_TRIED * 4, target.moves.values(),
+                                    key=lambda m: (work(m, self.sized), m.topic, m.partition))
+            cached = (target.version, [m for m in moves if not target.defines_makespan(m)][:EVICTABLE_TRIED])
+            self._evictable[i] = cached
+        return cached[1]
+
+    def relocate(self, j: int, move: Move) -> bool:
+        source, rate, sized = self.batches[j], self.rate, self.sized
+        before = source.makespan
+        source.remove(move, rate, rate, sized)
+        gain = before - source.makespan
+        best = self._best_place(j, move, gain) if gain > 1e-9 else None
+        if best is None:
+            source.add(move, rate, rate, sized)
+            return False
+        _, i, other = best
+        if other is not None:
+            self.batches[i].remove(other, rate, rate, sized)
+            source.add(other, rate, rate, sized)
+        self.batches[i].add(move, rate, rate, sized)
+        return True
+
+    def _best_place(self, j: int, move: Move, gain: float) -> tuple[float, int, Move | None] | None:
+        """The cheapest batch for `move` (and the move it swaps with, if any) costing less than `gain`."""
+        source, limits, rate, sized = self.batches[j], self.limits, self.rate, self.sized
+        best: tuple[float, int, Move | None] | None = None
+        for i, target in enumerate(self.batches):
+            if i == j:
+                continue
+            if target.fits(move, limits, sized):
+                cost = target.makespan_with(move, rate, rate, sized) - target.makespan
+                if cost < gain - 1e-9 and (best is None or cost < best[0]):
+                    best = (cost, i, None)
+                continue
+            for swapped in self.cheap(i):
+                t_before = target.makespan
+                target.remove(swapped, rate, rate, sized)
+                ok = target.fits(move, limits, sized) and source.fits(swapped, limits, sized)
+                swap_cost = (target.makespan_with(move, rate, rate, sized) - t_before
+                             + source.makespan_with(swapped, rate, rate, sized) - source.makespan) if ok else None
+                target.add(swapped, rate, rate, sized)
+                if swap_cost is not None and swap_cost < gain - 1e-9 and (best is None or swap_cost < best[0]):
+                    best = (swap_cost, i, swapped)
+        return best
 
 
 def port_times(moves: list[Move], rate_in: float, rate_out: float) -> tuple[dict[int, int], dict[int, int], float]:
