@@ -42,30 +42,34 @@ def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartitio
     for items in led.values():
         items.sort()
     changed: set[TopicPartition] = set()
+
     def room() -> int:
         return max_changes - len(changed) if max_changes is not None else len(partitions)
-
-    def others(tp: TopicPartition) -> list[int]:
-        return sorted((b for b in layout.replicas[tp][1:] if b in eligible), key=lambda b: (count[b], b))
 
     # 1. Direct hand-overs from every broker above the cap (or not eligible, e.g. decommissioned).
     for broker in sorted(led, key=lambda b: (-count[b], b)):
         for tp in list(led[broker]):
             if (count[broker] <= cap and broker in eligible) or room() <= 0:
                 break
-            for other in others(tp):
-                if count[other] < cap:
-                    _lead(layout, tp, other)
-                    led[broker].remove(tp)
-                    led.setdefault(other, []).append(tp)
-                    changed.add(tp)
-                    break
+            _hand_over(layout, tp, broker, cap, led, count, eligible, changed)
 
     # 2. Augmenting paths for whatever is left above the cap.
     for broker in sorted(led):
         while count[broker] > cap and room() > 0 and _augment(layout, broker, cap, led, count, eligible, changed, room()):
             pass
     return len(changed)
+
+
+def _hand_over(layout: Layout, tp: TopicPartition, broker: int, cap: int, led: dict[int, list[TopicPartition]],
+               count: dict[int, int], eligible: set[int], changed: set[TopicPartition]) -> None:
+    """`tp`'s leadership to its least-loaded eligible follower below the cap, if it has one."""
+    for other in sorted((b for b in layout.replicas[tp][1:] if b in eligible), key=lambda b: (count[b], b)):
+        if count[other] < cap:
+            _lead(layout, tp, other)
+            led[broker].remove(tp)
+            led.setdefault(other, []).append(tp)
+            changed.add(tp)
+            return
 
 
 def _augment(layout: Layout, start: int, cap: int, led: dict[int, list[TopicPartition]], count: dict[int, int],

@@ -185,21 +185,10 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
         source = _pop_current(heavy, lambda b: -layout.bytes[b], stuck)
         if source is None:
             break
-        pool: list[int] = []
-        while light and len(pool) < DESTINATIONS_TRIED:
-            d = _pop_current(light, lambda b: layout.bytes[b], {source, *pool} | full)
-            if d is None:
-                break
-            pool.append(d)
-        done = False
-        if pool and not (layout.bytes[source] <= high and layout.bytes[pool[0]] >= low):
-            for dest in pool:
-                gap = min(layout.bytes[source] - mean, mean - layout.bytes[dest])
-                if gap > 0 and _move_largest_fitting(layout, source, dest, candidates, gap, rack_aware, budget):
-                    done = True
-                    break
-        elif pool:  # balanced within tolerance
-            break
+        pool = _lightest(layout, light, {source} | full)
+        if pool and layout.bytes[source] <= high and layout.bytes[pool[0]] >= low:
+            break  # balanced within tolerance
+        done = any(_move_into_gap(layout, source, dest, mean, candidates, rack_aware, budget) for dest in pool)
         for d in pool:
             if budget is not None and budget.room(d) < smallest:
                 full.add(d)
@@ -212,6 +201,23 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
         moved += 1
         heapq.heappush(heavy, (-layout.bytes[source], source))
     return moved
+
+
+def _lightest(layout: Layout, light: list[tuple[int, int]], skip: set[int]) -> list[int]:
+    """Up to DESTINATIONS_TRIED of the lightest brokers, taken off the heap (the caller puts them back)."""
+    pool: list[int] = []
+    while light and len(pool) < DESTINATIONS_TRIED:
+        d = _pop_current(light, lambda b: layout.bytes[b], skip | set(pool))
+        if d is None:
+            break
+        pool.append(d)
+    return pool
+
+
+def _move_into_gap(layout: Layout, source: int, dest: int, mean: float, candidates: _Candidates, rack_aware: bool,
+                   budget: Budget | None) -> bool:
+    gap = min(layout.bytes[source] - mean, mean - layout.bytes[dest])
+    return gap > 0 and _move_largest_fitting(layout, source, dest, candidates, gap, rack_aware, budget)
 
 
 def _pop_current(heap: list[tuple[int, int]], key, skip: set[int]) -> int | None:  # type: ignore[no-untyped-def]
