@@ -87,3 +87,12 @@ def test_each_command_page_names_its_options(name: str) -> None:
     options = [opt for param in _commands()[name].params if param.param_type_name == "option"
                for opt in param.opts if opt.startswith("--") and opt != "--help"]
     assert [o for o in options if o not in text] == []
+
+
+def test_the_module_map_names_every_package() -> None:
+    """docs/design/architecture.md's table lists every package of kops/ (and the lab's), and nothing else."""
+    text = (ROOT / "docs/design/architecture.md").read_text()
+    listed = set(re.findall(r"^\| `(kops/[\w/]+/)` \|", text, re.M))
+    packages = {f"{p.relative_to(ROOT)}/" for p in [*ROOT.glob("kops/*/"), *ROOT.glob("kops/lab/*/")]
+                if (p / "__init__.py").exists()}
+    assert listed == packages
