@@ -74,6 +74,15 @@ def as_positive_number(value: Any, at: str) -> float:
     return float(value)
 
 
+def as_seconds(value: Any, at: str) -> float:
+    """A duration: a finite number from 0 (an integer or a float, never a bool)."""
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise ShapeError(f"{at} must be a JSON number, got {_describe(value)}")
+    if value < 0:
+        raise ShapeError(f"{at} must not be negative, got {value}")
+    return float(value)
+
+
 def as_str(value: Any, at: str) -> str:
     if type(value) is not str:
         raise ShapeError(f"{at} must be a JSON string, got {_describe(value)}")
@@ -90,6 +99,39 @@ def as_list(value: Any, at: str) -> list[Any]:
     if not isinstance(value, list):
         raise ShapeError(f"{at} must be a JSON array, got {_describe(value)}")
     return value
+
+
+def as_id(value: Any, at: str) -> int:
+    """A broker id or partition number: an integer from 0 (Kafka's ids are non-negative int32)."""
+    return as_int(value, at, (0, INT32[1]))
+
+
+def as_size(value: Any, at: str) -> int:
+    """A byte count: an integer from 0 (int64)."""
+    return as_int(value, at, (0, INT64[1]))
+
+
+def as_replicas(value: Any, at: str) -> tuple[int, ...]:
+    """A replica list: at least one broker, each a non-negative id, none twice (Kafka refuses the rest)."""
+    replicas = tuple(as_id(v, f"{at}[{i}]") for i, v in enumerate(as_list(value, at)))
+    if not replicas:
+        raise ShapeError(f"{at} is empty: a partition needs at least one replica")
+    if len(set(replicas)) != len(replicas):
+        raise ShapeError(f"{at} names a broker twice: {list(replicas)}")
+    return replicas
+
+
+def check_format(value: Any, expected: str) -> None:
+    """`kops-plan/1` and the like: a newer version than this kops reads says to upgrade kops."""
+    family, _, version = expected.rpartition("/")
+    if value == expected:
+        return
+    if isinstance(value, str) and value.startswith(family + "/"):
+        found = value.rpartition("/")[2]
+        if found.isdigit() and int(found) > int(version):
+            raise ShapeError(f"format is {value}, newer than this kops reads ({expected}): upgrade kops")
+        raise ShapeError(f"format is {value}, which this kops does not read (it reads {expected})")
+    raise ShapeError(f"format is {_describe(value)}, expected {expected!r}")
 
 
 def as_int_list(value: Any, at: str) -> tuple[int, ...]:
@@ -117,6 +159,7 @@ def as_int_key(key: str, at: str) -> int:
 
 def field(obj: dict[str, Any], key: str, at: str, default: Any = _REQUIRED) -> Any:
     """The raw value of `obj[key]`; a missing required key is a ShapeError naming it."""
+    as_object(obj, at or "document")
     if key in obj:
         return obj[key]
     if default is _REQUIRED:

@@ -26,6 +26,9 @@ BatchTimeout = Annotated[float | None, typer.Option(
     "--batch-timeout", help="Stop (exit 3) when a batch runs longer than this many seconds. "
                             "Default: 4 × the batch's estimate + 10 minutes.", min=1.0)]
 Poll = Annotated[float, typer.Option("--poll", help="Seconds between progress reads.", min=0.05)]
+AcceptEdited = Annotated[bool, typer.Option(
+    "--accept-edited-plan", help="Run a plan file that was changed after kops wrote it (refused otherwise, naming "
+                                 "what changed); the execution record notes the edited sections.")]
 StallTimeout = Annotated[float | None, typer.Option(
     "--stall-timeout", help="Stop (exit 3) when a batch shows no progress (no move done, no bytes copied, no ISR "
                             "or assignment change) for this many seconds, naming what each stuck partition "
@@ -56,6 +59,7 @@ def apply(
     batch_timeout: BatchTimeout = None,
     stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
+    accept_edited_plan: AcceptEdited = False,
 ) -> None:
     """Execute a plan: non-move changes first, then the batches of moves, each with its throttles, a checkpoint
     at every batch boundary and the throttles restored after it; then the preferred-leader election.
@@ -78,7 +82,7 @@ def apply(
     Exit codes: 0 done, 1 error or refused, 3 stopped at a checkpoint, 4 the cluster drifted from the plan,
     5 another execution holds the lock.
     """
-    plan, digest = load_plan(plan_file)
+    plan, digest = load_plan(plan_file, accept_edited_plan)
     address = resolve(connection, inventory, limit, plan.connect)
     rate = parse_throttle(throttle)
     if dry_run:
@@ -125,6 +129,7 @@ def rollback(
     batch_timeout: BatchTimeout = None,
     stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
+    accept_edited_plan: AcceptEdited = False,
 ) -> None:
     """Undo what an execution of this plan did: cancel its batch in flight (KIP-236 where offered, else wait for
     it), move every completed partition back to its original replicas in their original order (last batch
@@ -140,7 +145,7 @@ def rollback(
     Exit codes: 0 done, 1 error, 3 stopped at a checkpoint, 4 the cluster changed since (cannot roll back
     safely), 5 another execution holds the lock.
     """
-    plan, digest = load_plan(plan_file)
+    plan, digest = load_plan(plan_file, accept_edited_plan)
     address = resolve(connection, inventory, limit, plan.connect)
     confirm("roll back?", yes, output_format)
     outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),

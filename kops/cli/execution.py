@@ -23,14 +23,15 @@ from kops.model.plan import Plan
 from kops.units import format_size
 
 
-def load_plan(path: Path) -> tuple[Plan, str]:
-    """The plan and its digest (sha256 of the file, 16 hex digits): what records are keyed by."""
+def load_plan(path: Path, accept_edited: bool = False) -> tuple[Plan, str]:
+    """The plan and its digest (sha256 of the file, 16 hex digits): what records are keyed by. A plan edited
+    after kops wrote it is refused unless `accept_edited` (--accept-edited-plan)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read the plan: {exc.strerror}", where=str(path),
                          hint="write one with `kops plan PLAYBOOK -o FILE`") from None
-    return plan_format.loads(data, str(path)), hashlib.sha256(data).hexdigest()[:16]
+    return plan_format.loads(data, str(path), accept_edited), hashlib.sha256(data).hexdigest()[:16]
 
 
 def install_signals(controls: Controls) -> None:

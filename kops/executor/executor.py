@@ -142,6 +142,9 @@ class Executor:
                                           steps.from_plan(plan), rate if rate is not None else _plan_rate(plan))
                 record.election = list(plan.election)
                 record.irreversible = list(plan.rollback.irreversible)
+                record.edited = list(plan.edited)
+                if plan.edited:
+                    self.emit({"event": "message", "text": f"running a plan edited by hand ({', '.join(plan.edited)})"})
                 self.journal.create(record)
             lock.update(execution=record.id)
             return self._run(record, plan)

@@ -74,6 +74,7 @@ class ExecutionRecord:
     election: list[TopicPartition] = field(default_factory=list)
     election_done: bool = False
     irreversible: list[str] = field(default_factory=list)
+    edited: list[str] = field(default_factory=list)  # plan sections edited by hand, run with --accept-edited-plan
 
     def batch(self, index: int) -> BatchRecord:
         return next(b for b in self.batches if b.index == index)
@@ -106,6 +107,7 @@ def to_document(r: ExecutionRecord) -> dict[str, Any]:
                      "moves": [_move(m) for m in b.moves]} for b in r.batches],
         "election": [[tp.topic, tp.partition] for tp in r.election], "election_done": r.election_done,
         "irreversible": r.irreversible,
+        **({"edited_plan_sections": r.edited} if r.edited else {}),
     }
 
 
@@ -133,6 +135,7 @@ def loads(data: bytes, where: str) -> ExecutionRecord:
                      for b in d["batches"]],
             election=[TopicPartition(t, int(p)) for t, p in d.get("election") or []],
             election_done=bool(d.get("election_done")), irreversible=list(d.get("irreversible") or []),
+            edited=[str(x) for x in d.get("edited_plan_sections") or []],
         )
     except RecordError:
         raise

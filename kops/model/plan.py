@@ -179,6 +179,7 @@ class Plan:
     warnings: tuple[str, ...] = ()
     kops_version: str = ""
     stall_timeout: float | None = None  # the playbook's execution.stall_timeout; kops apply --stall-timeout wins
+    edited: tuple[str, ...] = ()  # sections changed after kops wrote the file, accepted with --accept-edited-plan
 
     @property
     def moves(self) -> list[Move]:

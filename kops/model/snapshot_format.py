@@ -14,14 +14,17 @@ from kops.errors import DocumentError
 from kops.jsondoc import (
     ShapeError,
     as_bool,
+    as_id,
     as_int,
     as_int_key,
     as_int_list,
     as_list,
     as_object,
+    as_replicas,
     as_str,
     as_str_list,
     as_str_map,
+    check_format,
     field,
     parse_json,
 )
@@ -145,7 +148,7 @@ def _broker(raw: Any, at: str) -> Broker:
         for name, f in as_object(d.get("features") or {}, f"{at}.features").items()
     }
     return Broker(
-        id=as_int(field(d, "id", at), f"{at}.id"),
+        id=as_id(field(d, "id", at), f"{at}.id"),
         host=_opt(d.get("host"), as_str, f"{at}.host"),
         port=as_int(d.get("port", -1), f"{at}.port"),
         endpoints=as_str_list(d.get("endpoints") or [], f"{at}.endpoints"),
@@ -178,7 +181,7 @@ def _partition(raw: Any, at: str) -> Partition:
             leader_epoch_after_creation=_epoch_map(d.get("leader_epoch_after_creation"), f"{at}.leader_epoch_after_creation"),
             leader_epoch_before_deletion=_epoch_map(d.get("leader_epoch_before_deletion"), f"{at}.leader_epoch_before_deletion"),
         )
-    replicas = as_int_list(field(d, "replicas", at), f"{at}.replicas")
+    replicas = as_replicas(field(d, "replicas", at), f"{at}.replicas")
     adding = as_int_list(d.get("adding") or [], f"{at}.adding")
     removing = as_int_list(d.get("removing") or [], f"{at}.removing")
     for name, values in (("adding", adding), ("removing", removing)):
@@ -194,6 +197,9 @@ def _topic(name: str, raw: Any, at: str) -> Topic:
     partitions = {
         as_int_key(k, f"{at}.partitions"): _partition(v, f"{at}.partitions.{k}") for k, v in parts_raw.items()
     }
+    negative = sorted(p for p in partitions if p < 0)
+    if negative:
+        raise ShapeError(f"{at}.partitions has partition {negative[0]}: partitions are numbered from 0")
     initial, undeleted = d.get("initial_partition_count"), d.get("undeleted_partition_count")
     return Topic(
         name=name,
@@ -208,9 +214,7 @@ def _topic(name: str, raw: Any, at: str) -> Topic:
 def from_document(doc: Any) -> Snapshot:
     """Build a Snapshot from a parsed document; raises ShapeError naming the first bad field."""
     d = as_object(doc, "document")
-    fmt = d.get("format")
-    if fmt != FORMAT:
-        raise ShapeError(f"format is {fmt!r}, expected {FORMAT!r}")
+    check_format(d.get("format"), FORMAT)
     ctl = as_object(d.get("controller") or {}, "controller")
     brokers = tuple(sorted((_broker(b, f"brokers[{i}]") for i, b in enumerate(as_list(field(d, "brokers", ""), "brokers"))), key=lambda b: b.id))
     ids = [b.id for b in brokers]
@@ -227,8 +231,8 @@ def from_document(doc: Any) -> Snapshot:
         moves.append(
             RequestedMove(
                 as_str(field(m, "topic", f"requested_moves[{i}]"), f"requested_moves[{i}].topic"),
-                as_int(field(m, "partition", f"requested_moves[{i}]"), f"requested_moves[{i}].partition"),
-                as_int_list(field(m, "replicas", f"requested_moves[{i}]"), f"requested_moves[{i}].replicas"),
+                as_id(field(m, "partition", f"requested_moves[{i}]"), f"requested_moves[{i}].partition"),
+                as_replicas(field(m, "replicas", f"requested_moves[{i}]"), f"requested_moves[{i}].replicas"),
             )
         )
     election = [

@@ -151,6 +151,8 @@ def test_drift_lock_and_confirmation(tmp_path: Path, engine_lab, capsys) -> None
         doc["cluster_id"] = "AAAAAAAAAAAAAAAAAAAAAA"
         other.write_text(json.dumps(doc))
         assert main(["apply", str(other), "-z", zk_connect, "--yes"]) == 1
+        assert "the plan was edited: header changed" in capsys.readouterr().err
+        assert main(["apply", str(other), "-z", zk_connect, "--yes", "--accept-edited-plan"]) == 1
         assert "the plan is for AAAAAAAAAAAAAAAAAAAAAA" in capsys.readouterr().err
         # drift: exit 4, naming what changed
         admin.add_partitions(zk, "logs", {3: (1, 2)})
