@@ -33,13 +33,14 @@ def guarded_reassignments(client: KafkaAdminClient,
         return client.alter_partition_reassignments(wanted), False
     request = AlterPartitionReassignmentsRequest(
         timeout_ms=client._validate_timeout(None),  # noqa: SLF001 - kafka-python's own defaults
-        topics=client._process_alter_partition_reassignments_input(wanted),  # noqa: SLF001
+        topics=client._process_alter_partition_reassignments_input(wanted),  # noqa: SLF001 - as alter_partition_reassignments builds it
         allow_replication_factor_change=False)
 
     def top_level_error(response: Any) -> Any:
         yield kafka_errors.for_code(response.error_code)
 
-    response = client._manager.run(client._send_request_to_controller, request, top_level_error)  # noqa: SLF001
+    # kafka-python's admin client sends its own requests this way; it has no public equivalent
+    response = client._manager.run(client._send_request_to_controller, request, top_level_error)  # noqa: SLF001 - see above
     results: dict[KafkaTP, Any] = {}
     for topic in response.responses:
         for partition in topic.partitions:

@@ -84,9 +84,9 @@ def connection_options(command: F) -> F:
         connection = Connection(**{name: kwargs.pop(name, default) for name, _a, default in OPTIONS})
         return command(*args, connection=connection, **kwargs)
 
-    wrapper.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]
+    wrapper.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]  # read by typer
     wrapper.__annotations__ = {p.name: p.annotation for p in kept + added}
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # same call, other parameters: what typer is shown
 
 
 def resolve(connection: Connection, inventory: Path | None = None, limit: str | None = None,

@@ -14,6 +14,7 @@ brokers' own kafka-log-dirs snapshots.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import signal
 import time
@@ -82,7 +83,7 @@ def _create_topics(lab: Lab) -> None:
             admin.create_topic(client, topic, {p: replicas for p, (replicas, _) in partitions.items()})
         for topic, partitions in TOPICS.items():
             for p, (_, megabytes) in partitions.items():
-                _retry(lambda t=topic, p=p, n=megabytes: bool(traffic.produce(client, t, n * MB, p)),
+                _retry(functools.partial(traffic.produce, client, topic, megabytes * MB, p),
                        f"producing to {topic}-{p}")
     table = console.table(None, "Topic", ">Partitions", ">RF", "Sizes (MB, per partition)")
     for topic, partitions in TOPICS.items():
@@ -91,7 +92,7 @@ def _create_topics(lab: Lab) -> None:
     console.out.print(table)
 
 
-def _retry(action, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+def _retry(action: Callable[[], object], what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -129,7 +130,7 @@ def _create_real_topics(bootstrap: str) -> None:
     first_answer(bootstrap, lambda c: c.create_topics(spec))
     for topic, partitions in TOPICS.items():
         for p, (_, megabytes) in partitions.items():
-            _retry(lambda t=topic, p=p, n=megabytes: produce(bootstrap, t, n * MB // 4, p) > 0,
+            _retry(functools.partial(produce, bootstrap, topic, megabytes * MB // 4, p),
                    f"producing to {topic}-{p}", timeout=60)
 
 

@@ -159,8 +159,8 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
 def _real_status(lab: KafkaLab, output: OutputFormat) -> None:
     state = lab.state()
     seen = cluster_status(lab.live_bootstrap(state), kraft=state.connect is None)
-    registered = set(seen["registered"])  # type: ignore[call-overload]
-    nodes = [{"id": n, "roles": list(state.node(n).roles), "rack": state.node(n).rack, "pid": state.pids.get(n),
+    registered = set(seen["registered"])
+    nodes: list[dict[str, Any]] = [{"id": n, "roles": list(state.node(n).roles), "rack": state.node(n).rack, "pid": state.pids.get(n),
               "process": "paused" if lab.paused(n, state) else "running" if lab.running(n, state) else "stopped",
               "registered": n in registered} for n in sorted(state.nodes)]
     doc = {"engine": state.engine, "version": state.version, "bootstrap": state.bootstrap, "zookeeper": state.connect,
@@ -171,16 +171,16 @@ def _real_status(lab: KafkaLab, output: OutputFormat) -> None:
     table = console.table(f"lab: Apache Kafka {state.version} ({state.engine}) at {state.bootstrap}", ">node", "roles",
                           "rack", ">pid", "process", "registered", "role")
     for n in nodes:
-        table.add_row(str(n["id"]), ",".join(n["roles"]), n["rack"] or "-", str(n["pid"] or "-"),  # type: ignore[arg-type]
+        table.add_row(str(n["id"]), ",".join(n["roles"]), n["rack"] or "-", str(n["pid"] or "-"),
                       n["process"] if n["process"] == "running" else f"[red]{n['process']}[/]",
-                      "yes" if n["registered"] else ("-" if "broker" not in n["roles"] else "[red]no[/]"),  # type: ignore[operator]
+                      "yes" if n["registered"] else ("-" if "broker" not in n["roles"] else "[red]no[/]"),
                       "controller" if n["id"] == seen["controller"] else "")
     if seen["controller"] is None:
         console.info("the controller is not known right now (a quorum election, or a silent node)")
     console.out.print(table)
     console.out.print(f"cluster {seen['cluster_id']}: {seen['topics']} topics, {seen['partitions']} partitions; "
-                      f"under-replicated {len(seen['under_replicated'])}, offline {len(seen['offline'])}, "  # type: ignore[arg-type]
-                      f"reassigning {'unknown' if seen['reassigning'] is None else len(seen['reassigning'])}")  # type: ignore[arg-type]
+                      f"under-replicated {len(seen['under_replicated'])}, offline {len(seen['offline'])}, "
+                      f"reassigning {'unknown' if seen['reassigning'] is None else len(seen['reassigning'])}")
 
 
 BrokerId = Annotated[int, typer.Argument(help="The broker's id (1..N; KRaft dedicated controllers 1001..).")]

@@ -11,7 +11,7 @@ import typer
 try:  # typer >= 0.24 vendors click as typer._click
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - older typer on real click
-    from click import exceptions as click_errors  # type: ignore[no-redef]
+    from click import exceptions as click_errors  # type: ignore[no-redef]  # the same module, elsewhere
 
 from kops import __version__
 from kops.cli import apply, console, demo, lab, plan, rebalance, sizes, state, status, validate

@@ -57,9 +57,9 @@ def summarize(
         if "://" not in path and not any(c in path for c in "*?[{") and not Path(path).exists():
             raise UsageError("no such file or folder", where=path)
     with console.err.status("starting Spark", spinner="dots") as status:
-        from pyspark.sql import SparkSession  # noqa: PLC0415
+        from pyspark.sql import SparkSession  # noqa: PLC0415 - Spark only loads for the command that runs it
 
-        from spark import sizes_job  # noqa: PLC0415
+        from spark import sizes_job  # noqa: PLC0415 - as above
 
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter (and its kops)
         if master.startswith("local"):

@@ -202,7 +202,7 @@ class Executor:
 
     def _fence(self, lock: Lock) -> None:
         self._lock, self._raw = lock, self.cluster
-        self.cluster = Fenced(self.cluster, lock)  # type: ignore[assignment]
+        self.cluster = Fenced(self.cluster, lock)  # type: ignore[assignment]  # forwards every Cluster method
         self.journal = Journal(self.cluster.records())
 
     def _unfence(self) -> None:

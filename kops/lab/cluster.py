@@ -55,7 +55,7 @@ class LabState:
 
 class Lab(LabFolder):
     def state(self) -> LabState:
-        return self._read_state(LabState.from_json)  # type: ignore[no-any-return]
+        return self._read_state(LabState.from_json)
 
     def _ids(self, state: LabState) -> list[int]:
         return sorted(state.racks)

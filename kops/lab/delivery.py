@@ -12,6 +12,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -46,14 +47,14 @@ class SequenceProducer:
         self._thread.start()
         return self
 
-    def _delivered(self, err: object, msg: object) -> None:
+    def _delivered(self, err: object, msg: Any) -> None:  # msg: confluent_kafka.Message
         with self._lock:
             if err is not None:
                 self.acks.failed += 1
                 self.acks.first_error = self.acks.first_error or str(err)
                 return
-            seq = _sequence(msg.value())  # type: ignore[attr-defined]
-            self.acks.acknowledged[msg.partition()].append(int(seq or 0))  # type: ignore[attr-defined]
+            seq = _sequence(msg.value())
+            self.acks.acknowledged[msg.partition()].append(int(seq or 0))
 
     def _run(self) -> None:
         seq = [0] * self.partitions

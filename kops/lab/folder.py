@@ -10,13 +10,15 @@ import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kops.errors import KopsError, UsageError
 from kops.lab.processes import is_paused, signal_and_wait
 from kops.lab.zookeeper import ZooKeeperServer
 
 STATE_FILE = "lab.json"
+
+S = TypeVar("S")  # a lab engine's state
 
 
 class LabFolder:
@@ -49,7 +51,7 @@ class LabFolder:
     def exists(self) -> bool:
         return self.state_file.exists()
 
-    def _read_state(self, parse: Callable[[str], Any]) -> Any:
+    def _read_state(self, parse: Callable[[str], S]) -> S:
         """lab.json parsed, or one line: no lab here (run kops lab up), or an unreadable one (down, then up)."""
         try:
             return parse(self.state_file.read_text())

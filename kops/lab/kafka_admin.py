@@ -127,7 +127,7 @@ def steady(bootstrap: str, topic: str, rate: float, record_size: int = 8192) -> 
             time.sleep(delay)
 
 
-def cluster_status(bootstrap: str, kraft: bool) -> dict[str, object]:
+def cluster_status(bootstrap: str, kraft: bool) -> dict[str, Any]:
     """What `kops lab status` shows of a real cluster, as Kafka reports it; `bootstrap`: servers not paused.
 
     Each question goes its own way (kafka-python routes some to the controller it believes in, which a paused

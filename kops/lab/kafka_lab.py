@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kops.errors import EnvironmentProblem, KopsError, UsageError
 from kops.lab import kafka_config as cfg
@@ -44,19 +45,19 @@ class KafkaLabState:
     connect: str | None  # ZooKeeper connect string with chroot (kafka-3.9)
     managed_zookeeper: bool
     cluster_id: str | None
-    nodes: dict[int, dict[str, object]] = field(default_factory=dict)  # id -> Node fields
+    nodes: dict[int, dict[str, Any]] = field(default_factory=dict)  # id -> Node fields (lab.json)
     pids: dict[int, int] = field(default_factory=dict)
     ingest: dict[str, int] = field(default_factory=dict)  # topic -> pid of its steady producer
     heap_mb: int = 384
 
     @property
     def racks(self) -> dict[int, str]:
-        return {i: str(n["rack"]) for i, n in self.nodes.items() if cfg.BROKER in n["roles"]}  # type: ignore[operator]
+        return {i: str(n["rack"]) for i, n in self.nodes.items() if cfg.BROKER in n["roles"]}
 
     def node(self, node_id: int) -> cfg.Node:
         raw = self.nodes[node_id]
-        return cfg.Node(int(raw["id"]), tuple(raw["roles"]), int(raw["port"]),  # type: ignore[arg-type,call-overload]
-                        raw.get("controller_port"), raw.get("rack"))  # type: ignore[arg-type]
+        return cfg.Node(int(raw["id"]), tuple(raw["roles"]), int(raw["port"]), raw.get("controller_port"),
+                        raw.get("rack"))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -90,7 +91,7 @@ class KafkaLab(LabFolder):
     kind = "node"
 
     def state(self) -> KafkaLabState:
-        return self._read_state(KafkaLabState.from_json)  # type: ignore[no-any-return]
+        return self._read_state(KafkaLabState.from_json)
 
     def distribution(self, state: KafkaLabState | None = None) -> Distribution:
         state = state or self.state()

@@ -42,12 +42,15 @@ def drift(planned: dict[str, object], snapshot: Snapshot) -> list[str]:
     changes = []
     if planned.get("cluster_id") != snapshot.cluster_id:
         changes.append(f"cluster id is {snapshot.cluster_id}, the plan is for {planned.get('cluster_id')}")
-    now = fingerprint(snapshot, planned.get("topics", {}))  # type: ignore[arg-type]
+    found = planned.get("topics")
+    topics: dict[str, object] = found if isinstance(found, dict) else {}
+    now = fingerprint(snapshot, topics)
     if now["brokers"] != planned.get("brokers"):
         changes.append("the set of brokers (or their racks) changed")
-    topics: dict[str, object] = planned.get("topics", {})  # type: ignore[assignment]
+    now_topics = now["topics"]
+    assert isinstance(now_topics, dict)
     for name, digest in sorted(topics.items()):
-        current = now["topics"][name]  # type: ignore[index]
+        current = now_topics[name]
         if current != digest:
             what = "was deleted" if current == "absent" else ("was created" if digest == "absent" else "changed")
             changes.append(f"topic {name} {what}")

@@ -94,17 +94,16 @@ def _augment(layout: Layout, start: int, cap: int, led: dict[int, list[TopicPart
                 break
     if end is None:
         return False
-    length, node = 0, end
-    while parent[node] is not None:
-        length, node = length + 1, parent[node][0]  # type: ignore[index]
-    if length > room:
-        return False
+    path: list[tuple[int, int, TopicPartition]] = []  # (from, to, partition), end first
     node = end
-    while parent[node] is not None:
-        previous, tp = parent[node]  # type: ignore[misc]
+    while (step := parent[node]) is not None:
+        path.append((step[0], node, step[1]))
+        node = step[0]
+    if len(path) > room:
+        return False
+    for previous, node, tp in path:
         _lead(layout, tp, node)
         led[previous].remove(tp)
         led.setdefault(node, []).append(tp)
         changed.add(tp)
-        node = previous
     return True

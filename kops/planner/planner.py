@@ -440,7 +440,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     batch_list = _batches(work, moves, policy, rate, port_rate, sized)
     moves = [m for b in batch_list for m in b.moves]
     election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
-                            or snapshot.partition(m.tp).leader != m.to_replicas[0]))  # type: ignore[union-attr]
+                            or _leader(snapshot, m.tp) != m.to_replicas[0]))
     work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
     return Plan(
         cluster=desired.cluster,
@@ -461,6 +461,11 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         kops_version=__version__,
         stall_timeout=desired.execution.stall_timeout,
     )
+
+
+def _leader(snapshot: Snapshot, tp: TopicPartition) -> int | None:
+    part = snapshot.partition(tp)
+    return None if part is None else part.leader
 
 
 def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy) -> list[Move]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kops.model.partitions import TopicPartition
@@ -220,7 +221,7 @@ def _move_into_gap(layout: Layout, source: int, dest: int, mean: float, candidat
     return gap > 0 and _move_largest_fitting(layout, source, dest, candidates, gap, rack_aware, budget)
 
 
-def _pop_current(heap: list[tuple[int, int]], key, skip: set[int]) -> int | None:  # type: ignore[no-untyped-def]
+def _pop_current(heap: list[tuple[int, int]], key: Callable[[int], int], skip: set[int]) -> int | None:
     """Pop the best broker whose entry is current (lazy deletion); entries of `skip` are dropped."""
     while heap:
         value, broker = heapq.heappop(heap)

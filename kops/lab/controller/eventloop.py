@@ -77,14 +77,14 @@ class EventLoop(Generic[E]):
                 return
             started = time.perf_counter()
             try:
-                self._process(event)  # type: ignore[arg-type]
+                self._process(event)  # type: ignore[arg-type]  # anything but _STOP is an Event
             except Exception as exc:  # noqa: BLE001 - one bad event must not stop the controller
                 self.stats.failed += 1
                 log.exception("controller event %s failed", type(event).__name__)
                 if self._on_failure is not None:
                     try:
-                        self._on_failure(event, exc)  # type: ignore[arg-type]
-                    except Exception:  # noqa: BLE001
+                        self._on_failure(event, exc)  # type: ignore[arg-type]  # as above
+                    except Exception:  # noqa: BLE001 - nor may its failure handler's
                         log.exception("failure handler for %s failed", type(event).__name__)
             finally:
                 self.stats.processed += 1

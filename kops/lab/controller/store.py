@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from kops.errors import KopsError, ZnodeFormatError
 from kops.kafka import paths
-from kops.kafka.client import NodeExists, NodeMissing, TransactionFailed, VersionConflict, ZkClient
+from kops.kafka.client import NodeExists, NodeMissing, PendingTxn, TransactionFailed, VersionConflict, ZkClient
 from kops.kafka.codecs.admin_requests import (
     ReassignmentTarget,
     decode_partition_list,
@@ -327,7 +327,7 @@ class ControllerStore:
             ops.extend(("delete", p, None, -1, None) for p in self._topic_tree(name))
         return ops
 
-    def _send(self, ops: list[Op], epoch_version: int):  # type: ignore[no-untyped-def]
+    def _send(self, ops: list[Op], epoch_version: int) -> PendingTxn:
         txn = self.client.transaction().check(paths.CONTROLLER_EPOCH, epoch_version)
         for kind, path, data, version, _tp in ops:
             if kind == "create":
