@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.planner import build  # noqa: E402
-from kops.model.desired import BrokerChanges, DesiredState, Execution, Rebalance, SourceLocation  # noqa: E402
-from kops.model.partitions import TopicPartition  # noqa: E402
-from kops.model.plan import Move  # noqa: E402
-from kops.planner.batches import port_times  # noqa: E402
-from kops.planner.planner import plan  # noqa: E402
+from bench.planner import build  # noqa: E402 - after the sys.path line above
+from kops.model.desired import BrokerChanges, DesiredState, Execution, Rebalance, SourceLocation  # noqa: E402 - after the sys.path line above
+from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
+from kops.model.plan import Move  # noqa: E402 - after the sys.path line above
+from kops.planner.batches import port_times  # noqa: E402 - after the sys.path line above
+from kops.planner.planner import plan  # noqa: E402 - after the sys.path line above
 
 RATE = 50 * 2**20  # bytes/s per broker port, in and out
 CHUNK = 40  # partitions per batch, for both kops and the fixed chunks

@@ -38,7 +38,7 @@ def topics_state(zk: ZkClient, names: list[str]) -> dict[str, object]:
     return {n: decode_topic(node.data, n) for n, node in zip(names, zk.get_many([paths.topic(n) for n in names]))}
 
 
-def wait_for(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def wait_for(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]  # a helper over callables of any shape
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

@@ -73,7 +73,7 @@ def run(*args: str, timeout: float = 300) -> tuple[int, str]:
     return proc.returncode, err
 
 
-def wait_for(check, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+def wait_for(check, timeout: float) -> bool:  # type: ignore[no-untyped-def]  # a helper over callables of any shape
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -108,7 +108,7 @@ class Env:
             return self.cluster.snapshot().controller.id or 1
         from kops.lab.kafka_admin import cluster_status  # noqa: PLC0415 - KRaft: the quorum leader
 
-        return int(cluster_status(self.target[1], kraft=True).get("controller") or 1)  # type: ignore[call-overload]
+        return int(cluster_status(self.target[1], kraft=True).get("controller") or 1)  # type: ignore[call-overload]  # plain JSON values
 
 
 def layout(env: Env, names: list[str]) -> dict[str, dict[int, tuple[int, ...]]]:
@@ -264,7 +264,7 @@ def busy_processes(count: int) -> list[subprocess.Popen]:
 @contextmanager
 def lab_env(engine: str, tmp: Path) -> Iterator[Env]:
     if engine == "kafka-4":
-        from kops.lab.kafka_lab import KafkaLab  # noqa: PLC0415
+        from kops.lab.kafka_lab import KafkaLab  # noqa: PLC0415 - only the kafka-4 engine needs it
 
         real = KafkaLab(tmp / "lab", detached=False)
         state = real.up("kafka-4", brokers=BROKERS, controllers=3)

@@ -49,7 +49,7 @@ def kops(*args: str) -> None:
         raise SystemExit(f"kops {args[0]} failed: {done.stderr.strip().splitlines()[-1:]}")
 
 
-def retry(action, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+def retry(action, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]  # a helper over callables of any shape
     deadline = time.monotonic() + timeout
     while True:
         try:

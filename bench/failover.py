@@ -93,7 +93,7 @@ def per_write_baseline(server_connect: str, keys: list[tuple[str, int]], new_lea
     return elapsed
 
 
-def _wait_states(zk: ZkClient, keys: list[tuple[str, int]], done, timeout: float = 300) -> list:  # type: ignore[no-untyped-def]
+def _wait_states(zk: ZkClient, keys: list[tuple[str, int]], done, timeout: float = 300) -> list:  # type: ignore[no-untyped-def]  # a helper over callables of any shape
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = _states(zk, keys)

@@ -47,7 +47,7 @@ def kops(argv: list[str]) -> int:
         return kops_main(argv)
 
 
-def wait(check, what: str, timeout: float = 180.0) -> None:  # type: ignore[no-untyped-def]
+def wait(check, what: str, timeout: float = 180.0) -> None:  # type: ignore[no-untyped-def]  # a helper over callables of any shape
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
@@ -77,7 +77,7 @@ def run(engine: str, work: Path, rate: float, megabytes: float) -> dict[str, obj
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             wait(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, "first batch running")
             moving = read_snapshot(zk).in_flight()[0]
-            victim = read_snapshot(zk).topics[moving.topic].partitions[moving.partition].state.leader  # type: ignore[union-attr]
+            victim = read_snapshot(zk).topics[moving.topic].partitions[moving.partition].state.leader  # type: ignore[union-attr]  # set just above
             lab.kill_broker(victim)
             _, err = apply.communicate(timeout=300)
             assert apply.returncode == 3, err

@@ -26,13 +26,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kops.model.brokers import Broker  # noqa: E402
-from kops.model.desired import BrokerChanges, DesiredState, Rebalance, SourceLocation  # noqa: E402
-from kops.model.partitions import Partition, PartitionState, TopicPartition  # noqa: E402
-from kops.model.snapshot import ControllerInfo, Snapshot  # noqa: E402
-from kops.model.topics import Topic  # noqa: E402
-from kops.planner.planner import plan  # noqa: E402
-from kops.planner.simulate import apply_plan  # noqa: E402
+from kops.model.brokers import Broker  # noqa: E402 - after the sys.path line above
+from kops.model.desired import BrokerChanges, DesiredState, Rebalance, SourceLocation  # noqa: E402 - after the sys.path line above
+from kops.model.partitions import Partition, PartitionState, TopicPartition  # noqa: E402 - after the sys.path line above
+from kops.model.snapshot import ControllerInfo, Snapshot  # noqa: E402 - after the sys.path line above
+from kops.model.topics import Topic  # noqa: E402 - after the sys.path line above
+from kops.planner.planner import plan  # noqa: E402 - after the sys.path line above
+from kops.planner.simulate import apply_plan  # noqa: E402 - after the sys.path line above
 
 RACKS = 10
 PARTITIONS_PER_TOPIC = 100

@@ -29,7 +29,7 @@ from kops.lab.zookeeper import ZooKeeperServer
 from tests.clusters import brokers, round_robin, snapshot
 
 
-def best(repeat: int, read) -> float:  # type: ignore[no-untyped-def]
+def best(repeat: int, read) -> float:  # type: ignore[no-untyped-def]  # a helper over callables of any shape
     times = []
     for _ in range(repeat):
         started = time.perf_counter()

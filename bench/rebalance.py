@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.planner import build  # noqa: E402
-from kops.model.partitions import TopicPartition  # noqa: E402
-from kops.planner.bounded import Request, imbalance, rebalance  # noqa: E402
-from kops.planner.budget import Limits  # noqa: E402
-from kops.planner.planner import Policy  # noqa: E402
+from bench.planner import build  # noqa: E402 - after the sys.path line above
+from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
+from kops.planner.bounded import Request, imbalance, rebalance  # noqa: E402 - after the sys.path line above
+from kops.planner.budget import Limits  # noqa: E402 - after the sys.path line above
+from kops.planner.planner import Policy  # noqa: E402 - after the sys.path line above
 
 TIB = 2**40
 RATE = 50 * 2**20  # the cron default throttle, bytes/s per broker

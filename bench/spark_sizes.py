@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from spark import sizes_job  # noqa: E402
+from spark import sizes_job  # noqa: E402 - after the sys.path line above
 
 PARTITIONS = 100_000
 TOPICS = 100

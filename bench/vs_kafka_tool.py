@@ -67,7 +67,7 @@ class UrpSampler(threading.Thread):
         while not self.stop.is_set():
             try:
                 found = layout(self.bootstrap).get(TOPIC, {})
-                urp = sum(1 for p in found.values() if len(p["isr"]) < len(p["replicas"]))  # type: ignore[arg-type]
+                urp = sum(1 for p in found.values() if len(p["isr"]) < len(p["replicas"]))  # type: ignore[arg-type]  # plain JSON rows
             except Exception:  # noqa: BLE001 - a sample lost to a busy broker is skipped
                 urp = 0
             now = time.monotonic()
@@ -83,12 +83,12 @@ def prepare(lab: KafkaLab, connect: str, bootstrap: str, scenario: str, partitio
             _wait(lambda: TOPIC not in read_snapshot(zk).topics and not zk.exists(f"/admin/delete_topics/{TOPIC}"))
         admin.create_topic(zk, TOPIC, placements(scenario, partitions))
         _wait(lambda: TOPIC in layout(bootstrap) and all(
-            p["leader"] >= 0 for p in layout(bootstrap)[TOPIC].values()))  # type: ignore[operator]
+            p["leader"] >= 0 for p in layout(bootstrap)[TOPIC].values()))  # type: ignore[operator]  # plain JSON rows
     produce(bootstrap, TOPIC, int(megabytes * partitions * 1024 * 1024))
-    _wait(lambda: all(len(p["isr"]) == 3 for p in layout(bootstrap)[TOPIC].values()))  # type: ignore[arg-type]
+    _wait(lambda: all(len(p["isr"]) == 3 for p in layout(bootstrap)[TOPIC].values()))  # type: ignore[arg-type]  # plain JSON rows
 
 
-def _wait(check, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+def _wait(check, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]  # a helper over callables of any shape
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
@@ -110,7 +110,7 @@ def sizes(bootstrap: str) -> dict[tuple[int, int], int]:
     return out
 
 
-def measure(tool: str, scenario: str, run, before: dict[int, tuple[int, ...]], bootstrap: str,  # type: ignore[no-untyped-def]
+def measure(tool: str, scenario: str, run, before: dict[int, tuple[int, ...]], bootstrap: str,  # type: ignore[no-untyped-def]  # a helper over callables of any shape
             size: dict[tuple[int, int], int]) -> dict[str, object]:
     sampler = UrpSampler(bootstrap)
     sampler.start()
@@ -120,10 +120,10 @@ def measure(tool: str, scenario: str, run, before: dict[int, tuple[int, ...]], b
     sampler.stop.set()
     sampler.join()
     after = layout(bootstrap)[TOPIC]
-    moved = [(p, b) for p, row in after.items() for b in row["replicas"] if b not in before[p]]  # type: ignore[attr-defined]
+    moved = [(p, b) for p, row in after.items() for b in row["replicas"] if b not in before[p]]  # type: ignore[attr-defined]  # plain JSON rows
     leaders: dict[int, int] = {}
     for row in after.values():
-        leaders[row["leader"]] = leaders.get(row["leader"], 0) + 1  # type: ignore[index]
+        leaders[row["leader"]] = leaders.get(row["leader"], 0) + 1  # type: ignore[index]  # plain JSON rows
     mean = sum(size.values()) / max(1, len(size))
     return {"tool": tool, "scenario": scenario, "replicas_moved": len(moved),
             "bytes_moved": int(sum(size.get((p, before[p][0]), mean) for p, _ in moved)),
@@ -173,9 +173,9 @@ def main() -> None:
                     before = {p: row["replicas"] for p, row in layout(state.bootstrap)[TOPIC].items()}
                     size = sizes(state.bootstrap)
                     if tool == "kops":
-                        run = lambda s=scenario: run_kops(work, state.connect, s, args.throttle)  # noqa: E731
+                        run = lambda s=scenario: run_kops(work, state.connect, s, args.throttle)  # noqa: E731 - bound per scenario
                     else:
-                        run = lambda s=scenario: run_kafka(lab, work, state.bootstrap, s, args.throttle)  # noqa: E731
+                        run = lambda s=scenario: run_kafka(lab, work, state.bootstrap, s, args.throttle)  # noqa: E731 - bound per scenario
                     print(json.dumps(measure(tool, scenario, run, before, state.bootstrap, size)), flush=True)
         finally:
             lab.down()

@@ -88,7 +88,7 @@ class EngineLab:
         from kops.lab.kafka_admin import layout
 
         assert self.bootstrap is not None
-        return {t: {p: row["replicas"] for p, row in parts.items()}  # type: ignore[misc]
+        return {t: {p: row["replicas"] for p, row in parts.items()}  # type: ignore[misc]  # plain JSON rows
                 for t, parts in layout(self.bootstrap).items()}
 
 

@@ -67,13 +67,13 @@ def create_and_fill(bootstrap: str, megabytes: float) -> None:
 
 
 def replicas(bootstrap: str) -> dict[str, dict[int, tuple[int, ...]]]:
-    return {t: {p: row["replicas"] for p, row in parts.items()}  # type: ignore[misc]
+    return {t: {p: row["replicas"] for p, row in parts.items()}  # type: ignore[misc]  # plain JSON rows
             for t, parts in layout(bootstrap).items() if t in ORIGINAL}
 
 
 def throttles(bootstrap: str) -> dict[str, dict[str, str]]:
     """Every throttle config in force, as Kafka reports it."""
-    def ask(client):  # type: ignore[no-untyped-def]
+    def ask(client):  # type: ignore[no-untyped-def]  # a helper over callables of any shape
         brokers = [str(b["broker_id"]) for b in client.describe_cluster()["brokers"]]
         resources = [ConfigResource("TOPIC", t) for t in client.list_topics() if not t.startswith("__")]
         resources += [ConfigResource("BROKER", b) for b in brokers]

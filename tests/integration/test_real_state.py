@@ -120,7 +120,7 @@ def test_state_through_the_admin_api_on_kafka_4_plans_offline(tmp_path: Path, ca
         report = parse_log_dirs(files[-1].read_text(), str(files[-1]))
         sizes = {(r.topic, r.partition, b.broker): r.size for b in report.brokers for d in b.log_dirs for r in d.replicas}
         leader_of_0 = layout(state_.bootstrap)["events"][0]["replicas"]
-        assert all(sizes[("events", 0, b)] >= 3 * 1024 * 1024 for b in leader_of_0)  # type: ignore[union-attr]
+        assert all(sizes[("events", 0, b)] >= 3 * 1024 * 1024 for b in leader_of_0)  # type: ignore[union-attr]  # set just above
         assert main(["sizes", "summarize", str(raw), "--out", str(summary)]) == 0
         capsys.readouterr()
         assert main(["sizes", "show", str(summary), "--format", "json"]) == 0  # JSON: every row, unasked

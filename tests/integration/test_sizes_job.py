@@ -14,7 +14,7 @@ from kops.model.partitions import TopicPartition
 from kops.sizes.reader import read_sizes
 
 pyspark = pytest.importorskip("pyspark")
-from spark import sizes_job  # noqa: E402
+from spark import sizes_job  # noqa: E402 - after the sys.path line above
 
 MIN = 60_000
 T0 = 1_794_960_000_000  # 2026-11-18T00:00:00Z in ms

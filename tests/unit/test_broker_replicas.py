@@ -31,7 +31,7 @@ class FakeClock:
 
 def pair(rate: float | None = None) -> tuple[FakeClock, ReplicaManager, ReplicaManager]:
     clock = FakeClock()
-    leader, follower = ReplicaManager(1, clock, None), ReplicaManager(2, clock, None)  # type: ignore[arg-type]
+    leader, follower = ReplicaManager(1, clock, None), ReplicaManager(2, clock, None)  # type: ignore[arg-type]  # no ZooKeeper in this unit test
     for rm in (leader, follower):
         rm.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 1, 0, (1,), (1, 2), 0, True)]))
     return clock, leader, follower

@@ -407,7 +407,7 @@ def test_config_values_are_strings() -> None:
     with pytest.raises(ZnodeFormatError, match="config.retention.ms must be a JSON string"):
         decode_config(b'{"version":1,"config":{"retention.ms":1000}}', "/config/topics/t")
     with pytest.raises(ValueError):
-        encode_config({"retention.ms": 1000})  # type: ignore[dict-item]
+        encode_config({"retention.ms": 1000})  # type: ignore[dict-item]  # the wrong type is the point
 
 
 @given(st.dictionaries(st.text(min_size=1, max_size=20), st.text(max_size=30), max_size=10))
