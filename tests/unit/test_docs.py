@@ -96,3 +96,19 @@ def test_the_module_map_names_every_package() -> None:
     packages = {f"{p.relative_to(ROOT)}/" for p in [*ROOT.glob("kops/*/"), *ROOT.glob("kops/lab/*/")]
                 if (p / "__init__.py").exists()}
     assert listed == packages
+
+
+def test_the_defaults_docs_cli_md_gives_are_the_code_s() -> None:
+    """docs/cli.md's option table says `| \\`--option ...\\` | default | ...`: every command with that option has it."""
+    rows = re.findall(r"^\| `(--[\w-]+)[^`]*` \| ([^|]*) \|", (ROOT / "docs/cli.md").read_text(), re.M)
+    documented = {option: default.strip() for option, default in rows if default.strip()}
+    assert documented, "docs/cli.md lists no defaults"
+    wrong = []
+    for name, command in _commands().items():
+        for param in command.params:
+            for option in (o for o in param.opts if o in documented):
+                default = param.default
+                shown = f"{default:g}" if isinstance(default, float) else str(default)
+                if shown != documented[option]:
+                    wrong.append(f"kops {name} {option}: code {shown}, docs/cli.md {documented[option]}")
+    assert wrong == []
