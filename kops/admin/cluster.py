@@ -29,7 +29,7 @@ from kafka.errors import (
 )
 
 from kops.admin import kip860
-from kops.admin.connection import AdminSettings, connect
+from kops.admin.connection import AdminSettings, connect, servers
 from kops.admin.kops_log import KopsLog, LogRecords
 from kops.admin.lease import Claims, LeaseLock, current_holder
 from kops.admin.log_dirs import describe_log_dirs
@@ -52,7 +52,7 @@ class AdminCluster:
         self.where = settings.bootstrap
         self.lease = lease
         self._client: KafkaAdminClient | None = None
-        self._servers = settings.bootstrap.split(",")
+        self._servers = servers(settings.bootstrap)
         self.log = KopsLog(settings, lambda: self._connected())
         self.claims = Claims()
         self.log.watchers.append(self.claims.fold)

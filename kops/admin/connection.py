@@ -42,7 +42,7 @@ class AdminSettings:
     connect_timeout_ms: int = 10000  # finding a broker that answers (kops's --connect-timeout)
 
     def client_arguments(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"bootstrap_servers": self.bootstrap.split(","), "client_id": "kops",
+        out: dict[str, Any] = {"bootstrap_servers": servers(self.bootstrap), "client_id": "kops",
                                "request_timeout_ms": self.timeout_ms, "bootstrap_timeout_ms": self.connect_timeout_ms,
                                "reconnect_backoff_max_ms": 1000}
         for key, value in self.properties.items():
@@ -55,6 +55,11 @@ class AdminSettings:
         if "request_timeout_ms" in out:
             out["request_timeout_ms"] = int(out["request_timeout_ms"])
         return out
+
+
+def servers(bootstrap: str) -> list[str]:
+    """`host:port,host:port` as its servers (Kafka's bootstrap.servers form)."""
+    return [s.strip() for s in bootstrap.split(",") if s.strip()]
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -76,11 +81,11 @@ def read_properties(path: Path) -> dict[str, str]:
     return props
 
 
-def connect(settings: AdminSettings, servers: str | None = None) -> KafkaAdminClient:
-    """A connected admin client (through `servers` alone, when given), or one line saying why not (exit 1)."""
+def connect(settings: AdminSettings, through: str | None = None) -> KafkaAdminClient:
+    """A connected admin client (through those servers alone, when given), or one line saying why not (exit 1)."""
     arguments = settings.client_arguments()
-    where = servers or settings.bootstrap
-    arguments["bootstrap_servers"] = where.split(",")
+    where = through or settings.bootstrap
+    arguments["bootstrap_servers"] = servers(where)
     try:
         return KafkaAdminClient(**arguments)
     except KafkaTimeoutError:

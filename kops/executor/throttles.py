@@ -18,11 +18,8 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import TOPIC_KEYS
+from kops.model.throttle_keys import list_entries as _entries
 from kops.planner.throttles import batch_throttle
-
-
-def _entries(value: str | None) -> set[str]:
-    return {e.strip() for e in (value or "").split(",") if e.strip()}
 
 
 def entity_key(entity_type: str, name: str) -> str:

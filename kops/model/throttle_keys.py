@@ -10,3 +10,8 @@ LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 TOPIC_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 BROKER_KEYS = (LEADER_RATE, FOLLOWER_RATE)
 ALL_KEYS = TOPIC_KEYS + BROKER_KEYS + (LOG_DIRS_RATE,)  # every throttle config Kafka knows
+
+
+def list_entries(value: str | None) -> set[str]:
+    """A throttled-replicas list (`0:1,0:2` or `*`) as its entries: Kafka's comma-separated form, blanks dropped."""
+    return {e.strip() for e in (value or "").split(",") if e.strip()}

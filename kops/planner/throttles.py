@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from kops.model.plan import Move, Throttle
 from kops.model.snapshot import Snapshot
-from kops.model.throttle_keys import BROKER_KEYS, FOLLOWER_REPLICAS, LEADER_REPLICAS
+from kops.model.throttle_keys import BROKER_KEYS, FOLLOWER_REPLICAS, LEADER_REPLICAS, list_entries
 
 
 def merge_list(existing: str | None, ours: set[str]) -> str:
@@ -21,7 +21,7 @@ def merge_list(existing: str | None, ours: set[str]) -> str:
         return "*"
     entries = set(ours)
     if existing:
-        entries |= {e.strip() for e in existing.split(",") if e.strip()}
+        entries |= list_entries(existing)
     return ",".join(sorted(entries))
 
 
