@@ -40,14 +40,14 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
         described = client.describe_topics(names) if names else []
         moving = client.list_partition_reassignments()
         configs = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names]) if names else {}
-        if only_topics is None:  # broker configs: dynamic ones (throttles) and static ones (a migration)
-            configs.update(client.describe_configs(
-                [ConfigResource(ConfigResourceType.BROKER, str(b["broker_id"])) for b in cluster["brokers"]],
-                config_filter="all"))
     except KafkaError as exc:
         raise ConnectionFailed(f"the cluster did not answer: {exc}", where=where,
                                hint="check the bootstrap servers, --command-config and the cluster's health") from None
-    brokers = tuple(sorted((_broker(b) for b in cluster["brokers"]), key=lambda b: b.id))
+    silent: set[int] = set()
+    if only_topics is None:  # broker configs: dynamic ones (throttles) and static ones (a migration)
+        configs["broker"], silent = _broker_configs(client, [int(b["broker_id"]) for b in cluster["brokers"]])
+    brokers = tuple(sorted((_broker(b) for b in cluster["brokers"] if int(b["broker_id"]) not in silent),
+                           key=lambda b: b.id))
     adding = {(tp.topic, tp.partition): r for tp, r in moving.items()}
     topic_configs = configs.get("topic", {})
     topics = {t["name"]: _topic(t, adding, _overrides(topic_configs.get(t["name"], {}), TOPIC_SOURCES))
@@ -64,6 +64,23 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
                     controller=ControllerInfo(id=cluster.get("controller_id"), epoch=None),
                     brokers=brokers, topics=topics, broker_configs=broker_configs, requested_moves=requested,
                     migration=migration, connect=f"kafka://{where}")
+
+
+def _broker_configs(client: KafkaAdminClient, ids: list[int]) -> tuple[dict[str, Any], set[int]]:
+    """Each broker's configs, asked of that broker. One that does not answer (killed, its fencing not yet seen
+    by every broker) counts as gone: the executor's health check stops for it, and no throttle is ever planned
+    from configs kops could not read."""
+    found: dict[str, Any] = {}
+    silent: set[int] = set()
+    for broker in ids:
+        try:
+            answer = client.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker))],
+                                             config_filter="all")
+        except KafkaError:
+            silent.add(broker)
+            continue
+        found.update(answer.get("broker", {}))
+    return found, silent
 
 
 def _overrides(values: dict[str, dict[str, Any]], sources: set[str]) -> dict[str, str]:

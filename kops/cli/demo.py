@@ -122,7 +122,7 @@ def _fresh_snapshots(lab_dir: Path, since: float, brokers: int, count: int = 2) 
 
 
 def _create_real_topics(bootstrap: str) -> None:
-    """The same topics on real Kafka, through the Admin API, with real records (a quarter of the sizes: real
+    """The same topics on real Kafka, through the Admin API, with real records (an eighth of the sizes: real
     bytes are written, replicated and copied on this machine)."""
     from kops.lab.kafka_admin import first_answer, produce  # noqa: PLC0415 - only the real-Kafka demo needs it
 

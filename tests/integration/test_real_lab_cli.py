@@ -22,10 +22,9 @@ from tests.labtools import wait_until
 
 pytestmark = pytest.mark.lab
 
-SHAPES = {
+SHAPES = {  # dedicated controllers: bench/chaos.py and tests/unit cover their configuration; one Kafka 4 shape here
     "kafka-3.9": [],
     "kafka-4-combined": ["--controllers", "3"],
-    "kafka-4-dedicated": ["--controllers", "1", "--dedicated-controllers"],
 }
 
 

@@ -22,7 +22,10 @@ pytestmark = pytest.mark.lab
 
 
 @pytest.mark.parametrize("unclean", [False, True], ids=["default", "allowed"])
-def test_an_offline_partition_waits_for_its_isr_unless_unclean_is_allowed(engine_lab, unclean: bool, capsys) -> None:
+def test_an_offline_partition_waits_for_its_isr_unless_unclean_is_allowed(engine: str, engine_lab, unclean: bool,
+                                                                           capsys) -> None:
+    if engine != "kops" and not unclean:
+        pytest.skip("waiting for the ISR is Kafka's default, checked on the kops engine; real Kafka runs the election")
     with engine_lab(time_scale=10.0) as cluster, ZkClient(ZkSettings(cluster.zk_connect)) as zk:
         cluster.create_and_fill(zk, {"fragile": {0: (1, 2)}}, 0.2)
         if unclean:
