@@ -258,8 +258,7 @@ class Executor:
             if record.kind == "rollback":
                 self._restore_configs(record)
             self._election(record)
-            if record.throttles_before:
-                throttles.restore(self.cluster, record)
+            self._restore_all_throttles(record)
             record.status, record.stop_reason = DONE, None
             self._save(record)
             self.emit({"event": "done", "execution": record.id})
@@ -278,6 +277,14 @@ class Executor:
             raise
         finally:
             (self._raw or self.cluster).close()
+
+    def _restore_all_throttles(self, record: ExecutionRecord) -> None:
+        """The end of an execution: never done with a throttle left behind."""
+        if record.throttles_before:
+            throttles.restore(self.cluster, record)
+        if record.throttles_before:
+            raise _Stop(f"the throttles on {', '.join(sorted(record.throttles_before))} could not be restored: "
+                        f"no answer; `kops apply --resume` restores them once they answer")
 
     def _save(self, record: ExecutionRecord) -> None:
         record.updated_at = self.clock.now()

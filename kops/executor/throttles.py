@@ -13,6 +13,7 @@ and a throttle another tool set for its own moves, survive kops.
 from __future__ import annotations
 
 from kops.cluster.port import Cluster
+from kops.errors import ConnectionFailed
 from kops.executor.record import ExecutionRecord
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
@@ -72,22 +73,29 @@ def restore(cluster: Cluster, record: ExecutionRecord, busy: set[str] | None = N
     for key, before in sorted(record.throttles_before.items()):
         if busy and key in busy:
             continue
-        entity_type, _, name = key.partition("/")
-        current = cluster.read_config(entity_type, name)
-        written = record.throttles_written.get(key, {})
-        changes: dict[str, str | None] = {}
-        for config_key, old in before.items():
-            now, ours = current.get(config_key), written.get(config_key)
-            if ours is None or now == ours:
-                changes[config_key] = old
-            elif config_key in TOPIC_KEYS and now is not None and now.strip() != "*":
-                kept = _entries(now) - (_entries(ours) - _entries(old))
-                changes[config_key] = ",".join(sorted(kept)) if kept else old
-            else:
-                changes[config_key] = now  # someone else's value since: theirs to remove
-        cluster.alter_config(entity_type, name, changes)
+        try:
+            _restore_one(cluster, key, before, record.throttles_written.get(key, {}))
+        except ConnectionFailed:
+            continue  # its broker does not answer now (killed, say): kept, for a later checkpoint or --resume
         done.append(key)
     for key in done:
         record.throttles_before.pop(key, None)
         record.throttles_written.pop(key, None)
     return done
+
+
+def _restore_one(cluster: Cluster, key: str, before: dict[str, str | None], written: dict[str, str]) -> None:
+    """One entity's keys back to what was found, unless someone changed them since kops wrote them."""
+    entity_type, _, name = key.partition("/")
+    current = cluster.read_config(entity_type, name)
+    changes: dict[str, str | None] = {}
+    for config_key, old in before.items():
+        now, ours = current.get(config_key), written.get(config_key)
+        if ours is None or now == ours:
+            changes[config_key] = old
+        elif config_key in TOPIC_KEYS and now is not None and now.strip() != "*":
+            kept = _entries(now) - (_entries(ours) - _entries(old))
+            changes[config_key] = ",".join(sorted(kept)) if kept else old
+        else:
+            changes[config_key] = now  # someone else's value since: theirs to remove
+    cluster.alter_config(entity_type, name, changes)

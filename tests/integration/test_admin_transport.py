@@ -296,8 +296,9 @@ def test_no_acknowledged_record_is_lost_through_a_broker_kill_a_stop_and_a_resum
     # a broker the batch uses, not broker 1 (the single KRaft controller: killing it stops the whole cluster)
     victim = next(b for m in first for b in (*m.from_replicas, *m.to_replicas) if b != 1)
     cluster.lab.kill_broker(victim)
-    _out, err = applying.communicate(timeout=180)
-    assert applying.returncode == 3 and "health stop" in err + _out, err
+    out, err = applying.communicate(timeout=180)
+    # a checkpoint stop: the health check, or the next batch needing the broker that is gone
+    assert applying.returncode == 3 and ("health stop" in out or "not registered" in out), err
     cluster.lab.start_broker(victim)
     wait_until(lambda: all(set(row["isr"]) == set(row["replicas"]) for row in layout(bootstrap)["ledger"].values()),
                timeout=120, what="in sync again")
