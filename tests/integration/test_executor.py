@@ -177,7 +177,8 @@ def batch_status(zk: ZkClient, index: int) -> str | None:
 
 @pytest.fixture
 def slow_lab(tmp_path: Path, engine_lab):
-    """4 brokers (kops engine at 4×) with 4 MB partitions under a 1 MiB/s throttle: a batch takes seconds."""
+    """4 brokers (kops engine at 4×) with 4 MB partitions under a 1 MiB/s throttle (real Kafka: 1 MB under
+    256 KiB/s): a batch takes seconds."""
     with engine_lab(time_scale=4.0) as cluster, ZkClient(ZkSettings(cluster.zk_connect)) as zk:
         # real Kafka: a quarter of the bytes under a quarter of the throttle (a batch as long, 4× less to produce)
         cluster.create_and_fill(zk, ORIGINAL, 1 if cluster.real else 4)
@@ -271,7 +272,8 @@ def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, capsys) ->
         assert found[f"topics/{topic}"]["follower.replication.throttled.replicas"] == ",".join(sorted(expected_follower[topic]))
     brokers = {b for m in batch.moves for b in m.from_replicas + m.adding}
     assert {int(k.split("/")[1]) for k in found if k.startswith("brokers/")} == brokers
-    assert all(found[f"brokers/{b}"]["follower.replication.throttled.rate"] == str(MB) for b in brokers)
+    assert all(found[f"brokers/{b}"]["follower.replication.throttled.rate"] == str(batch.throttle.rate)
+               for b in brokers)
     capsys.readouterr()
     assert main(["status", "-z", zk_connect, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
