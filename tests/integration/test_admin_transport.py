@@ -55,6 +55,15 @@ def cluster(admin_engine: EngineLab) -> EngineLab:
     return admin_engine
 
 
+def kafka4_only(admin_engine: EngineLab, request: pytest.FixtureRequest, why: str) -> str:
+    """The bootstrap servers of the emptied Kafka 4 cluster; skipped on other engines (before anything is reset)."""
+    if admin_engine.engine != "kafka-4":
+        pytest.skip(why)
+    cluster: EngineLab = request.getfixturevalue("cluster")
+    assert cluster.bootstrap is not None
+    return cluster.bootstrap
+
+
 def create_and_fill(bootstrap: str, megabytes: float) -> None:
     spec = {name: {"assignments": {p: list(r) for p, r in a.items()}} for name, a in ORIGINAL.items()}
     first_answer(bootstrap, lambda c: c.create_topics(spec))
@@ -180,11 +189,7 @@ def test_cancel_now_returns_the_batch_in_flight_then_rollback_restores_all(tmp_p
 
 def test_kill_9_mid_batch_then_resume_waits_for_the_lease(tmp_path: Path, admin_engine: EngineLab,
                                                          request: pytest.FixtureRequest) -> None:
-    if admin_engine.engine != "kafka-4":
-        pytest.skip("the lease is the same on every engine: killed once, on Kafka 4")
-    cluster: EngineLab = request.getfixturevalue("cluster")
-    bootstrap = cluster.bootstrap
-    assert bootstrap is not None
+    bootstrap = kafka4_only(admin_engine, request, "the lease is the same on every engine: killed once, on Kafka 4")
     plan_file, plan, applying = apply_in_flight(tmp_path, bootstrap, 1, "256KiB/s", "--session-timeout", "6")
     applying.send_signal(signal.SIGKILL)
     applying.communicate(timeout=30)
@@ -199,11 +204,7 @@ def test_kill_9_mid_batch_then_resume_waits_for_the_lease(tmp_path: Path, admin_
 
 def test_two_applies_race_exactly_one_runs(tmp_path: Path, admin_engine: EngineLab,
                                            request: pytest.FixtureRequest) -> None:
-    if admin_engine.engine != "kafka-4":
-        pytest.skip("the lease is the same on every engine; raced once, on Kafka 4")
-    cluster: EngineLab = request.getfixturevalue("cluster")
-    bootstrap = cluster.bootstrap
-    assert bootstrap is not None
+    bootstrap = kafka4_only(admin_engine, request, "the lease is the same on every engine; raced once, on Kafka 4")
     create_and_fill(bootstrap, 1)
     plan_file, _plan = make_plan(tmp_path, bootstrap, "128KiB/s")
     racers = [kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2")
@@ -225,11 +226,7 @@ def test_two_applies_race_exactly_one_runs(tmp_path: Path, admin_engine: EngineL
 
 def test_a_paused_holder_loses_its_lease_and_stops(tmp_path: Path, admin_engine: EngineLab,
                                                    request: pytest.FixtureRequest) -> None:
-    if admin_engine.engine != "kafka-4":
-        pytest.skip("the lease is the same on every engine; tested once, on Kafka 4")
-    cluster: EngineLab = request.getfixturevalue("cluster")
-    bootstrap = cluster.bootstrap
-    assert bootstrap is not None
+    bootstrap = kafka4_only(admin_engine, request, "the lease is the same on every engine; tested once, on Kafka 4")
     plan_file, plan, holder = apply_in_flight(tmp_path, bootstrap, 1, "256KiB/s", "--session-timeout", "3")
     holder.send_signal(signal.SIGSTOP)
     time.sleep(5)  # past its 3 s lease
@@ -265,13 +262,9 @@ def test_no_acknowledged_record_is_lost_through_a_broker_kill_a_stop_and_a_resum
     """Kafka's reassignment system test, through the Admin API: an acks=all idempotent producer (librdkafka)
     writes numbered records while kops moves partitions; a broker of the batch in flight is killed; the apply
     stops at a checkpoint, the broker returns, the apply resumes; a consumer (kafka-python) reads it all back."""
-    if admin_engine.engine != "kafka-4":
-        pytest.skip("kafka-3.9 runs this through ZooKeeper in test_no_loss.py")
     from kops.lab.delivery import SequenceProducer, compare, read_back
 
-    cluster: EngineLab = request.getfixturevalue("cluster")
-    bootstrap = cluster.bootstrap
-    assert bootstrap is not None
+    bootstrap = kafka4_only(admin_engine, request, "kafka-3.9 runs this through ZooKeeper in test_no_loss.py")
     spec = {"ledger": {"assignments": {p: list(r) for p, r in LEDGER["ledger"].items()},
                        "configs": {"min.insync.replicas": "2"}}}
     first_answer(bootstrap, lambda c: c.create_topics(spec))
@@ -295,11 +288,11 @@ def test_no_acknowledged_record_is_lost_through_a_broker_kill_a_stop_and_a_resum
     first = plan.batches[0].moves
     # a broker the batch uses, not broker 1 (the single KRaft controller: killing it stops the whole cluster)
     victim = next(b for m in first for b in (*m.from_replicas, *m.to_replicas) if b != 1)
-    cluster.lab.kill_broker(victim)
+    admin_engine.lab.kill_broker(victim)
     out, err = applying.communicate(timeout=180)
     # a checkpoint stop: the health check, or the next batch needing the broker that is gone
     assert applying.returncode == 3 and ("health stop" in out or "not registered" in out), err
-    cluster.lab.start_broker(victim)
+    admin_engine.lab.start_broker(victim)
     wait_until(lambda: all(set(row["isr"]) == set(row["replicas"]) for row in layout(bootstrap)["ledger"].values()),
                timeout=120, what="in sync again")
     assert main(["apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
