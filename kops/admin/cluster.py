@@ -69,11 +69,15 @@ class AdminCluster:
     def _connect(self, servers: str) -> KafkaAdminClient:
         return connect(self.settings, servers)
 
-    def _ask(self, what: str, call: Callable[[KafkaAdminClient], T]) -> T:
-        """`call` on the connected client; on a failure, through each bootstrap server alone, for a while."""
+    def _ask(self, what: str, call: Callable[[KafkaAdminClient], T],
+             answers: tuple[type[Exception], ...] = ()) -> T:
+        """`call` on the connected client; on a failure, through each bootstrap server alone, for a while.
+        `answers`: Kafka's errors that are answers, not failures (a topic that already exists): raised at once."""
         client = self._connected()  # a cluster never reached is one line now, not after a round of retries
         try:
             return call(client)
+        except answers:
+            raise
         except (KafkaError, OSError, ConnectionFailed) as exc:  # the reader turns Kafka's errors into the latter
             first: Exception = exc
         deadline = time.monotonic() + max(self.settings.connect_timeout_ms / 1000, 5.0) * 2
@@ -83,6 +87,8 @@ class AdminCluster:
                 try:
                     self._client = self._connect(server)
                     return call(self._client)
+                except answers:
+                    raise
                 except (KafkaError, OSError, ConnectionFailed) as exc:
                     first = exc
                     self.close_client()
@@ -178,11 +184,7 @@ class AdminCluster:
     def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]], config: Mapping[str, str]) -> bool:
         spec = {name: {"assignments": {p: list(r) for p, r in assignment.items()}, "configs": dict(config)}}
         try:
-            self._ask("CreateTopics", lambda c: c.create_topics(spec))
-        except ConnectionFailed as exc:
-            if "TopicAlreadyExists" in exc.what:
-                return False
-            raise
+            self._ask("CreateTopics", lambda c: c.create_topics(spec), answers=(TopicAlreadyExistsError,))
         except TopicAlreadyExistsError:
             return False
         return True
@@ -201,13 +203,8 @@ class AdminCluster:
                         where=self.where, hint="plan without partition removal")
 
     def delete_topic(self, name: str) -> None:
-        try:
-            self._ask("DeleteTopics", lambda c: c.delete_topics([name]))
-        except ConnectionFailed as exc:
-            if "UnknownTopicOrPartition" not in exc.what:
-                raise
-        except UnknownTopicOrPartitionError:
-            pass
+        with contextlib.suppress(UnknownTopicOrPartitionError):  # already gone
+            self._ask("DeleteTopics", lambda c: c.delete_topics([name]), answers=(UnknownTopicOrPartitionError,))
 
     def alter_config(self, entity_type: str, name: str, updates: Mapping[str, str | None]) -> None:
         """IncrementalAlterConfigs, then read back until the cluster shows every change."""

@@ -307,3 +307,24 @@ def test_no_acknowledged_record_is_lost_through_a_broker_kill_a_stop_and_a_resum
     verdict = compare(acks, read_back(bootstrap, "ledger", 6))
     assert verdict.acknowledged > 1000
     assert verdict.lost == 0 and verdict.out_of_order == 0 and verdict.duplicates == 0, verdict
+
+
+def test_topic_writes_through_the_port_are_answers_not_failures(cluster: EngineLab) -> None:
+    """What apply and resume rely on: creating a topic that exists says so (no retry round), adding partitions
+    that exist adds nothing, deleting a topic already gone is done."""
+    bootstrap = cluster.bootstrap
+    assert bootstrap is not None
+    port = AdminCluster(AdminSettings(bootstrap))
+    try:
+        assert port.create_topic("port", {0: (1, 2), 1: (2, 3)}, {"retention.ms": "3600000"}) is True
+        wait_until(lambda: len(layout(bootstrap).get("port", {})) == 2, what="topic created")
+        assert port.create_topic("port", {0: (1, 2), 1: (2, 3)}, {}) is False
+        assert port.add_partitions("port", {2: (3, 1)}) is True
+        wait_until(lambda: len(layout(bootstrap).get("port", {})) == 3, what="partition added")
+        assert port.add_partitions("port", {2: (3, 1)}) is False
+        assert port.read_config("topics", "port") == {"retention.ms": "3600000"}
+        port.delete_topic("port")
+        wait_until(lambda: "port" not in layout(bootstrap), timeout=60, what="topic deleted")
+        port.delete_topic("port")
+    finally:
+        port.close()
