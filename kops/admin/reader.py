@@ -22,7 +22,7 @@ from kafka.errors import KafkaError
 from kops.errors import ConnectionFailed
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState
-from kops.model.snapshot import ControllerInfo, RequestedMove, Snapshot
+from kops.model.snapshot import ControllerInfo, RequestedMove, Snapshot, admin_api_connect
 from kops.model.topics import Topic
 
 TOPIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG"}
@@ -63,7 +63,7 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
     return Snapshot(cluster_id=cluster.get("cluster_id"),
                     controller=ControllerInfo(id=cluster.get("controller_id"), epoch=None),
                     brokers=brokers, topics=topics, broker_configs=broker_configs, requested_moves=requested,
-                    migration=migration, connect=f"kafka://{where}")
+                    migration=migration, connect=admin_api_connect(where))
 
 
 def _broker_configs(client: KafkaAdminClient, ids: list[int]) -> tuple[dict[str, Any], set[int]]:

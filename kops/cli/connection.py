@@ -33,14 +33,16 @@ from kops.cli.options import (
 from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.declare.inventory import load_inventory
+from kops.declare.loader import cluster_address
 from kops.declare.patterns import PatternError, select_hosts
 from kops.declare.problems import Problems
 from kops.errors import UsageError
 from kops.kafka.client import ZkClient
 from kops.kafka.connect import parse_connect
+from kops.model.desired import SourceLocation
+from kops.model.snapshot import ADMIN_API
 
 F = TypeVar("F", bound=Callable[..., Any])
-ADMIN_PREFIX = "kafka://"  # how a snapshot (and a plan) made through the Admin API names its cluster
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,8 @@ def resolve(connection: Connection, inventory: Path | None = None, limit: str | 
 
 def from_connect(connect: str) -> Address:
     """A snapshot's or plan's `connect`: `kafka://SERVERS` through the Admin API, else a ZooKeeper string."""
-    if connect.startswith(ADMIN_PREFIX):
-        return Address("admin", connect[len(ADMIN_PREFIX):])
+    if connect.startswith(ADMIN_API):
+        return Address("admin", connect[len(ADMIN_API):])
     parse_connect(connect)
     return Address("zookeeper", connect)
 
@@ -133,19 +135,20 @@ def _from_inventory(inventory: Path, limit: str | None) -> Address:
                          f"{' (' + ', '.join(sorted(hosts)) + ')' if hosts else ''}", where=str(inventory),
                          hint="name exactly one with -l CLUSTER")
     variables = inv.host_variables(hosts[0])
-    servers, connect = variables.get("bootstrap_servers"), variables.get("zookeeper")
-    for name, value in (("bootstrap_servers", servers), ("zookeeper", connect)):
+    for name in ("bootstrap_servers", "zookeeper"):
+        value = variables.get(name)
         if value is not None and (not isinstance(value, str) or "{{" in value):
             raise UsageError(f"host {hosts[0]}: {name} must be a plain string", where=str(inventory))
-    if servers:
-        if connect:
-            console.info(f"{hosts[0]} has bootstrap_servers and zookeeper: using the Admin API")
-        return Address("admin", str(servers))
-    if not connect:
+    connect = cluster_address(variables, inv.hosts[hosts[0]].location or SourceLocation(str(inventory), 1, 1),
+                              hosts[0], problems)  # the same rule as plans: bootstrap_servers first
+    if problems.errors:
+        raise UsageError(str(problems.sorted_errors()[0]))
+    if connect is None:
         raise UsageError(f"host {hosts[0]} has neither bootstrap_servers nor zookeeper", where=str(inventory),
                          hint="set bootstrap_servers: HOST:PORT (or zookeeper: HOST:PORT/chroot), or pass -b / -z")
-    parse_connect(str(connect))
-    return Address("zookeeper", str(connect))
+    if variables.get("bootstrap_servers") and variables.get("zookeeper"):
+        console.info(f"{hosts[0]} has bootstrap_servers and zookeeper: using the Admin API")
+    return from_connect(connect)
 
 
 def admin_settings(connection: Connection, servers: str) -> AdminSettings:

@@ -35,6 +35,7 @@ from kops.model.desired import (
     SourceLocation,
     TopicDeclaration,
 )
+from kops.model.snapshot import admin_api_connect
 
 PLAY_KEYS = (
     "name", "hosts", "vars", "vars_files", "topic_defaults", "topics", "brokers", "rebalance", "execution",
@@ -173,7 +174,7 @@ def load_declarations(
 
     desired = {}
     for name, c in sorted(clusters.items()):
-        connect = _cluster_address(c.variables, _host_location(inventory, name, top), name, problems)
+        connect = cluster_address(c.variables, _host_location(inventory, name, top), name, problems)
         desired[name] = DesiredState(
             cluster=name,
             connect=connect,
@@ -190,14 +191,14 @@ def load_declarations(
     return Declarations(desired, problems, inventory, _digest(sources, extra, playbook.parent), topic_count, sorted(set(sources)))
 
 
-def _cluster_address(variables: dict[str, Any], where: SourceLocation, name: str, problems: Problems) -> str | None:
+def cluster_address(variables: dict[str, Any], where: SourceLocation, name: str, problems: Problems) -> str | None:
     """`bootstrap_servers` (the Admin API, written `kafka://SERVERS` as snapshots name it) before `zookeeper`."""
     servers = variables.get("bootstrap_servers")
     if servers is not None:
         if not all(re.fullmatch(r"[^\s,:]+:\d+", s.strip()) for s in str(servers).split(",")):
             problems.error(where, f"host {name}: bootstrap_servers: {servers!r} is not HOST:PORT[,HOST:PORT...]",
                            "e.g. bootstrap_servers: broker1:9092,broker2:9092")
-        return f"kafka://{servers}"
+        return admin_api_connect(str(servers))
     connect = variables.get("zookeeper")
     if connect is None:
         return None

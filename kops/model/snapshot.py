@@ -51,6 +51,13 @@ class InFlight:
     requested: bool  # named in /admin/reassign_partitions
 
 
+ADMIN_API = "kafka://"  # a snapshot (and a plan) read through the Admin API names its cluster kafka://SERVERS
+
+
+def admin_api_connect(servers: str) -> str:
+    return ADMIN_API + servers
+
+
 @dataclass(frozen=True)
 class Snapshot:
     cluster_id: str | None
