@@ -42,6 +42,7 @@ T = TypeVar("T")
 RESOURCE = {"topics": "TOPIC", "brokers": "BROKER"}
 SOURCES = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFIG"}
 READ_BACK_SECONDS = 15.0
+LAG_EVERY = 1.0  # seconds between two DescribeLogDirs for progress
 
 
 class AdminCluster:
@@ -58,6 +59,7 @@ class AdminCluster:
         self.log.watchers.append(self.claims.fold)
         self._records = LogRecords(self.log)
         self._guard: bool | None = None  # KIP-860 offered (AlterPartitionReassignments v1)
+        self._sizes_read: tuple[float, dict[str, list[int]], dict[TopicPartition, dict[int, int]]] | None = None
 
     # -- connection ------------------------------------------------------------------------------------------
 
@@ -151,10 +153,15 @@ class AdminCluster:
         wanted: dict[str, list[int]] = {}
         for tp, _broker in asked:
             wanted.setdefault(tp.topic, []).append(tp.partition)
-        try:
-            sizes = self._replica_sizes(wanted)
-        except KopsError:
-            return {}
+        now = time.monotonic()
+        if self._sizes_read is not None and now - self._sizes_read[0] < LAG_EVERY and self._sizes_read[1] == wanted:
+            sizes = self._sizes_read[2]  # polls come every fraction of a second; log dirs are asked once a second
+        else:
+            try:
+                sizes = self._replica_sizes(wanted)
+            except KopsError:
+                return {}
+            self._sizes_read = (now, wanted, sizes)
         out: dict[tuple[TopicPartition, int], int] = {}
         for tp, broker in asked:
             found = sizes.get(tp, {})
