@@ -125,7 +125,7 @@ def plan(
     extra_vars: ExtraVars = None,
     snapshot: Annotated[Path | None, typer.Option("--snapshot", help="Plan offline from a kops-snapshot/1 file.")] = None,
     sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize output).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the plan (kops-plan/1 JSON) here.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the plan (kops-plan/2 JSON) here.")] = None,
     output_format: Annotated[PlanFormat, typer.Option("--format", "-f", help="text, json or markdown.", case_sensitive=False)] = PlanFormat.text,
     detailed_exitcode: Annotated[bool, typer.Option("--detailed-exitcode", help="Exit 0 when nothing changes, 2 when something does.")] = False,
     export_kafka: Annotated[Path | None, typer.Option("--export-kafka", help="Also write the moves as kafka-reassign-partitions.sh JSON.")] = None,

@@ -75,7 +75,7 @@ def rebalance(
 ) -> None:
     """Rebalance within limits, made for cron: the moves that buy the most balance per byte first, nothing at all
     below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
-    terminal. Writes the plan (kops-plan/1, so `kops rollback PLAN` undoes it); with --apply --yes runs it
+    terminal. Writes the plan (kops-plan/2, so `kops rollback PLAN` undoes it); with --apply --yes runs it
     through the executor and stops at the next checkpoint on SIGTERM or SIGINT.
 
     The imbalance is the share of the load above the live brokers' fair share (0 = even; 0.25 = a quarter

@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kops.errors import KopsError
+from kops.formats import record as doc_model
+from kops.formats.base import validate
+from kops.jsondoc import ShapeError, parse_json
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 
-FORMAT = "kops-execution/1"
+FORMAT = doc_model.FORMAT
 
 PENDING, RUNNING, DONE, CANCELLED = "pending", "running", "done", "cancelled"  # batch states
 STOPPED, FAILED = "stopped", "failed"  # execution states besides RUNNING and DONE
@@ -112,33 +115,35 @@ def to_document(r: ExecutionRecord) -> dict[str, Any]:
 
 
 def dumps(r: ExecutionRecord) -> bytes:
-    return json.dumps(to_document(r), separators=(",", ":"), sort_keys=True).encode()
+    """Compact JSON, serialised through the declaration (a record kops could not read back is never written)."""
+    doc = doc_model.RecordDoc.model_validate(to_document(r)).model_dump(mode="json")
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _batch_of(b: doc_model.BatchRecordDoc) -> BatchRecord:
+    return BatchRecord(b.index, [Move(t, p, tuple(f), tuple(to), n) for t, p, f, to, n in b.moves], b.status,
+                       b.estimate_seconds, b.started_at, b.finished_at, b.progress_at)
+
+
+def from_document(raw: Any) -> ExecutionRecord:
+    """The record in a parsed document, checked whole; raises ShapeError naming the field."""
+    d = validate(doc_model.RecordDoc, raw, FORMAT)
+    return ExecutionRecord(
+        id=d.id, kind=d.kind, of=d.of, plan_digest=d.plan_digest, plan_path=d.plan_path, cluster_id=d.cluster_id,
+        status=d.status, stop_reason=d.stop_reason, started_at=d.started_at, updated_at=d.updated_at,
+        holder=dict(d.holder), rate=d.rate, steps_done=list(d.steps_done),
+        configs=[ConfigRecord(c.entity_type, c.entity, dict(c.before), dict(c.after)) for c in d.configs],
+        throttles_before={k: dict(v) for k, v in d.throttles_before.items()},
+        throttles_written={k: dict(v) for k, v in d.throttles_written.items()},
+        batches=[_batch_of(b) for b in d.batches],
+        election=[TopicPartition(t, p) for t, p in d.election], election_done=d.election_done,
+        irreversible=list(d.irreversible), edited=list(d.edited_plan_sections or []),
+    )
 
 
 def loads(data: bytes, where: str) -> ExecutionRecord:
     try:
-        d = json.loads(data)
-        if d.get("format") != FORMAT:
-            raise RecordError(f"not a {FORMAT} record (format {d.get('format')!r})", where=where)
-        return ExecutionRecord(
-            id=d["id"], kind=d["kind"], of=d.get("of"), plan_digest=d["plan_digest"], plan_path=d["plan_path"],
-            cluster_id=d.get("cluster_id"), status=d["status"], stop_reason=d.get("stop_reason"),
-            started_at=float(d["started_at"]), updated_at=float(d.get("updated_at") or 0.0), holder=d.get("holder") or {},
-            rate=d.get("rate"), steps_done=list(d.get("steps_done") or []),
-            configs=[ConfigRecord(c["entity_type"], c["entity"], dict(c["before"]), dict(c["after"]))
-                     for c in d.get("configs") or []],
-            throttles_before={k: dict(v) for k, v in (d.get("throttles_before") or {}).items()},
-            throttles_written={k: dict(v) for k, v in (d.get("throttles_written") or {}).items()},
-            batches=[BatchRecord(int(b["index"]), [Move(t, int(p), tuple(f), tuple(to), int(n)) for t, p, f, to, n in b["moves"]],
-                                 b["status"], b.get("estimate_seconds"), b.get("started_at"), b.get("finished_at"),
-                                 b.get("progress_at"))
-                     for b in d["batches"]],
-            election=[TopicPartition(t, int(p)) for t, p in d.get("election") or []],
-            election_done=bool(d.get("election_done")), irreversible=list(d.get("irreversible") or []),
-            edited=[str(x) for x in d.get("edited_plan_sections") or []],
-        )
-    except RecordError:
-        raise
-    except (ValueError, KeyError, TypeError) as exc:
+        return from_document(parse_json(data))
+    except ShapeError as exc:
         raise RecordError(f"unreadable execution record: {exc}", where=where,
                           hint="it was not written by this kops version, or was edited by hand") from None

@@ -1,7 +1,8 @@
-"""The plan file, `kops-plan/1`: JSON with sorted keys and no clock, so identical inputs give identical bytes.
+"""The plan file, `kops-plan/2` (declared in kops/formats/plan.py): JSON with sorted keys and no clock, so
+identical inputs give identical bytes.
 
-`kops plan -o FILE` writes it, `kops apply FILE` and `kops rollback FILE` read it back (validated, with the
-JSON location of the first problem). docs/plan-format.md describes every key.
+`kops plan -o FILE` writes it, `kops apply FILE` and `kops rollback FILE` read it back, checked whole by the
+declaration (the JSON location of the first problem) and against its seal. docs/plan-format.md describes every key.
 """
 
 from __future__ import annotations
@@ -12,24 +13,9 @@ import json
 from typing import Any
 
 from kops.errors import DocumentError
-from kops.jsondoc import (
-    ShapeError,
-    as_bool,
-    as_id,
-    as_int,
-    as_int_key,
-    as_list,
-    as_object,
-    as_positive_number,
-    as_replicas,
-    as_seconds,
-    as_size,
-    as_str,
-    as_str_map,
-    check_format,
-    field,
-    parse_json,
-)
+from kops.formats import plan as doc_model
+from kops.formats.base import validate
+from kops.jsondoc import ShapeError, parse_json
 from kops.model.partitions import TopicPartition
 from kops.model.plan import (
     Batch,
@@ -46,8 +32,7 @@ from kops.model.plan import (
     TopicDeletion,
 )
 
-FORMAT = "kops-plan/1"
-LONG = (-(2**63), 2**63 - 1)
+FORMAT = doc_model.FORMAT
 
 
 def _move(m: Move) -> dict[str, Any]:
@@ -105,8 +90,6 @@ def to_document(plan: Plan) -> dict[str, Any]:
                                      "undeleted_partition_count": d.undeleted_partition_count}
                                     for d in plan.partition_deletions],
             "configs": [_config(c) for c in plan.configs],
-            "moves": [_move(m) for m in plan.moves if m.kind == "data"],
-            "leader_changes": [_move(m) for m in plan.moves if m.kind == "leader"],
         },
         "batches": [_batch(b) for b in plan.batches],
         "election": _tps(plan.election),
@@ -143,7 +126,8 @@ def seal(doc: dict[str, Any]) -> dict[str, str]:
 
 
 def dumps(plan: Plan) -> bytes:
-    doc = to_document(plan)
+    """The file's bytes, serialised through the declaration (a plan kops could not read back is never written)."""
+    doc = doc_model.PlanDoc.model_validate(to_document(plan)).model_dump(mode="json")
     doc["seal"] = seal(doc)
     return (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -158,155 +142,77 @@ def edited_sections(doc: Any) -> list[str]:
 
 # -- reading --------------------------------------------------------------------------------------------------
 
-def _read_move(raw: Any, at: str) -> Move:
-    d = as_object(raw, at)
-    move = Move(
-        as_str(field(d, "topic", at), f"{at}.topic"), as_id(field(d, "partition", at), f"{at}.partition"),
-        as_replicas(field(d, "from", at), f"{at}.from"), as_replicas(field(d, "to", at), f"{at}.to"),
-        as_size(d.get("bytes", 0), f"{at}.bytes"), as_int(d.get("leader", -1), f"{at}.leader"),
-        as_str(d.get("reason", ""), f"{at}.reason"),
-    )
-    if move.leader != -1 and move.leader not in move.from_replicas:
-        raise ShapeError(f"{at}.leader {move.leader} is not one of its replicas {list(move.from_replicas)}")
-    return move
+def _move_of(m: doc_model.MoveDoc) -> Move:
+    return Move(m.topic, m.partition, tuple(m.from_), tuple(m.to), m.bytes, m.leader, m.reason)
 
 
-def _read_int_map(raw: Any, at: str) -> dict[int, int]:
-    """Per-broker counts and bytes: broker ids and values from 0."""
-    return {_id_key(k, at): as_size(v, f"{at}.{k}") for k, v in as_object(raw or {}, at).items()}
+def _ids(d: dict[str, Any]) -> dict[int, Any]:
+    return {int(k): v for k, v in d.items()}
 
 
-def _id_key(key: str, at: str) -> int:
-    number = as_int_key(key, at)
-    if number < 0:
-        raise ShapeError(f"{at} has key {key!r}: ids are numbered from 0")
-    return number
+def _assignment_of(d: dict[str, list[int]]) -> dict[int, tuple[int, ...]]:
+    return {int(k): tuple(v) for k, v in sorted(d.items(), key=lambda kv: int(kv[0]))}
 
 
-def _read_assignment(raw: Any, at: str) -> dict[int, tuple[int, ...]]:
-    assignment = {_id_key(k, at): as_replicas(v, f"{at}.{k}") for k, v in as_object(raw, at).items()}
-    if not assignment:
-        raise ShapeError(f"{at} is empty")
-    return assignment
+def _batch_of(b: doc_model.BatchDoc) -> Batch:
+    t, e = b.throttle, b.estimate
+    return Batch(b.index, tuple(_move_of(m) for m in b.moves),
+                 Throttle({k: dict(v) for k, v in t.topics.items()}, _ids(t.brokers), t.rate),
+                 Estimate(e.seconds, None, _ids(e.bytes_in), _ids(e.bytes_out)))
 
 
-def _read_batch(raw: Any, at: str) -> Batch:
-    d = as_object(raw, at)
-    t = as_object(field(d, "throttle", at), f"{at}.throttle")
-    e = as_object(d.get("estimate") or {}, f"{at}.estimate")
-    rate = t.get("rate")  # null: the plan was made without a throttle
-    seconds = e.get("seconds")
-    if rate is not None and as_int(rate, f"{at}.throttle.rate", LONG) <= 0:
-        raise ShapeError(f"{at}.throttle.rate must be a positive number of bytes per second, or null, got {rate}")
-    return Batch(
-        as_int(field(d, "index", at), f"{at}.index", (1, 2**31 - 1)),
-        tuple(_read_move(m, f"{at}.moves[{i}]") for i, m in enumerate(as_list(field(d, "moves", at), f"{at}.moves"))),
-        Throttle(
-            {k: as_str_map(v, f"{at}.throttle.topics.{k}") for k, v in as_object(t.get("topics") or {}, f"{at}.throttle.topics").items()},
-            {_id_key(k, f"{at}.throttle.brokers"): as_str_map(v, f"{at}.throttle.brokers.{k}")
-             for k, v in as_object(t.get("brokers") or {}, f"{at}.throttle.brokers").items()},
-            None if rate is None else as_int(rate, f"{at}.throttle.rate", LONG),
-        ),
-        Estimate(None if seconds is None else as_seconds(seconds, f"{at}.estimate.seconds"), None, _read_int_map(e.get("bytes_in"), f"{at}.estimate.bytes_in"),
-                 _read_int_map(e.get("bytes_out"), f"{at}.estimate.bytes_out")),
-    )
+def _config_of(c: doc_model.ConfigDoc) -> ConfigChange:
+    return ConfigChange(c.entity_type, c.entity, dict(c.set), tuple(c.remove), dict(c.before), c.destructive, c.reason)
 
 
-def _read_config(raw: Any, at: str) -> ConfigChange:
-    d = as_object(raw, at)
-    return ConfigChange(
-        as_str(field(d, "entity_type", at), f"{at}.entity_type"), as_str(field(d, "entity", at), f"{at}.entity"),
-        as_str_map(d.get("set") or {}, f"{at}.set"),
-        tuple(as_str(x, f"{at}.remove[{i}]") for i, x in enumerate(as_list(d.get("remove") or [], f"{at}.remove"))),
-        as_str_map(d.get("before") or {}, f"{at}.before"), as_bool(d.get("destructive", False), f"{at}.destructive"),
-        as_str(d.get("reason", ""), f"{at}.reason"),
-    )
+def _tps_of(tps: list[doc_model.TopicPartitionDoc]) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition(tp.topic, tp.partition) for tp in tps)
 
 
-def _read_tps(raw: Any, at: str) -> tuple[TopicPartition, ...]:
-    return tuple(
-        TopicPartition(as_str(field(as_object(x, f"{at}[{i}]"), "topic", f"{at}[{i}]"), f"{at}[{i}].topic"),
-                       as_int(field(x, "partition", f"{at}[{i}]"), f"{at}[{i}].partition"))
-        for i, x in enumerate(as_list(raw or [], at))
-    )
-
-
-def from_document(doc: Any) -> Plan:
-    d = as_object(doc, "document")
-    check_format(d.get("format"), FORMAT)
-    ch = as_object(field(d, "changes", ""), "changes")
-    rb = as_object(field(d, "rollback", ""), "rollback")
-    s = as_object(field(d, "summary", ""), "summary")
-    batches = tuple(_read_batch(b, f"batches[{i}]") for i, b in enumerate(as_list(field(d, "batches", ""), "batches")))
-    fp = as_object(field(d, "fingerprint", ""), "fingerprint")
-    as_object(fp.get("topics") or {}, "fingerprint.topics")
-    return Plan(
-        cluster=as_str(field(d, "cluster", ""), "cluster"),
-        cluster_id=None if d.get("cluster_id") is None else as_str(d["cluster_id"], "cluster_id"),
-        connect=None if d.get("connect") is None else as_str(d["connect"], "connect"),
-        playbook_digest=as_str(d.get("playbook_digest", ""), "playbook_digest"),
-        fingerprint=fp,
-        **_read_changes(ch),
-        batches=batches,
-        election=_read_tps(d.get("election"), "election"),
-        rollback=Rollback(
-            tuple(_read_batch(b, f"rollback.batches[{i}]") for i, b in enumerate(as_list(rb.get("batches") or [], "rollback.batches"))),
-            tuple(_read_config(c, f"rollback.configs[{i}]") for i, c in enumerate(as_list(rb.get("configs") or [], "rollback.configs"))),
-            _read_tps(rb.get("election"), "rollback.election"),
-            tuple(as_str(x, "rollback.irreversible") for x in as_list(rb.get("irreversible") or [], "rollback.irreversible")),
-        ),
-        summary=_read_summary(s),
-        warnings=tuple(as_str(x, "warnings") for x in as_list(d.get("warnings") or [], "warnings")),
-        kops_version=as_str(d.get("kops_version", ""), "kops_version"),
-        stall_timeout=None if d.get("stall_timeout") is None else as_positive_number(d["stall_timeout"], "stall_timeout"),
-    )
-
-
-def _read_summary(s: dict[str, Any]) -> Summary:
-    def seconds(key: str) -> float | None:
-        value = s.get(key)
-        return None if value is None else as_seconds(value, f"summary.{key}")
-
+def _summary_of(s: doc_model.SummaryDoc) -> Summary:
     return Summary(
-        moves=as_size(s.get("moves", 0), "summary.moves"), leader_moves=as_size(s.get("leader_moves", 0), "summary.leader_moves"),
-        bytes=as_size(s.get("bytes", 0), "summary.bytes"),
-        lower_bound_moves=as_size(s.get("lower_bound_moves", 0), "summary.lower_bound_moves"),
-        lower_bound_bytes=as_size(s.get("lower_bound_bytes", 0), "summary.lower_bound_bytes"),
-        estimated_seconds=seconds("estimated_seconds"), lower_bound_seconds=seconds("lower_bound_seconds"),
-        destructive=tuple(as_str(x, "summary.destructive") for x in as_list(s.get("destructive") or [], "summary.destructive")),
-        replicas_before=_read_int_map(s.get("replicas_before"), "summary.replicas_before"),
-        replicas_after=_read_int_map(s.get("replicas_after"), "summary.replicas_after"),
-        leaders_before=_read_int_map(s.get("leaders_before"), "summary.leaders_before"),
-        leaders_after=_read_int_map(s.get("leaders_after"), "summary.leaders_after"),
-        bytes_before=_read_int_map(s.get("bytes_before"), "summary.bytes_before"),
-        bytes_after=_read_int_map(s.get("bytes_after"), "summary.bytes_after"),
+        moves=s.moves, leader_moves=s.leader_moves, bytes=s.bytes, lower_bound_moves=s.lower_bound_moves,
+        lower_bound_bytes=s.lower_bound_bytes, estimated_seconds=s.estimated_seconds,
+        lower_bound_seconds=s.lower_bound_seconds, destructive=tuple(s.destructive),
+        replicas_before=_ids(s.replicas_before), replicas_after=_ids(s.replicas_after),
+        leaders_before=_ids(s.leaders_before), leaders_after=_ids(s.leaders_after),
+        bytes_before=_ids(s.bytes_before), bytes_after=_ids(s.bytes_after),
     )
 
 
-def _read_changes(ch: dict[str, Any]) -> dict[str, Any]:
+def _changes_of(ch: doc_model.ChangesDoc) -> dict[str, Any]:
     """The non-move changes, as Plan's keyword arguments."""
-    def entries(key: str) -> list[tuple[dict[str, Any], str]]:
-        return [(as_object(x, f"changes.{key}[{i}]"), f"changes.{key}[{i}]")
-                for i, x in enumerate(as_list(ch.get(key) or [], f"changes.{key}"))]
-
     return dict(
-        creations=tuple(TopicCreation(as_str(field(c, "topic", at), f"{at}.topic"),
-                                      _read_assignment(field(c, "assignment", at), f"{at}.assignment"),
-                                      as_str_map(c.get("config") or {}, f"{at}.config"))
-                        for c, at in entries("topic_creations")),
-        deletions=tuple(TopicDeletion(as_str(field(x, "topic", at), f"{at}.topic"),
-                                      as_size(x.get("partitions", 0), f"{at}.partitions"),
-                                      as_size(x.get("bytes", 0), f"{at}.bytes"))
-                        for x, at in entries("topic_deletions")),
-        partition_additions=tuple(PartitionAddition(as_str(field(x, "topic", at), f"{at}.topic"),
-                                                    _read_assignment(field(x, "assignment", at), f"{at}.assignment"))
-                                  for x, at in entries("partition_additions")),
-        partition_deletions=tuple(PartitionDeletion(as_str(field(x, "topic", at), f"{at}.topic"),
-                                                    as_size(field(x, "current_count", at), f"{at}.current_count"),
-                                                    as_size(field(x, "undeleted_partition_count", at),
-                                                            f"{at}.undeleted_partition_count"))
-                                  for x, at in entries("partition_deletions")),
-        configs=tuple(_read_config(c, at) for c, at in entries("configs")),
+        creations=tuple(TopicCreation(c.topic, _assignment_of(c.assignment), dict(c.config))
+                        for c in ch.topic_creations),
+        deletions=tuple(TopicDeletion(d.topic, d.partitions, d.bytes) for d in ch.topic_deletions),
+        partition_additions=tuple(PartitionAddition(a.topic, _assignment_of(a.assignment))
+                                  for a in ch.partition_additions),
+        partition_deletions=tuple(PartitionDeletion(d.topic, d.current_count, d.undeleted_partition_count)
+                                  for d in ch.partition_deletions),
+        configs=tuple(_config_of(c) for c in ch.configs),
+    )
+
+
+def from_document(raw: Any) -> Plan:
+    """The plan in a parsed document, checked whole by the declaration; raises ShapeError naming the field."""
+    if isinstance(raw, dict) and raw.get("format") == "kops-plan/1":
+        raise ShapeError("format is kops-plan/1, from an older kops that listed each move twice: "
+                         "make the plan again with `kops plan`")
+    d = validate(doc_model.PlanDoc, raw, FORMAT)
+    rb = d.rollback
+    return Plan(
+        cluster=d.cluster, cluster_id=d.cluster_id, connect=d.connect, playbook_digest=d.playbook_digest,
+        fingerprint=d.fingerprint.model_dump(mode="json"),
+        **_changes_of(d.changes),
+        batches=tuple(_batch_of(b) for b in d.batches),
+        election=_tps_of(d.election),
+        rollback=Rollback(tuple(_batch_of(b) for b in rb.batches), tuple(_config_of(c) for c in rb.configs),
+                          _tps_of(rb.election), tuple(rb.irreversible)),
+        summary=_summary_of(d.summary),
+        warnings=tuple(d.warnings),
+        kops_version=d.kops_version,
+        stall_timeout=d.stall_timeout,
     )
 
 
@@ -320,7 +226,6 @@ def loads(data: bytes | str, where: str, accept_edited: bool = False) -> Plan:
     try:
         doc = parse_json(data)
         plan = from_document(doc)
-        cross_check(plan, doc)
     except ShapeError as exc:
         raise DocumentError(f"not a usable kops plan: {exc}", where=where,
                             hint="write one with `kops plan -o FILE`") from None
@@ -332,34 +237,3 @@ def loads(data: bytes | str, where: str, accept_edited: bool = False) -> Plan:
                          hint="make a new plan with `kops plan`, or pass --accept-edited-plan to run it as edited "
                               "(the execution record notes it)")
     return dataclasses.replace(plan, edited=tuple(edited))
-
-
-def cross_check(plan: Plan, doc: dict[str, Any]) -> None:
-    """What a reviewer reads is what runs: the moves listed under changes are exactly the batches' moves, each
-    partition in one batch; the rollback undoes exactly those moves; the brokers moves name are the plan's."""
-    listed = [_read_move(m, f"changes.moves[{i}]") for i, m in enumerate(as_list(
-        as_object(doc["changes"], "changes").get("moves") or [], "changes.moves"))]
-    listed += [_read_move(m, f"changes.leader_changes[{i}]") for i, m in enumerate(as_list(
-        doc["changes"].get("leader_changes") or [], "changes.leader_changes"))]
-    def key(m: Move) -> tuple[str, int, tuple[int, ...], tuple[int, ...]]:
-        return m.topic, m.partition, m.from_replicas, m.to_replicas
-
-    batched = [key(m) for m in plan.moves]
-    if sorted(map(key, listed)) != sorted(batched):
-        differ = sorted(set(map(key, listed)) ^ set(batched))
-        raise ShapeError(f"changes.moves and batches[].moves differ (first: {differ[0][0]}-{differ[0][1]})"
-                         if differ else "changes.moves and batches[].moves differ in how often a move appears")
-    seen: set[tuple[str, int]] = set()
-    for b in plan.batches:
-        for m in b.moves:
-            if (m.topic, m.partition) in seen:
-                raise ShapeError(f"batches: {m.topic}-{m.partition} is moved by more than one batch")
-            seen.add((m.topic, m.partition))
-    undo = sorted((m.topic, m.partition, m.to_replicas, m.from_replicas) for b in plan.rollback.batches for m in b.moves)
-    expected = sorted((m.topic, m.partition, m.from_replicas, m.to_replicas) for m in plan.moves)
-    if undo != expected:
-        raise ShapeError("rollback.batches do not undo exactly the plan's moves")
-    known = set(plan.summary.replicas_before) | set(plan.summary.replicas_after)
-    strangers = sorted({b for m in plan.moves for b in m.from_replicas + m.to_replicas} - known) if known else []
-    if strangers:
-        raise ShapeError(f"moves name broker(s) {strangers}, which the plan's summary does not know")

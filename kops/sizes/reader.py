@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kops.errors import DocumentError
+from kops.formats.base import validate
+from kops.formats.sizes import SizesRowDoc
+from kops.jsondoc import ShapeError
 from kops.model.partitions import TopicPartition
 
 
@@ -25,18 +28,16 @@ class Sizes:
 
 
 def _row(row: object, where: str, sizes: Sizes) -> None:
-    if not isinstance(row, dict) or "topic" not in row or "partition" not in row or "bytes" not in row:
-        raise DocumentError("a sizes row needs topic, partition and bytes", where=where)
-    topic, partition, size = row["topic"], row["partition"], row["bytes"]
-    if not isinstance(topic, str) or isinstance(partition, bool) or not isinstance(partition, int) \
-            or isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
-        raise DocumentError(f"bad sizes row {json.dumps(row)[:80]}", where=where)
-    tp = TopicPartition(topic, partition)
-    sizes.bytes[tp] = int(size)
-    sizes.rows[tp] = row
-    growth = row.get("growth_bytes_per_s")
-    if isinstance(growth, (int, float)) and not isinstance(growth, bool):
-        sizes.growth[tp] = float(growth)
+    try:
+        doc = validate(SizesRowDoc, row)
+    except ShapeError as exc:
+        raise DocumentError(f"bad sizes row: {exc}", where=where,
+                            hint="each row needs topic, partition and bytes (docs/sizes-format.md)") from None
+    tp = TopicPartition(doc.topic, doc.partition)
+    sizes.bytes[tp] = doc.bytes
+    sizes.rows[tp] = doc.model_dump(mode="json")
+    if doc.growth_bytes_per_s is not None:
+        sizes.growth[tp] = doc.growth_bytes_per_s
 
 
 def _json_file(path: Path, sizes: Sizes) -> None:

@@ -12,6 +12,7 @@ import pytest
 import typer
 
 from kops.cli.main import app
+from kops.formats import pages
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [*ROOT.glob("kops/**/*.py"), *ROOT.glob("spark/**/*.py"), *ROOT.glob("bench/*.py"),
@@ -112,3 +113,11 @@ def test_the_defaults_docs_cli_md_gives_are_the_code_s() -> None:
                 if shown != documented[option]:
                     wrong.append(f"kops {name} {option}: code {shown}, docs/cli.md {documented[option]}")
     assert wrong == []
+
+
+@pytest.mark.parametrize("page", pages.PAGES, ids=lambda p: p.path)
+def test_format_pages_are_generated_from_the_declarations(page: pages.Page) -> None:
+    """Each file format's reference in docs/ is what its declaration says (`python -m kops.formats.pages --write`)."""
+    current = (ROOT / page.path).read_text(encoding="utf-8")
+    assert pages.BEGIN.format(source=page.source) in current
+    assert pages.render(page, current) == current, f"{page.path} drifted from {page.source}; regenerate it"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kops.executor import record as records
@@ -72,10 +74,14 @@ def test_records_round_trip_and_refuse_garbage() -> None:
     record.throttles_before = {"topics/t": {"leader.replication.throttled.replicas": None}}
     record.election = [TopicPartition("t", 0)]
     assert records.loads(records.dumps(record), "x") == record
-    with pytest.raises(records.RecordError, match="not a kops-execution/1 record"):
+    with pytest.raises(records.RecordError, match="format is \"other\", expected 'kops-execution/1'"):
         records.loads(b'{"format": "other"}', "x")
-    with pytest.raises(records.RecordError, match="unreadable"):
+    with pytest.raises(records.RecordError, match="unreadable execution record: id is missing"):
         records.loads(b'{"format": "kops-execution/1"}', "x")
+    damaged = json.loads(records.dumps(record))
+    damaged["batches"][0]["moves"][0][2] = [1, 1]
+    with pytest.raises(records.RecordError, match=r"batches\[0\]\.moves\[0\]\[2\] names a broker twice"):
+        records.loads(json.dumps(damaged).encode(), "x")
 
 
 def test_throttles_an_interrupted_batch_left_are_not_config_drift() -> None:

@@ -9,21 +9,27 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from kops.cli.main import main
 from kops.errors import KopsError
+from kops.executor import record as records
 from kops.executor import steps
 from kops.model import plan_format, snapshot_format
 from kops.planner.markdown import render_markdown
 from kops.planner.planner import PlanningError
 from kops.planner.planner import plan as make_plan
+from kops.sizes.reader import read_sizes
 from tests.clusters import declare, td
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 PLANS = sorted(GOLDEN.glob("*/expected-plan.json"))
 SNAPSHOTS = sorted(GOLDEN.glob("*/snapshot.json"))
-EXAMPLES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SIZES = sorted(GOLDEN.glob("*/sizes.json"))
+EXAMPLES = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CLI_EXAMPLES = settings(max_examples=100, deadline=None,
+                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 REPLACEMENTS = [None, True, False, 0, -1, 1.5, -(2**70), 2**70, "", "x", [], {}, [1, 2], {"a": 1}]
 
 
@@ -39,9 +45,32 @@ def paths_of(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
+def records_of_real_plans() -> list[bytes]:
+    """Execution records as apply writes them: one per golden plan, mid-run (a batch done, one running)."""
+    found = []
+    for path in PLANS:
+        plan = plan_format.loads(path.read_bytes(), str(path))
+        record = records.ExecutionRecord("20261124T000000Z-abc-apply", "apply", "d" * 64, str(path), plan.cluster_id,
+                                         1_763_950_000.0, {"host": "h", "user": "u", "pid": 7, "plan": str(path),
+                                                           "execution": None, "started": 1_763_950_000.0},
+                                         steps.from_plan(plan), 10_485_760)
+        for batch, status in zip(record.batches, ("done", "running"), strict=False):
+            batch.status, batch.started_at = status, 1_763_950_001.0
+        record.throttles_before = {"topics/t": {"leader.replication.throttled.replicas": None}}
+        record.throttles_written = {"topics/t": {"leader.replication.throttled.replicas": "0:1"}}
+        found.append(records.dumps(record))
+    return found
+
+
+RECORDS = records_of_real_plans()
+
+
 @st.composite
-def mutated(draw: st.DrawFn, files: list[Path]) -> bytes:
-    text = draw(st.sampled_from(files)).read_text()
+def mutated(draw: st.DrawFn, files: list[Path] | list[bytes]) -> bytes:
+    chosen = draw(st.sampled_from(files))
+    text = chosen.read_text() if isinstance(chosen, Path) else chosen.decode()
+    if text.count("\n") > 1 and not text.lstrip().startswith("{\n"):  # JSON lines: damage one row
+        return _damaged_row(draw, text)
     doc = json.loads(text)
     how = draw(st.sampled_from(["replace", "remove", "empty", "truncate"]))
     if how == "truncate":
@@ -60,15 +89,22 @@ def mutated(draw: st.DrawFn, files: list[Path]) -> bytes:
     return json.dumps(doc).encode()
 
 
+def _damaged_row(draw: st.DrawFn, text: str) -> bytes:
+    lines = text.splitlines()
+    index = draw(st.integers(0, len(lines) - 1))
+    row = draw(mutated([lines[index].encode()]))
+    return "\n".join([*lines[:index], row.decode("utf-8", "replace"), *lines[index + 1:]]).encode()
+
+
 def test_there_are_real_files_to_damage() -> None:
-    assert len(PLANS) >= 5 and len(SNAPSHOTS) >= 5
+    assert len(PLANS) >= 5 and len(SNAPSHOTS) >= 5 and len(SIZES) >= 5 and len(RECORDS) >= 5
 
 
 @EXAMPLES
 @given(mutated(PLANS))
 def test_a_damaged_plan_is_one_line_or_a_plan_kops_can_act_on(data: bytes) -> None:
     try:
-        plan = plan_format.loads(data, "plan.json")
+        plan = plan_format.loads(data, "plan.json", accept_edited=True)  # past the seal: the checks themselves
     except KopsError as exc:
         assert "plan.json" in exc.one_line() and "\n" not in exc.one_line()
         return
@@ -90,3 +126,74 @@ def test_a_damaged_snapshot_is_one_line_or_a_snapshot_kops_can_plan_from(data: b
     names = sorted(snapshot.topics)[:2]
     with contextlib.suppress(PlanningError):
         make_plan(declare(*(td(n, rf=1) for n in names), decommission=[]), snapshot)
+
+
+@EXAMPLES
+@given(mutated(RECORDS))
+def test_a_damaged_execution_record_is_one_line_or_a_record_kops_can_resume(data: bytes) -> None:
+    try:
+        record = records.loads(data, "/kops/executions/x")
+    except KopsError as exc:
+        assert "/kops/executions/x" in exc.one_line() and "\n" not in exc.one_line()
+        return
+    assert records.loads(records.dumps(record), "again") == record
+    assert all(m.partition >= 0 and min(m.from_replicas + m.to_replicas) >= 0 for b in record.batches for m in b.moves)
+    assert record.rate is None or record.rate > 0
+
+
+@EXAMPLES
+@given(mutated(SIZES))
+def test_a_damaged_sizes_summary_is_one_line_naming_the_row_or_sizes_kops_can_use(tmp_path_factory, data: bytes) -> None:
+    path = tmp_path_factory.mktemp("sizes") / "part-0.json"
+    path.write_bytes(data)
+    try:
+        sizes = read_sizes(path)
+    except KopsError as exc:
+        assert str(path) in exc.one_line() and "\n" not in exc.one_line()
+        return
+    assert all(tp.partition >= 0 and n >= 0 for tp, n in sizes.bytes.items())
+
+
+@CLI_EXAMPLES
+@given(data=mutated(PLANS))
+def test_kops_apply_dry_run_on_a_damaged_plan_exits_1_with_one_line(tmp_path_factory, capsys, data: bytes) -> None:
+    assume(_refused(lambda d, w: plan_format.loads(d, w, accept_edited=True), data))
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    path.write_bytes(data)
+    assert main(["apply", "--dry-run", "--accept-edited-plan", str(path), "-z", "127.0.0.1:1"]) == 1
+    _one_line(capsys, path)
+
+
+@CLI_EXAMPLES
+@given(data=mutated(SNAPSHOTS))
+def test_kops_plan_on_a_damaged_snapshot_exits_1_with_one_line(tmp_path_factory, capsys, data: bytes) -> None:
+    assume(_refused(snapshot_format.loads, data))
+    folder = tmp_path_factory.mktemp("snap")
+    (folder / "snapshot.json").write_bytes(data)
+    golden = GOLDEN / "decommission"
+    assert main(["plan", str(golden / "playbook.yml"), "-i", str(golden / "inventory.yml"),
+                 "--snapshot", str(folder / "snapshot.json")]) == 1
+    _one_line(capsys, folder / "snapshot.json")
+
+
+@CLI_EXAMPLES
+@given(data=mutated(SIZES))
+def test_kops_sizes_show_on_a_damaged_summary_exits_1_with_one_line(tmp_path_factory, capsys, data: bytes) -> None:
+    path = tmp_path_factory.mktemp("sizes") / "sizes.json"
+    path.write_bytes(data)
+    assume(_refused(lambda _data, _where: read_sizes(path), data))
+    assert main(["sizes", "show", str(path)]) == 1
+    _one_line(capsys, path)
+
+
+def _refused(load: Any, data: bytes) -> bool:
+    try:
+        load(data, "x")
+    except KopsError:
+        return True
+    return False
+
+
+def _one_line(capsys: Any, path: Path) -> None:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "Traceback" not in err, err

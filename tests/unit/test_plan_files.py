@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from kops.errors import DocumentError
+from kops.executor import record as records
+from kops.formats.sizes import SizesRowDoc
 from kops.model import plan_format, snapshot_format
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -54,15 +56,31 @@ def test_wrong_types_and_ranges_name_the_field() -> None:
 
 def test_a_plan_that_says_two_things_is_refused() -> None:
     doc = json.loads(PLAN)
-    doc["changes"]["moves"][0]["to"] = list(reversed(doc["changes"]["moves"][0]["to"]))
-    assert "changes.moves and batches[].moves differ" in refused(resealed(doc))
-    doc = json.loads(PLAN)
     doc["batches"][1]["moves"].append(doc["batches"][0]["moves"][0])
-    doc["changes"]["moves"].append(doc["batches"][0]["moves"][0])
+    doc["batches"][1]["bytes"] += doc["batches"][0]["moves"][0]["bytes"]
     assert "moved by more than one batch" in refused(resealed(doc))
     doc = json.loads(PLAN)
     doc["rollback"]["batches"] = doc["rollback"]["batches"][1:]
     assert "rollback.batches do not undo exactly" in refused(resealed(doc))
+    doc = json.loads(PLAN)
+    doc["batches"][0]["bytes"] += 1
+    assert "batches[0].bytes is" in refused(resealed(doc))
+    doc = json.loads(PLAN)
+    doc["batches"][0]["moves"][0]["kind"] = "leader"
+    assert "batches[0].moves[0].kind is leader, but from and to make it a data move" in refused(resealed(doc))
+    doc = json.loads(PLAN)
+    move = doc["batches"][0]["moves"][0]
+    new = next(i for i, b in enumerate(move["to"]) if b not in move["from"])
+    undo = next(m for b in doc["rollback"]["batches"] for m in b["moves"]
+                if (m["topic"], m["partition"]) == (move["topic"], move["partition"]))
+    move["to"][new] = undo["from"][new] = 999
+    assert "which the plan's summary does not know" in refused(resealed(doc))
+
+
+def test_each_move_is_written_once() -> None:
+    doc = json.loads(PLAN)
+    assert "moves" not in doc["changes"] and "leader_changes" not in doc["changes"]
+    assert sum(len(b["moves"]) for b in doc["batches"]) == len(plan_format.loads(PLAN, "p.json").moves)
 
 
 def test_an_edited_plan_is_refused_naming_the_section_unless_accepted() -> None:
@@ -77,8 +95,10 @@ def test_an_edited_plan_is_refused_naming_the_section_unless_accepted() -> None:
 
 def test_format_versions() -> None:
     doc = json.loads(PLAN)
-    doc["format"] = "kops-plan/2"
-    assert "newer than this kops reads (kops-plan/1): upgrade kops" in refused(resealed(doc))
+    doc["format"] = "kops-plan/3"
+    assert "newer than this kops reads (kops-plan/2): upgrade kops" in refused(resealed(doc))
+    doc["format"] = "kops-plan/1"
+    assert "kops-plan/1, from an older kops" in refused(resealed(doc))
     doc["format"] = "kops-plan/0"
     assert "which this kops does not read" in refused(resealed(doc))
 
@@ -97,3 +117,29 @@ def test_snapshot_broker_ids_are_not_negative() -> None:
     doc = json.loads(SNAPSHOT)
     doc["brokers"][0]["id"] = -1
     assert "brokers[0].id is out of range" in refused(json.dumps(doc).encode(), snapshot_format.loads)
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*/expected-plan.json")), ids=lambda p: p.parent.name)
+def test_every_plan_round_trips_byte_for_byte(path: Path) -> None:
+    data = path.read_bytes()
+    assert plan_format.dumps(plan_format.loads(data, str(path))) == data
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*/snapshot.json")), ids=lambda p: p.parent.name)
+def test_every_snapshot_round_trips_byte_for_byte(path: Path) -> None:
+    data = path.read_bytes()
+    assert snapshot_format.dumps(snapshot_format.loads(data, str(path))) == data
+
+
+def test_records_round_trip_byte_for_byte() -> None:
+    from tests.unit.test_file_mutations import RECORDS
+
+    for data in RECORDS:
+        assert records.dumps(records.loads(data, "r")) == data
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*/sizes.json")), ids=lambda p: p.parent.name)
+def test_sizes_rows_round_trip_through_their_declaration(path: Path) -> None:
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        assert SizesRowDoc.model_validate(row).model_dump(mode="json") == row

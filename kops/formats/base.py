@@ -1,0 +1,122 @@
+"""What every kops file format shares: strict scalar types, the base model, and one error per bad file.
+
+Values are never coerced (a JSON string is not a number, `true` is not 1, `1.0` is not an integer), as Kafka's
+own `DecodeJson` reads znodes; NaN and Infinity are not JSON. pydantic's errors are turned into one
+`ShapeError` naming the JSON location (`batches[0].moves[3].to[1]`) in the words the rest of kops uses.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from kops.jsondoc import INT32, INT64, ShapeError, check_format
+
+Int = Annotated[int, Strict(), Field(ge=INT32[0], le=INT32[1])]
+Long = Annotated[int, Strict(), Field(ge=INT64[0], le=INT64[1])]
+Id = Annotated[int, Strict(), Field(ge=0, le=INT32[1])]  # broker ids and partition numbers
+Size = Annotated[int, Strict(), Field(ge=0, le=INT64[1])]  # byte counts and counters
+Rate = Annotated[int, Strict(), Field(gt=0, le=INT64[1])]  # bytes per second
+Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]  # a duration
+Positive = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+Text = Annotated[str, Strict()]
+Flag = Annotated[bool, Strict()]
+IdKey = Annotated[str, Field(pattern=r"^(0|[1-9][0-9]{0,9})$")]  # a broker id or partition number as a map key
+IntKey = Annotated[str, Field(pattern=r"^-?(0|[1-9][0-9]{0,9})$")]
+
+
+def _unique(values: list[int]) -> list[int]:
+    if len(set(values)) != len(values):
+        raise PydanticCustomError("kops", "names a broker twice: {values}", {"values": values})
+    return values
+
+
+Replicas = Annotated[list[Id], Field(min_length=1), AfterValidator(_unique)]  # first = preferred leader
+
+
+class Doc(BaseModel):
+    """A JSON object of a kops file: unknown keys are refused (a typo, or a newer kops's file)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, strict=False,
+                              validate_default=False, serialize_by_alias=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def fail(message: str, key: str | None = None, **context: Any) -> PydanticCustomError:
+    """A check beyond shapes, reported like the others (`raise fail(...)` inside a validator); `key` is the
+    field of the validated object the message is about."""
+    return PydanticCustomError("kops", message, {**context, "key": key} if key else context)
+
+
+def validate(model: type[M], doc: Any, fmt: str | None = None) -> M:
+    """`doc` (parsed JSON) as `model`; the format version is checked first so a newer file says to upgrade."""
+    if fmt is not None:
+        if not isinstance(doc, dict):
+            raise ShapeError(f"the document must be a JSON object, got {_describe(doc)}")
+        check_format(doc.get("format"), fmt)
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        raise ShapeError(describe_error(exc.errors(include_url=False)[0])) from None
+
+
+def location(loc: tuple[int | str, ...]) -> str:
+    """('batches', 0, 'moves') -> 'batches[0].moves'."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part != "[key]":
+            text += f".{part}" if text else str(part)
+    return text or "the document"
+
+
+def _describe(value: Any) -> str:
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        text = str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_KINDS = {
+    "int_type": "a JSON integer", "string_type": "a JSON string", "bool_type": "true or false",
+    "float_type": "a JSON number", "dict_type": "a JSON object", "model_type": "a JSON object",
+    "list_type": "a JSON array", "tuple_type": "a JSON array", "finite_number": "a finite number",
+    "int_from_float": "a JSON integer", "int_parsing": "a JSON integer", "float_parsing": "a JSON number",
+    "bool_parsing": "true or false", "model_attributes_type": "a JSON object",
+}
+
+
+def describe_error(error: ErrorDetails) -> str:
+    """One pydantic error in kops's words, led by the JSON location."""
+    loc, kind, value = error["loc"], error["type"], error.get("input")
+    at = location(loc)
+    ctx = error.get("ctx") or {}
+    if loc and loc[-1] == "[key]":
+        return f"{location(loc[:-2])} has key {loc[-2]!r}, which is not a number from 0"
+    if kind in _KINDS:
+        return f"{at} must be {_KINDS[kind]}, got {_describe(value)}"
+    if kind == "missing":
+        return f"{at} is missing"
+    if kind == "extra_forbidden":
+        return f"{at} is not a field of this format (a typo, or a file from a newer kops)"
+    if kind == "greater_than" and ctx.get("gt") == 0:
+        return f"{at} must be a positive number, got {_describe(value)}"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        return f"{at} is out of range: {_describe(value)}"
+    if kind == "too_short" and not value:
+        return f"{at} is empty"
+    if kind == "literal_error":
+        return f"{at} must be {ctx.get('expected')}, got {_describe(value)}"
+    if kind == "kops":
+        if ctx.get("key"):
+            at = location((*loc, ctx["key"]))
+        return f"{at} {error['msg']}" if at != "the document" else error["msg"]
+    return f"{at}: {error['msg']}"

@@ -1,0 +1,242 @@
+"""`kops-plan/2`: the plan file `kops plan -o FILE` writes and `kops apply`/`kops rollback` read.
+
+Each move is written once, in the batch that runs it (`kops-plan/1` listed moves twice, under `changes` and
+under `batches`, and an edit to one copy went unnoticed). Beyond shapes, the declaration checks what apply
+relies on: a move's leader is one of its replicas, each partition is moved by one batch, a batch's bytes are
+what its moves copy, the rollback undoes exactly the moves, and every broker a move names is one the plan's
+broker tables know.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from kops.formats.base import (
+    Doc,
+    Flag,
+    Id,
+    IdKey,
+    Int,
+    Positive,
+    Rate,
+    Replicas,
+    Seconds,
+    Size,
+    Text,
+    fail,
+)
+
+FORMAT = "kops-plan/2"
+Index = Annotated[int, Field(ge=1, le=2**31 - 1, strict=True)]
+Assignment = Annotated[dict[IdKey, Replicas], Field(min_length=1)]
+ConfigMap = dict[Text, Text]
+PerBroker = dict[IdKey, Size]
+
+
+class MoveDoc(Doc):
+    """One partition's reassignment; `from` is the precondition apply re-checks before submitting it."""
+
+    topic: Text = Field(description="the topic")
+    partition: Id = Field(description="the partition number")
+    from_: Replicas = Field(alias="from", description="replicas before, first = preferred leader")
+    to: Replicas = Field(description="replicas after, first = preferred leader")
+    bytes: Size = Field(description="size of one replica (0 when unknown)")
+    leader: Int = Field(description="the broker serving the copy (the current leader), -1 when none")
+    kind: Literal["data", "leader"] = Field(description="`data`: the replica set changes; `leader`: only the order")
+    reason: Text = Field(description="why the planner moves it")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MoveDoc:
+        if self.leader != -1 and self.leader not in self.from_:
+            raise fail("{leader} is not one of its replicas {replicas}", "leader", leader=self.leader,
+                       replicas=self.from_)
+        kind = "leader" if set(self.from_) == set(self.to) else "data"
+        if kind != self.kind:
+            raise fail("is {kind}, but from and to make it a {actual} move", "kind", kind=self.kind, actual=kind)
+        return self
+
+    @property
+    def copied_bytes(self) -> int:
+        return self.bytes * len(set(self.to) - set(self.from_))
+
+
+class ThrottleDoc(Doc):
+    """Replication throttles for one batch, merged with what the cluster had."""
+
+    rate: Rate | None = Field(description="bytes/s per broker; null: planned without a throttle")
+    topics: dict[Text, ConfigMap] = Field(description="topic -> leader/follower `*.replication.throttled.replicas`")
+    brokers: dict[IdKey, ConfigMap] = Field(description="broker id -> `*.replication.throttled.rate`")
+
+
+class EstimateDoc(Doc):
+    seconds: Seconds | None = Field(description="estimated duration; null when sizes or the rate are unknown")
+    bytes_in: PerBroker = Field(description="bytes each destination broker receives")
+    bytes_out: PerBroker = Field(description="bytes each source (leader) broker sends")
+
+
+class BatchDoc(Doc):
+    """Moves that run together between two checkpoints."""
+
+    index: Index = Field(description="position, from 1")
+    moves: list[MoveDoc] = Field(description="the batch's moves (data and leader)")
+    bytes: Size = Field(description="bytes copied: each move's size times its new replicas")
+    throttle: ThrottleDoc
+    estimate: EstimateDoc
+
+    @model_validator(mode="after")
+    def _bytes_add_up(self) -> BatchDoc:
+        copied = sum(m.copied_bytes for m in self.moves)
+        if copied != self.bytes:
+            raise fail("is {said}, but its moves copy {copied}", "bytes", said=self.bytes, copied=copied)
+        return self
+
+
+class TopicCreationDoc(Doc):
+    topic: Text
+    assignment: Assignment = Field(description="partition -> replicas")
+    config: ConfigMap = Field(description="the topic's config overrides")
+
+
+class TopicDeletionDoc(Doc):
+    """Destructive: only with `state: absent` and the playbook's permission."""
+
+    topic: Text
+    partitions: Size = Field(description="its partition count")
+    bytes: Size = Field(description="bytes deleted (0 when unknown)")
+
+
+class PartitionAdditionDoc(Doc):
+    topic: Text
+    assignment: Assignment = Field(description="the new partitions only")
+
+
+class PartitionDeletionDoc(Doc):
+    """KIP-253 (lab clusters only): partitions from `undeleted_partition_count` on are deleted."""
+
+    topic: Text
+    current_count: Size
+    undeleted_partition_count: Size
+
+
+class ConfigDoc(Doc):
+    """A whole-map change of one entity's overrides; `before` is what rollback restores."""
+
+    entity_type: Literal["topics", "brokers"]
+    entity: Text = Field(description="topic name, broker id or `<default>`")
+    set: ConfigMap = Field(description="keys set")
+    remove: list[Text] = Field(description="keys removed")
+    before: ConfigMap = Field(description="the overrides found")
+    destructive: Flag = Field(description="lowers retention or the like: needs the playbook's permission")
+    reason: Text
+
+
+class ChangesDoc(Doc):
+    """Everything but moves, which live in `batches`."""
+
+    topic_creations: list[TopicCreationDoc]
+    topic_deletions: list[TopicDeletionDoc]
+    partition_additions: list[PartitionAdditionDoc]
+    partition_deletions: list[PartitionDeletionDoc]
+    configs: list[ConfigDoc]
+
+
+class TopicPartitionDoc(Doc):
+    topic: Text
+    partition: Id
+
+
+class RollbackDoc(Doc):
+    """The inverse, already in the order it runs."""
+
+    batches: list[BatchDoc] = Field(description="inverse moves, batches in reverse order")
+    configs: list[ConfigDoc] = Field(description="configs back to `before`")
+    election: list[TopicPartitionDoc] = Field(description="preferred-leader election afterwards")
+    irreversible: list[Text] = Field(description="what rollback cannot undo (created topics, added partitions)")
+
+
+class SummaryDoc(Doc):
+    """Totals for reviewers and dashboards; per-broker tables keyed by broker id."""
+
+    moves: Size = Field(description="replica moves (data)")
+    leader_moves: Size = Field(description="order-only moves")
+    bytes: Size = Field(description="bytes copied in all")
+    lower_bound_moves: Size = Field(description="the fewest replica moves any plan reaching the goal needs")
+    lower_bound_bytes: Size
+    estimated_seconds: Seconds | None
+    lower_bound_seconds: Seconds | None
+    destructive: list[Text] = Field(description="destructive changes, named")
+    batches: Size
+    replicas_before: PerBroker
+    replicas_after: PerBroker
+    leaders_before: PerBroker
+    leaders_after: PerBroker
+    bytes_before: PerBroker
+    bytes_after: PerBroker
+
+
+class FingerprintDoc(Doc):
+    """What the plan depends on; apply recomputes it from the cluster and refuses drift, naming what changed."""
+
+    cluster_id: Text | None
+    brokers: Text = Field(description="digest of the broker ids and racks")
+    topics: dict[Text, Text] = Field(description="topic -> digest of its assignment, in-flight state and config "
+                                                 "(`absent` for a topic the plan creates)")
+
+
+class SealDoc(Doc):
+    """A digest of each section as kops wrote it: apply and rollback refuse an edited plan, naming the section,
+    unless `--accept-edited-plan` (which the execution record notes)."""
+
+    header: Text
+    fingerprint: Text
+    changes: Text
+    batches: Text
+    election: Text
+    rollback: Text
+    summary: Text
+    warnings: Text
+
+
+class PlanDoc(Doc):
+    """The plan file. JSON with sorted keys and no clock: the same inputs give the same bytes."""
+
+    format: Literal["kops-plan/2"]
+    kops_version: Text = Field(description="the kops that made it")
+    cluster: Text = Field(description="the inventory host (or `kafka://SERVERS`, `zk://CONNECT`)")
+    cluster_id: Text | None = Field(description="the Kafka cluster id; apply refuses another cluster")
+    connect: Text | None = Field(description="where the snapshot was read (no credentials)")
+    playbook_digest: Text = Field(description="SHA-256 over the playbook, inventory, vars files and extra vars")
+    fingerprint: FingerprintDoc
+    changes: ChangesDoc
+    batches: list[BatchDoc] = Field(description="the moves, each in the one batch that runs it")
+    election: list[TopicPartitionDoc] = Field(description="preferred-leader election after the batches")
+    rollback: RollbackDoc
+    summary: SummaryDoc
+    warnings: list[Text] = Field(description="what a reviewer must see; shown by every renderer")
+    stall_timeout: Positive | None = Field(default=None, exclude_if=lambda v: v is None,
+                                           description="the playbook's `execution.stall_timeout`, seconds "
+                                                       "(absent when not set)")
+    seal: SealDoc | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> PlanDoc:
+        moves = [m for b in self.batches for m in b.moves]
+        seen: set[tuple[str, int]] = set()
+        for m in moves:
+            if (m.topic, m.partition) in seen:
+                raise fail("batches: {tp} is moved by more than one batch", tp=f"{m.topic}-{m.partition}")
+            seen.add((m.topic, m.partition))
+        undo = sorted((m.topic, m.partition, m.to, m.from_) for b in self.rollback.batches for m in b.moves)
+        if undo != sorted((m.topic, m.partition, m.from_, m.to) for m in moves):
+            raise fail("rollback.batches do not undo exactly the plan's moves")
+        known = set(self.summary.replicas_before) | set(self.summary.replicas_after)
+        named = {str(b) for m in moves for b in m.from_ + m.to}
+        if known and named - known:
+            raise fail("moves name broker(s) {ids}, which the plan's summary does not know",
+                       ids=sorted(int(b) for b in named - known))
+        if self.summary.batches != len(self.batches):
+            raise fail("is {said}, but the plan has {n} batches", "summary.batches", said=self.summary.batches,
+                       n=len(self.batches))
+        return self

@@ -1,0 +1,82 @@
+"""`kops-execution/1`: the record of one run of `kops apply` or `kops rollback`.
+
+Written before each action it describes, in the cluster (`/kops/executions/ID` or the `__kops` topic) and beside
+the plan, so `--resume`, `kops status` and `kops rollback` work after a `kill -9` at any point. A record kops
+cannot read whole is refused: resuming from a damaged one could restore the wrong throttles or undo the wrong
+moves.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, Strict, model_validator
+
+from kops.formats.base import Doc, Flag, Id, Rate, Replicas, Seconds, Size, Text, fail
+
+FORMAT = "kops-execution/1"
+BatchStatus = Literal["pending", "running", "done", "cancelled"]
+RunStatus = Literal["running", "done", "stopped", "failed"]
+MoveRow = tuple[Text, Id, Replicas, Replicas, Size]  # topic, partition, from, to, bytes of one replica
+Timestamp = Seconds  # seconds since the epoch
+Scalar = Annotated[str, Strict()] | Annotated[int, Strict()] | Annotated[float, Strict()] | None
+
+
+class ConfigRecordDoc(Doc):
+    """A config change kops made (not throttles): the overrides before and after, for rollback."""
+
+    entity_type: Literal["topics", "brokers"]
+    entity: Text
+    before: dict[Text, Text]
+    after: dict[Text, Text]
+
+
+class BatchRecordDoc(Doc):
+    index: int = Field(ge=1, le=2**31 - 1, strict=True)
+    status: BatchStatus
+    moves: list[MoveRow] = Field(description="`[topic, partition, from, to, bytes]`: `from` is what rollback "
+                                             "restores, in order")
+    estimate_seconds: Seconds | None
+    started_at: Timestamp | None
+    finished_at: Timestamp | None
+    progress_at: Timestamp | None = Field(description="the last time the batch moved (stall detection)")
+
+
+class RecordDoc(Doc):
+    """The execution record (compact JSON, sorted keys)."""
+
+    format: Literal["kops-execution/1"]
+    id: Text = Field(min_length=1)
+    kind: Literal["apply", "rollback"]
+    of: Text | None = Field(description="rollback: the execution it undoes")
+    plan_digest: Text
+    plan_path: Text
+    cluster_id: Text | None
+    status: RunStatus
+    stop_reason: Text | None
+    started_at: Timestamp
+    updated_at: Timestamp
+    holder: dict[Text, Scalar] = Field(description="who ran it: host, user, pid, plan, execution, started")
+    rate: Rate | None = Field(description="throttle rate, bytes/s per broker; null: unthrottled")
+    steps_done: list[Text] = Field(description="non-move changes done: `create:T`, `config:topics/T`, ...")
+    configs: list[ConfigRecordDoc]
+    throttles_before: dict[Text, dict[Text, Text | None]] = Field(
+        description="`topics/T` or `brokers/N` -> the value of each throttle key found before (null: absent)")
+    throttles_written: dict[Text, dict[Text, Text]] = Field(description="what kops last wrote there")
+    batches: list[BatchRecordDoc]
+    election: list[tuple[Text, Id]] = Field(description="`[topic, partition]` for the preferred-leader election")
+    election_done: Flag
+    irreversible: list[Text]
+    edited_plan_sections: list[Text] | None = Field(default=None, exclude_if=lambda v: not v,
+                                                    description="plan sections edited by hand and run with "
+                                                                "`--accept-edited-plan`")
+
+    @model_validator(mode="after")
+    def _one_batch_per_index(self) -> RecordDoc:
+        indexes = [b.index for b in self.batches]
+        if len(set(indexes)) != len(indexes):
+            raise fail("holds batch {index} twice", "batches",
+                       index=next(i for i in indexes if indexes.count(i) > 1))
+        if set(self.throttles_written) - set(self.throttles_before):
+            raise fail("names entities whose values before are not recorded", "throttles_written")
+        return self

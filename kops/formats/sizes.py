@@ -1,0 +1,31 @@
+"""The sizes summary: one row per partition, as `kops sizes summarize --out PATH` writes it (Spark's JSON lines
+or Parquet under `PATH/partitions/`), read by `kops plan --sizes`, `kops rebalance` and `kops sizes show`.
+
+A row from another tool needs only `topic`, `partition` and `bytes`. Sizes drive batching and estimates, so a
+bad row is an error naming the file, the line and the field, never a row silently dropped.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kops.formats.base import Doc, Id, Long, Number, Size, Text
+
+
+class SizesRowDoc(Doc):
+    """One partition's summary (Spark omits null fields from JSON lines)."""
+
+    topic: Text
+    partition: Id
+    bytes: Size = Field(description="the partition's size at its latest sample (largest replica)")
+    growth_bytes_per_s: Number | None = Field(default=None, exclude_if=lambda v: v is None,
+                                              description="average growth over the window, bytes/s")
+    peak_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None,
+                                    description="the largest size seen in the window")
+    samples: Size | None = Field(default=None, exclude_if=lambda v: v is None,
+                                 description="sample times the summary saw for it")
+    last_seen: Long | None = Field(default=None, exclude_if=lambda v: v is None,
+                                   description="the latest sample, milliseconds since the epoch")
+
+
+SizesMapDoc = dict[Text, Size]  # the short form: {"topic-partition": bytes}

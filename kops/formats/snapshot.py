@@ -1,0 +1,148 @@
+"""`kops-snapshot/1`: a cluster's state as `kops state --out FILE` writes it and `kops plan --snapshot` reads it.
+
+Derived keys (`reassigning`, `cluster_features`, `complete`, `summary`) are written for readers and recomputed
+from the rest on load. Beyond shapes: replica lists are non-empty with no broker twice, `adding` and `removing`
+name replicas of the partition, partitions and broker ids are numbered from 0, no broker is listed twice.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from kops.formats.base import Doc, Flag, Id, IdKey, Int, IntKey, Long, Replicas, Size, Text, fail
+
+FORMAT = "kops-snapshot/1"
+ConfigMap = dict[Text, Text]
+
+
+class FeatureDoc(Doc):
+    min_version: Int
+    max_version: Int
+
+
+class BrokerDoc(Doc):
+    """A registered broker (`/brokers/ids/N`, or DescribeCluster over the Admin API)."""
+
+    id: Id
+    rack: Text | None
+    host: Text | None
+    port: Int = Field(description="-1 when the broker has no plaintext endpoint")
+    endpoints: list[Text] = Field(description="`LISTENER://host:port`")
+    features: dict[Text, FeatureDoc] = Field(description="the feature versions it advertises")
+    listener_security_protocol_map: ConfigMap | None
+    jmx_port: Int
+    timestamp: Text | None = Field(description="registration time, milliseconds as a string (Kafka's format)")
+    version: Int = Field(description="the registration znode's version (5)")
+    epoch: Long | None = Field(description="the broker epoch: the registration znode's czxid")
+
+
+class PartitionDoc(Doc):
+    """During a reassignment `replicas` is target + original, with `adding` and `removing`."""
+
+    replicas: Replicas = Field(description="the full replica set, first = preferred leader")
+    adding: list[Id]
+    removing: list[Id]
+    leader: Int | None = Field(description="null when the partition has no state (not yet elected)")
+    leader_epoch: Int | None
+    isr: list[Int] | None
+    controller_epoch: Int | None
+    leader_recovery_state: Int | None = Field(default=None, exclude_if=lambda v: not v,
+                                              description="present only when 1 (KIP-704)")
+    leader_epoch_after_creation: dict[IntKey, Int] | None = Field(default=None, exclude_if=lambda v: not v,
+                                                                  description="KIP-253 clusters only")
+    leader_epoch_before_deletion: dict[IntKey, Int] | None = Field(default=None, exclude_if=lambda v: not v,
+                                                                   description="KIP-253 clusters only")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PartitionDoc:
+        for name, values in (("adding", self.adding), ("removing", self.removing)):
+            stray = [r for r in values if r not in self.replicas]
+            if stray:
+                raise fail("names replicas {stray} that are not in replicas", name, stray=stray)
+        if self.leader is not None and (self.leader_epoch is None or self.isr is None):
+            raise fail("has a leader but no leader_epoch and isr", None)
+        return self
+
+
+class TopicDoc(Doc):
+    topic_id: Text | None
+    config: ConfigMap = Field(description="the topic's overrides, values as strings")
+    partitions: dict[IdKey, PartitionDoc] = Field(description="partition number -> state")
+    initial_partition_count: Int | None = Field(default=None, exclude_if=lambda v: v is None)
+    undeleted_partition_count: Int | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class ControllerDoc(Doc):
+    id: Int | None = Field(description="broker id of the active controller")
+    epoch: Int | None
+    kraft_controller_epoch: Int = Field(description="> 0 during a KRaft migration")
+
+
+class InFlightDoc(Doc):
+    """Derived: a partition being reassigned, by any tool."""
+
+    topic: Text
+    partition: Id
+    replicas: list[Id]
+    adding: list[Id]
+    removing: list[Id]
+    target: list[Id] | None
+    requested: Flag = Field(description="named in `/admin/reassign_partitions` (or by the Admin API)")
+
+
+class RequestedMoveDoc(Doc):
+    topic: Text
+    partition: Id
+    replicas: Replicas
+
+
+class TopicPartitionDoc(Doc):
+    topic: Text
+    partition: Id
+
+
+class ProblemDoc(Doc):
+    path: Text = Field(description="the znode or request that could not be read as Kafka reads it")
+    message: Text
+
+
+class SummaryDoc(Doc):
+    """Derived counts, for humans and dashboards."""
+
+    brokers: Size
+    topics: Size
+    partitions: Size
+    under_replicated: Size
+    offline: Size
+
+
+class SnapshotDoc(Doc):
+    """The snapshot file: sorted keys, two-space indentation, no clock."""
+
+    format: Literal["kops-snapshot/1"]
+    connect: Text | None = Field(description="where it was read from (no credentials)")
+    cluster_id: Text | None
+    controller: ControllerDoc
+    brokers: list[BrokerDoc] = Field(description="registered brokers, sorted by id")
+    topics: dict[Text, TopicDoc]
+    broker_configs: dict[Text, ConfigMap] = Field(description="overrides per broker id, and `<default>`")
+    reassigning: list[InFlightDoc] = Field(default_factory=list)
+    requested_moves: list[RequestedMoveDoc] = Field(description="the reassignments requested and not yet done")
+    pending_deletions: list[Text] = Field(description="topics marked for deletion")
+    preferred_election: list[TopicPartitionDoc] = Field(description="a preferred-leader election requested")
+    cluster_features: dict[Text, Int] = Field(default_factory=dict,
+                                              description="derived: features every broker advertises")
+    migration: Flag = Field(description="a ZooKeeper-to-KRaft migration is on: kops must not write")
+    complete: Flag = Field(default=True, description="derived: false when some part could not be read (see problems)")
+    problems: list[ProblemDoc]
+    summary: SummaryDoc | None = None
+
+    @model_validator(mode="after")
+    def _brokers_once(self) -> SnapshotDoc:
+        ids = [b.id for b in self.brokers]
+        if len(set(ids)) != len(ids):
+            raise fail("lists a broker id twice", "brokers")
+        return self
+
