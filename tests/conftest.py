@@ -9,6 +9,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -81,3 +82,25 @@ def engine_lab(engine: str, tmp_path, zk_connect: str, request: pytest.FixtureRe
         return engine_cluster(engine, tmp_path, zk_connect, lambda: request.getfixturevalue("kafka39"), **options)
 
     return open_lab
+
+
+@pytest.fixture(scope="module", params=["kafka-4", "kafka-3.9"])
+def admin_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real cluster reached through its brokers only (kafka-4: KRaft; kafka-3.9: the same API on ZooKeeper)."""
+    if request.param == "kafka-3.9":
+        yield request.getfixturevalue("kafka39")
+        return
+    from tests.engines import kafka4_cluster
+
+    with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def admin_cluster(admin_engine: Any) -> Any:
+    """The module's admin engine, emptied."""
+    from tests.engines import reset_admin_cluster
+
+    assert admin_engine.bootstrap is not None
+    reset_admin_cluster(admin_engine.lab, admin_engine.bootstrap)
+    return admin_engine

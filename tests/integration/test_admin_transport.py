@@ -11,7 +11,6 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from kops.lab.kafka_admin import first_answer, layout, produce
 from kops.model import plan_format
 from kops.model.plan import Plan
 from kops.model.throttle_keys import ALL_KEYS
-from tests.engines import EngineLab, reset_admin_cluster
+from tests.engines import EngineLab
 from tests.integration.test_executor import ORIGINAL, kops, targets
 from tests.integration.test_executor import make_plan as plan_live
 from tests.integration.test_no_loss import LEDGER
@@ -36,30 +35,11 @@ from tests.labtools import wait_until
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
 
-@pytest.fixture(scope="module", params=["kafka-4", "kafka-3.9"])
-def admin_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineLab]:
-    """A real cluster reached through its brokers only (kafka-4: KRaft; kafka-3.9: the same API on ZooKeeper)."""
-    if request.param == "kafka-3.9":
-        yield request.getfixturevalue("kafka39")
-        return
-    from tests.engines import kafka4_cluster
-
-    with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def cluster(admin_engine: EngineLab) -> EngineLab:
-    assert admin_engine.bootstrap is not None
-    reset_admin_cluster(admin_engine.lab, admin_engine.bootstrap)
-    return admin_engine
-
-
 def kafka4_only(admin_engine: EngineLab, request: pytest.FixtureRequest, why: str) -> str:
     """The bootstrap servers of the emptied Kafka 4 cluster; skipped on other engines (before anything is reset)."""
     if admin_engine.engine != "kafka-4":
         pytest.skip(why)
-    cluster: EngineLab = request.getfixturevalue("cluster")
+    cluster: EngineLab = request.getfixturevalue("admin_cluster")
     assert cluster.bootstrap is not None
     return cluster.bootstrap
 
@@ -134,8 +114,8 @@ def wait_in_flight(bootstrap: str, process: subprocess.Popen | None = None) -> N
     wait_until(moving, timeout=90, what="a batch in flight")
 
 
-def test_apply_rollback_and_rollback_of_the_rollback(tmp_path: Path, cluster: EngineLab, capsys) -> None:
-    bootstrap = cluster.bootstrap
+def test_apply_rollback_and_rollback_of_the_rollback(tmp_path: Path, admin_cluster: EngineLab, capsys) -> None:
+    bootstrap = admin_cluster.bootstrap
     assert bootstrap is not None
     create_and_fill(bootstrap, 1)
     first_answer(bootstrap, lambda c: c.alter_configs(  # the operator's own throttle, above ours: it stays
@@ -170,8 +150,8 @@ def test_apply_rollback_and_rollback_of_the_rollback(tmp_path: Path, cluster: En
     wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the plan again")
 
 
-def test_cancel_now_returns_the_batch_in_flight_then_rollback_restores_all(tmp_path: Path, cluster: EngineLab) -> None:
-    bootstrap = cluster.bootstrap
+def test_cancel_now_returns_the_batch_in_flight_then_rollback_restores_all(tmp_path: Path, admin_cluster: EngineLab) -> None:
+    bootstrap = admin_cluster.bootstrap
     assert bootstrap is not None
     plan_file, _plan, applying = apply_in_flight(tmp_path, bootstrap, 1, "128KiB/s")
     assert main(["cancel", "-b", bootstrap, "--now"]) == 0
@@ -242,8 +222,8 @@ def test_a_paused_holder_loses_its_lease_and_stops(tmp_path: Path, admin_engine:
     assert throttles(bootstrap) == {}
 
 
-def test_rebalance_through_the_admin_api(tmp_path: Path, cluster: EngineLab, capsys) -> None:
-    bootstrap = cluster.bootstrap
+def test_rebalance_through_the_admin_api(tmp_path: Path, admin_cluster: EngineLab, capsys) -> None:
+    bootstrap = admin_cluster.bootstrap
     assert bootstrap is not None
     create_and_fill(bootstrap, 0.2)  # brokers 1-3 hold everything, broker 4 nothing
     plan_file = tmp_path / "rebalance.json"

@@ -22,7 +22,7 @@ from kops.kafka import admin, paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
 from kops.model import plan_format
-from kops.model.plan import Plan
+from kops.model.plan import Batch, Plan
 from kops.model.throttle_keys import ALL_KEYS
 from tests.engines import EngineLab
 from tests.labtools import state, wait_until
@@ -260,31 +260,37 @@ def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, capsys) ->
     zk_connect = cluster.zk_connect
     proc = apply_in_background(plan_file, zk_connect)
     wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
-    batch = plan.batches[0]
-    expected_leader: dict[str, set[str]] = {}
-    expected_follower: dict[str, set[str]] = {}
-    for m in batch.moves:
-        expected_leader.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in m.from_replicas)
-        expected_follower.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in m.adding)
-    found = throttle_configs(zk)
-    for topic in expected_leader:
-        assert found[f"topics/{topic}"]["leader.replication.throttled.replicas"] == ",".join(sorted(expected_leader[topic]))
-        assert found[f"topics/{topic}"]["follower.replication.throttled.replicas"] == ",".join(sorted(expected_follower[topic]))
-    brokers = {b for m in batch.moves for b in m.from_replicas + m.adding}
-    assert {int(k.split("/")[1]) for k in found if k.startswith("brokers/")} == brokers
-    assert all(found[f"brokers/{b}"]["follower.replication.throttled.rate"] == str(batch.throttle.rate)
-               for b in brokers)
-    capsys.readouterr()
-    assert main(["status", "-z", zk_connect, "--format", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["lock"]["plan"] == str(plan_file) and doc["execution"]["status"] == "running"
-    assert doc["in_flight"] and all(t["set_by"].startswith("kops ") for t in doc["throttles"])
-    assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 5  # two applies at once
-    assert "applying" in capsys.readouterr().err
+    mid_batch_checks(throttle_configs(zk), ("topics", "brokers"), plan.batches[0], str(plan_file),
+                     ["-z", zk_connect], capsys)
     assert main(["cancel", "-z", zk_connect]) == 0  # stop at the next checkpoint
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
     assert "kops cancel" in Journal(ZkRecords(zk)).latest().stop_reason and throttle_configs(zk) == {}
+
+
+def mid_batch_checks(found: dict[str, dict[str, str]], kinds: tuple[str, str], batch: Batch, plan_file: str,
+                     connection: list[str], capsys) -> None:
+    """While `batch` runs: exactly its throttles are in force (`found`, keyed `KIND/entity`, with the transport's
+    names for topic and broker entities in `kinds`), `kops status` shows the execution, a second apply is refused."""
+    topic_kind, broker_kind = kinds
+    for topic in {m.topic for m in batch.moves}:
+        moves = [m for m in batch.moves if m.topic == topic]
+        keys = found[f"{topic_kind}/{topic}"]
+        assert set(keys["leader.replication.throttled.replicas"].split(",")) == {
+            f"{m.partition}:{b}" for m in moves for b in m.from_replicas}
+        assert set(keys["follower.replication.throttled.replicas"].split(",")) == {
+            f"{m.partition}:{b}" for m in moves for b in m.adding}
+    brokers = {b for m in batch.moves for b in m.from_replicas + m.adding}
+    assert {int(k.split("/")[1]) for k in found if k.startswith(f"{broker_kind}/")} == brokers
+    assert all(found[f"{broker_kind}/{b}"]["follower.replication.throttled.rate"] == str(batch.throttle.rate)
+               for b in brokers)
+    capsys.readouterr()
+    assert main(["status", *connection, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["lock"]["plan"] == plan_file and doc["execution"]["status"] == "running"
+    assert doc["in_flight"] and all(t["set_by"].startswith("kops ") for t in doc["throttles"])
+    assert main(["apply", plan_file, *connection, "--yes"]) == 5  # two applies at once
+    assert "applying" in capsys.readouterr().err
 
 
 def test_a_broker_killed_mid_batch_is_a_health_stop_and_resume_finishes_after_it_returns(slow_lab) -> None:
