@@ -28,7 +28,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -201,20 +203,57 @@ def read_csv(spark: SparkSession, paths: list[str]) -> Inputs:
     return Inputs(samples, problems)
 
 
-def split_inputs(inputs: list[str]) -> tuple[list[str], list[str]]:
-    """(log-dirs paths, CSV paths): by suffix for files; folders and globs are read by both readers, each
-    keeping only its own files."""
-    log_dirs, csv = [], []
+def split_inputs(inputs: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(log-dirs paths, CSV paths, sample stores): by suffix for files; a folder holding the store's marker (or a
+    `store:` prefix, for stores Spark reads remotely) is a store; other folders and globs are read by both
+    readers, each keeping only its own files."""
+    log_dirs, csv, stores = [], [], []
     for path in inputs:
         lower = path.lower()
-        if lower.endswith(".csv"):
+        if path.startswith(STORE_PREFIX) or os.path.isfile(os.path.join(path, STORE_MARKER)):
+            stores.append(path.removeprefix(STORE_PREFIX))
+        elif lower.endswith(".csv"):
             csv.append(path)
         elif lower.endswith(LOG_DIR_SUFFIXES):
             log_dirs.append(path)
         else:
             log_dirs.append(path)
             csv.append(path)
-    return log_dirs, csv
+    return log_dirs, csv, stores
+
+
+# -- the sample store (kops/sizes/store.py writes it too) -------------------------------------------------------
+
+STORE_MARKER = "kops-sizes-store.json"
+STORE_PREFIX = "store:"
+STORE_COLUMNS = ("ts", "broker", "log_dir", "topic", "partition", "bytes", "future")
+
+
+def read_stores(spark: SparkSession, stores: list[str], after_ms: int | None = None) -> DataFrame:
+    """The stores' samples; with `after_ms`, only newer ones (whole days before it are never read)."""
+    frames = []
+    for store in stores:
+        frame = spark.read.parquet(f"{store.rstrip('/')}/samples")
+        if after_ms is not None:
+            frame = frame.filter((F.col("day") >= day_of(after_ms)) & (F.col("ts") > after_ms))
+        frames.append(frame.select(*STORE_COLUMNS, F.lit(False).alias("dir_error")))
+    if not frames:
+        return spark.createDataFrame([], SAMPLES)
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def day_of(ts_ms: int) -> str:
+    return dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC).strftime("%Y-%m-%d")
+
+
+def append_to_store(samples: DataFrame, store: str) -> None:
+    """Samples into the store, partitioned by UTC day; replicas in a failed log dir are not kept."""
+    (samples.filter(~F.col("dir_error")).select(*STORE_COLUMNS)
+     .withColumn("day", F.date_format(F.timestamp_millis("ts"), "yyyy-MM-dd"))
+     .write.mode("append").partitionBy("day").parquet(f"{store.rstrip('/')}/samples"))
 
 
 # -- summaries -------------------------------------------------------------------------------------------------
@@ -237,26 +276,56 @@ def within(samples: DataFrame, since_ms: int | None) -> DataFrame:
     return samples if latest is None else samples.filter(F.col("ts") >= latest - since_ms)
 
 
+TP = ("topic", "partition")
+
+
+def partition_state(samples: DataFrame, previous: DataFrame | None = None) -> DataFrame:
+    """What the summary needs to go on from here, per topic-partition: `bytes` (the size at `last_seen`),
+    `peak_bytes`, `samples`, `first_seen`, `last_seen` and `risen` (the sum of the increases between consecutive
+    sample times). With `previous` (a state), `samples` must all be newer than it: their increases start from
+    each partition's last known size, so merging equals summarising everything at once."""
+    per_time = (usable(samples).repartition(*TP)
+                .groupBy(*TP, "ts").agg(F.max("bytes").alias("size")).withColumn("seed", F.lit(False)))
+    if previous is not None:
+        per_time = per_time.unionByName(previous.select(*TP, F.col("last_seen").alias("ts"),
+                                                        F.col("bytes").alias("size"), F.lit(True).alias("seed")))
+    ordered = Window.partitionBy(*TP).orderBy("ts")
+    steps = per_time.withColumn("rise", F.greatest(F.col("size") - F.lag("size").over(ordered), F.lit(0)))
+    new = (steps.filter(~F.col("seed")).groupBy(*TP).agg(
+        F.max_by("size", "ts").alias("bytes"), F.max("size").alias("peak_bytes"), F.count(F.lit(1)).alias("samples"),
+        F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"),
+        F.sum(F.coalesce("rise", F.lit(0))).alias("risen")))
+    return new if previous is None else merge_states(previous, new)
+
+
+def merge_states(old: DataFrame, new: DataFrame) -> DataFrame:
+    """A state followed by a newer one (`new.risen` already counts the step from `old`'s last size)."""
+    o, n = old.alias("o"), new.alias("n")
+    def both(name: str) -> tuple[Any, Any]:
+        return F.col(f"o.{name}"), F.col(f"n.{name}")
+    return o.join(n, list(TP), "full_outer").select(
+        *TP,
+        F.coalesce(both("bytes")[1], both("bytes")[0]).alias("bytes"),
+        F.greatest(*both("peak_bytes")).alias("peak_bytes"),
+        (F.coalesce(both("samples")[0], F.lit(0)) + F.coalesce(both("samples")[1], F.lit(0))).alias("samples"),
+        F.least(*both("first_seen")).alias("first_seen"),
+        F.greatest(*both("last_seen")).alias("last_seen"),
+        (F.coalesce(both("risen")[0], F.lit(0)) + F.coalesce(both("risen")[1], F.lit(0))).alias("risen"))
+
+
+def summary_of(state: DataFrame) -> DataFrame:
+    """One row per topic-partition: bytes, growth_bytes_per_s, peak_bytes, samples, last_seen."""
+    seconds = (F.col("last_seen") - F.col("first_seen")) / 1000.0
+    return state.select(
+        *TP, "bytes",
+        F.when(F.col("last_seen") > F.col("first_seen"), F.col("risen") / seconds).otherwise(F.lit(0.0))
+        .alias("growth_bytes_per_s"),
+        "peak_bytes", "samples", "last_seen")
+
+
 def summarize_partitions(samples: DataFrame) -> DataFrame:
     """One row per topic-partition: bytes, growth_bytes_per_s, peak_bytes, samples, last_seen."""
-    per_time = (usable(samples).repartition("topic", "partition")
-                .groupBy("topic", "partition", "ts").agg(F.max("bytes").alias("size")))
-    ordered = Window.partitionBy("topic", "partition").orderBy("ts")
-    steps = per_time.withColumn("rise", F.greatest(F.col("size") - F.lag("size").over(ordered), F.lit(0)))
-    return (steps.groupBy("topic", "partition").agg(
-        F.max_by("size", "ts").alias("bytes"),
-        F.max("size").alias("peak_bytes"),
-        F.count(F.lit(1)).alias("samples"),
-        F.min("ts").alias("first_seen"),
-        F.max("ts").alias("last_seen"),
-        F.sum(F.coalesce("rise", F.lit(0))).alias("risen"),
-    ).select(
-        "topic", "partition", "bytes",
-        F.when(F.col("last_seen") > F.col("first_seen"),
-               F.col("risen") / ((F.col("last_seen") - F.col("first_seen")) / 1000.0)).otherwise(F.lit(0.0))
-        .alias("growth_bytes_per_s"),
-        "peak_bytes", "samples", "last_seen",
-    ))
+    return summary_of(partition_state(samples))
 
 
 def summarize_brokers(samples: DataFrame) -> DataFrame:
@@ -273,30 +342,42 @@ def summarize_brokers(samples: DataFrame) -> DataFrame:
 
 # -- the job ---------------------------------------------------------------------------------------------------
 
-def run(spark: SparkSession, inputs: list[str], out: str, since: str | None = None, fmt: str = "json",
-        progress: Callable[[str], None] = lambda _line: None) -> Report:
-    log_dir_paths, csv_paths = split_inputs(inputs)
-    progress(f"stage 1/4: reading {len(inputs)} input(s)")
+def read_inputs(spark: SparkSession, inputs: list[str]) -> Inputs:
+    """Every sample of `inputs`: kafka-log-dirs documents, CSV exports and sample stores."""
+    log_dir_paths, csv_paths, stores = split_inputs(inputs)
     log_dirs = read_log_dirs(spark, log_dir_paths)
     exported = read_csv(spark, csv_paths)
-    samples = log_dirs.samples.unionByName(exported.samples)
-    samples = within(samples, parse_duration(since) if since else None).cache()
-    report = Report(samples=samples.count())
-    problems = log_dirs.problems.unionByName(exported.problems)
+    samples = log_dirs.samples.unionByName(exported.samples).unionByName(read_stores(spark, stores))
+    return Inputs(samples, log_dirs.problems.unionByName(exported.problems))
+
+
+def _count_problems(report: Report, problems: DataFrame) -> None:
     for row in problems.groupBy("file").agg(F.count(F.lit(1)).alias("n"), F.first("problem").alias("first")).collect():
         report.malformed[row["file"]] = int(row["n"])
         report.examples[row["file"]] = row["first"]
+
+
+def _write(frame: DataFrame, path: str, fmt: str) -> None:
+    writer = frame.write.mode("overwrite")
+    (writer.parquet if fmt == "parquet" else writer.json)(path)
+
+
+def run(spark: SparkSession, inputs: list[str], out: str, since: str | None = None, fmt: str = "json",
+        progress: Callable[[str], None] = lambda _line: None) -> Report:
+    """The whole summary from every sample of `inputs` (within `since` of the latest)."""
+    progress(f"stage 1/4: reading {len(inputs)} input(s)")
+    read = read_inputs(spark, inputs)
+    samples = within(read.samples, parse_duration(since) if since else None).cache()
+    report = Report(samples=samples.count())
+    _count_problems(report, read.problems)
     if report.samples == 0:
         samples.unpersist()
         return report
     progress(f"stage 2/4: {report.samples} samples; summarising partitions")
-    partitions = summarize_partitions(samples)
-    writer = partitions.write.mode("overwrite")
-    (writer.parquet if fmt == "parquet" else writer.json)(f"{out.rstrip('/')}/partitions")
+    _write(summarize_partitions(samples), f"{out.rstrip('/')}/partitions", fmt)
     progress("stage 3/4: summarising brokers")
     brokers = summarize_brokers(samples)
-    writer = brokers.coalesce(1).write.mode("overwrite")
-    (writer.parquet if fmt == "parquet" else writer.json)(f"{out.rstrip('/')}/brokers")
+    _write(brokers.coalesce(1), f"{out.rstrip('/')}/brokers", fmt)
     progress("stage 4/4: counting")
     report.partitions = spark.read.format(fmt).load(f"{out.rstrip('/')}/partitions").count()
     report.brokers = brokers.select("broker").distinct().count()
@@ -304,22 +385,136 @@ def run(spark: SparkSession, inputs: list[str], out: str, since: str | None = No
     return report
 
 
+# -- the incremental summary -------------------------------------------------------------------------------------
+
+STATE_FILE = "state.json"  # under OUT: {"format", "store", "current", "version", "watermark"}
+STATE_FORMAT = "kops-sizes-state/1"
+
+
+def _state_pointer(out: str) -> dict[str, Any] | None:
+    path = os.path.join(out, STATE_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as file:
+        doc = json.load(file)
+    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+        raise ValueError(f"{path} is not a {STATE_FORMAT} state (make a new one: remove {out})")
+    return doc
+
+
+def merge_brokers(old: tuple[list[Any], Any] | None, new: DataFrame, spark: SparkSession) -> DataFrame:
+    """Each broker's rows from its latest sample: the new summary's where it has the broker, else the old
+    (`old`: the previous summary's rows and schema, collected before its folder is overwritten)."""
+    if not old or not old[0]:
+        return new
+    previous = spark.createDataFrame(old[0], old[1])
+    both = previous.select(*(F.col(c).cast(new.schema[c].dataType) for c in new.columns)).unionByName(new)
+    latest = both.groupBy("broker").agg(F.max("ts").alias("latest"))
+    return both.join(latest, "broker").filter(F.col("ts") == F.col("latest")).drop("latest").orderBy("broker", "log_dir")
+
+
+def run_incremental(spark: SparkSession, store: str, out: str, fmt: str = "json",
+                    progress: Callable[[str], None] = lambda _line: None) -> Report:
+    """Merge the store's samples newer than the last summary (its watermark) into the kept state and rewrite
+    the summary from it: a five-minute cron reads five minutes of samples, not the week. Samples that arrive
+    later than the watermark's day are not merged (the full summary reads them). `out` is a local folder."""
+    pointer = _state_pointer(out)
+    if pointer is not None and pointer.get("store") != os.path.abspath(store):
+        raise ValueError(f"{out} summarises {pointer.get('store')}, not {store}")
+    previous = None if pointer is None else spark.read.parquet(os.path.join(out, pointer["current"]))
+    watermark = None if pointer is None else int(pointer["watermark"])
+    progress(f"stage 1/4: reading the samples after {watermark or 'the start'}")
+    samples = read_stores(spark, [store], after_ms=watermark).cache()
+    report = Report(samples=samples.count())
+    if report.samples == 0:
+        samples.unpersist()
+        report.partitions = 0 if previous is None else previous.count()
+        return report
+    progress(f"stage 2/4: {report.samples} new samples; merging them into the state")
+    version = 1 if pointer is None else int(pointer["version"]) + 1
+    current = f"state/v{version}"
+    partition_state(samples, previous).write.mode("overwrite").parquet(os.path.join(out, current))
+    state = spark.read.parquet(os.path.join(out, current))
+    _write(summary_of(state), f"{out.rstrip('/')}/partitions", fmt)
+    progress("stage 3/4: summarising brokers")
+    old_brokers = None
+    if pointer is not None and os.path.isdir(os.path.join(out, "brokers")):
+        frame = spark.read.format(fmt).load(f"{out.rstrip('/')}/brokers")
+        old_brokers = (frame.collect(), frame.schema)
+    brokers = merge_brokers(old_brokers, summarize_brokers(samples), spark)
+    _write(brokers.coalesce(1), f"{out.rstrip('/')}/brokers", fmt)
+    progress("stage 4/4: moving the watermark")
+    latest = samples.agg(F.max("ts")).first()[0]  # type: ignore[index]  # a global aggregate has one row
+    _save_pointer(out, {"format": STATE_FORMAT, "store": os.path.abspath(store), "current": current,
+                        "version": version, "watermark": max(int(latest), watermark or 0)})
+    if pointer is not None:
+        shutil.rmtree(os.path.join(out, pointer["current"]), ignore_errors=True)
+    report.partitions = state.count()
+    report.brokers = brokers.select("broker").distinct().count()
+    samples.unpersist()
+    return report
+
+
+def _save_pointer(out: str, doc: dict[str, Any]) -> None:
+    """Replace the state pointer atomically: a crash leaves the old state or the new one, never half."""
+    path = os.path.join(out, STATE_FILE)
+    with open(path + ".tmp", "w", encoding="utf-8") as file:
+        json.dump(doc, file)
+    os.replace(path + ".tmp", path)
+
+
+def import_samples(spark: SparkSession, inputs: list[str], store: str,
+                   progress: Callable[[str], None] = lambda _line: None) -> Report:
+    """kafka-log-dirs documents and CSV exports appended to a sample store (malformed rows counted, as ever)."""
+    progress(f"stage 1/2: reading {len(inputs)} input(s)")
+    read = read_inputs(spark, inputs)
+    samples = read.samples.cache()
+    report = Report(samples=samples.count())
+    _count_problems(report, read.problems)
+    if report.samples:
+        progress(f"stage 2/2: writing {report.samples} samples to {store}")
+        append_to_store(samples, store)
+    samples.unpersist()
+    return report
+
+
+def ensure_store(store: str) -> None:
+    """A local folder becomes a sample store (its marker written); remote stores are the operator's to make."""
+    if "://" in store:
+        return
+    os.makedirs(os.path.join(store, "samples"), exist_ok=True)
+    marker = os.path.join(store, STORE_MARKER)
+    if not os.path.exists(marker):
+        with open(marker, "w", encoding="utf-8") as file:
+            file.write(json.dumps({"format": "kops-sizes-store/1"}) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Summarise Kafka partition sizes (kops).")
-    parser.add_argument("inputs", nargs="+")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("inputs", nargs="+", help="log-dirs documents, CSV exports, sample stores (store:URL)")
+    parser.add_argument("--out", help="where the summary goes (partitions/, brokers/)")
     parser.add_argument("--since")
     parser.add_argument("--format", choices=("json", "parquet"), default="json")
+    parser.add_argument("--incremental", action="store_true", help="one store as input: merge what is new")
+    parser.add_argument("--import-to", metavar="STORE", help="append the inputs to a sample store instead")
     args = parser.parse_args(argv)
-    spark = SparkSession.builder.appName("kops-sizes").getOrCreate()
+    if not args.out and not args.import_to:
+        parser.error("say --out PATH (a summary) or --import-to STORE")
+    spark = SparkSession.builder.appName("kops-sizes").config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731 - a one-line callback
     try:
-        report = run(spark, args.inputs, args.out, args.since, args.format,
-                     lambda line: print(line, file=sys.stderr, flush=True))
+        if args.import_to:
+            ensure_store(args.import_to)
+            report = import_samples(spark, args.inputs, args.import_to, say)
+        elif args.incremental:
+            report = run_incremental(spark, args.inputs[0].removeprefix(STORE_PREFIX), args.out, args.format, say)
+        else:
+            report = run(spark, args.inputs, args.out, args.since, args.format, say)
     finally:
         spark.stop()
     for file, count in sorted(report.malformed.items()):
         print(f"{file}: {count} malformed ({report.examples[file]})", file=sys.stderr)
-    if report.samples == 0:
+    if report.samples == 0 and not args.incremental:
         print("no samples in the inputs", file=sys.stderr)
         return 1
     print(json.dumps({"partitions": report.partitions, "brokers": report.brokers, "samples": report.samples,

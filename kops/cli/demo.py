@@ -200,12 +200,13 @@ def _tour(lab_dir: Path, target: list[str]) -> None:
     _step(3, "Read the whole cluster")
     _run("state", *target)
     if target[0] == "-b":
-        _step(4, f"Sample partition sizes (DescribeLogDirs) into {d}/logdirs, then summarise them with Spark")
-        _run("sizes", "collect", *target, "--out", f"{d}/logdirs", "--every", "2s", "--for", "5s")
+        _step(4, f"Sample partition sizes (DescribeLogDirs) into the sample store {d}/store, then summarise it with Spark")
+        _run("sizes", "collect", *target, "--store", f"{d}/store", "--every", "2s", "--for", "5s")
+        _run("sizes", "summarize", f"{d}/store", "--out", sizes, "--incremental")
     else:
         _step(4, f"Summarise partition sizes with Spark from the brokers' kafka-log-dirs snapshots ({d}/logdirs)")
         _fresh_snapshots(lab_dir, produced_at, brokers=6)
-    _run("sizes", "summarize", f"{d}/logdirs", "--out", sizes)
+        _run("sizes", "summarize", f"{d}/logdirs", "--out", sizes)
     _run("sizes", "show", sizes, "--top", "8")
 
     _step(5, "Plan playbooks/lab-demo.yml: add shop.audit, clicks RF 2 -> 3, decommission broker 6, balance leaders")

@@ -1,13 +1,12 @@
-"""`kops sizes summarize` (the Spark job) and `kops sizes show` (its output, without Spark)."""
+"""`kops sizes collect` (samples from a live cluster), `import` and `summarize` (the Spark job), `show` (the summary,
+without Spark)."""
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,84 +14,113 @@ from kops.admin.connection import AdminSettings, admin_session, read_properties
 from kops.admin.log_dirs import describe_log_dirs
 from kops.cli import console
 from kops.cli.options import BootstrapServer, CommandConfig, ConnectTimeout, Format, OutputFormat
+from kops.cli.spark_run import spark_session, stage_progress
 from kops.cli.state import write_atomically
 from kops.errors import KopsError, UsageError
 from kops.kafka.codecs.log_dirs import encode_log_dirs
 from kops.sizes.reader import read_sizes
+from kops.sizes.store import append_report, is_store
+from kops.sizes.store import create as create_store
 from kops.units import format_size, parse_duration
-
-LOG4J2_CONFIG = Path(__file__).resolve().parents[1] / "sizes" / "log4j2.properties"
 
 app = typer.Typer(help="Partition sizes: summarise raw observations with Spark, show the summary.",
                   no_args_is_help=True)
 
 
-@app.command("summarize")
-def summarize(
-    inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, folders, globs, s3a:// or hdfs:// paths.", show_default=False)],
-    out: Annotated[str, typer.Option("--out", "-o", help="Where to write the summary (partitions/ and brokers/).")],
-    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
-    since: Annotated[str | None, typer.Option("--since", help="Only samples this recent, e.g. 7d, 12h (before the latest sample).")] = None,
-    parquet: Annotated[bool, typer.Option("--parquet", help="Write Parquet instead of JSON lines.")] = False,
-) -> None:
-    """Run the PySpark job (spark/sizes_job.py, also runnable with spark-submit) over raw partition-size
-    observations: per partition the latest size (max over replicas; future replicas and failed log dirs
-    excluded), growth per second (retention drops never count as negative growth), peak, samples and last
-    seen; per broker the bytes per log dir. Malformed documents are counted and named, never fatal.
-
-    Examples:
-
-      kops sizes summarize .kops/lab/logdirs --out sizes/lab
-
-      kops sizes summarize 's3a://ops/logdirs/2026-11-*' --out s3a://ops/sizes --master spark://spark:7077 --since 7d
-
-    Exit codes: 0 written, 1 no samples in the inputs or a Spark failure.
-    """
+def _check_inputs(inputs: list[str], since: str | None) -> None:
     if since is not None:
         try:
             parse_duration(since)
         except ValueError as exc:
             raise UsageError(f"--since: {exc}") from None
     for path in inputs:
-        if "://" not in path and not any(c in path for c in "*?[{") and not Path(path).exists():
+        remote = "://" in path or path.startswith("store:") or any(c in path for c in "*?[{")
+        if not remote and not Path(path).exists():
             raise UsageError("no such file or folder", where=path)
-    with console.err.status("starting Spark", spinner="dots") as status:
-        from pyspark.sql import SparkSession  # noqa: PLC0415 - Spark only loads for the command that runs it
 
-        from spark import sizes_job  # noqa: PLC0415 - as above
 
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter (and its kops)
-        if master.startswith("local"):
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" warning
-        logging_config = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"  # errors only, on stderr
-        spark = (SparkSession.builder.master(master).appName("kops-sizes").config("spark.ui.enabled", "false")
-                 .config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.driver.extraJavaOptions", logging_config)
-                 .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 1)))).getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        try:
-            def said(line: str) -> None:
-                status.update(line)
-                console.err.print(line, highlight=False)
-
-            report = sizes_job.run(spark, inputs, out, since, "parquet" if parquet else "json", said)
-        except Exception as exc:  # noqa: BLE001 - a Spark failure is one line, with --debug for the trace
-            raise KopsError(f"the Spark job failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
-                            hint="run with --debug for Spark's trace") from exc
-        finally:
-            spark.stop()
+def _said(report: Any) -> None:
     for file, count in sorted(report.malformed.items()):
         console.warning(f"{file}: {count} malformed ({report.examples[file]})")
+
+
+@app.command("summarize")
+def summarize(
+    inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, sample stores (kops sizes collect --store / import), folders, globs, s3a:// or hdfs:// paths.", show_default=False)],
+    out: Annotated[str, typer.Option("--out", "-o", help="Where to write the summary (partitions/ and brokers/).")],
+    master: Annotated[str, typer.Option("--master", help="Spark master URL: local[*], spark://HOST:PORT, yarn, k8s://...")] = "local[*]",
+    since: Annotated[str | None, typer.Option("--since", help="Only samples this recent, e.g. 7d, 12h (before the latest sample).")] = None,
+    parquet: Annotated[bool, typer.Option("--parquet", help="Write Parquet instead of JSON lines.")] = False,
+    incremental: Annotated[bool, typer.Option("--incremental", help="One sample store as input: merge only the samples newer than the last summary into the state kept under --out (a local folder).")] = False,
+) -> None:
+    """Run the PySpark job (spark/sizes_job.py, also runnable with spark-submit) over raw partition-size
+    observations: per partition the latest size (max over replicas; future replicas and failed log dirs
+    excluded), growth per second (retention drops never count as negative growth), peak, samples and last
+    seen; per broker the bytes per log dir. Malformed documents are counted and named, never fatal.
+
+    With --incremental the input is one sample store and the summary's state (growth, peak, last seen) is kept
+    under --out: each run reads only the samples newer than the last, so a five-minute cron costs seconds, and
+    the result equals a full summary of the same samples.
+
+    Examples:
+
+      kops sizes summarize .kops/lab/logdirs --out sizes/lab
+
+      kops sizes summarize sizes/store --out sizes/summary --incremental        # from cron, after collect --store
+
+      kops sizes summarize 's3a://ops/logdirs/2026-11-*' --out s3a://ops/sizes --master spark://spark:7077 --since 7d
+
+    Exit codes: 0 written, 1 no samples in the inputs or a Spark failure.
+    """
+    _check_inputs(inputs, since)
+    if incremental and (len(inputs) != 1 or not is_store(inputs[0]) or since or "://" in out):
+        raise UsageError("--incremental takes one local sample store as input, a local --out, and no --since",
+                         hint="make a store with `kops sizes collect --store` or `kops sizes import`")
+    from spark import sizes_job  # noqa: PLC0415 - Spark only loads for the command that runs it
+
+    fmt = "parquet" if parquet else "json"
+    with spark_session(master) as spark, stage_progress("summarising") as said:
+        report = (sizes_job.run_incremental(spark, inputs[0], out, fmt, said) if incremental
+                  else sizes_job.run(spark, inputs, out, since, fmt, said))
+    _said(report)
+    if report.samples == 0 and not incremental:
+        raise KopsError("no samples in the inputs", hint="point at kafka-log-dirs JSON files or size CSV exports")
+    what = "new samples merged" if incremental else "samples summarised"
+    console.info(f"{report.samples} {what}: {report.partitions} partitions, {report.brokers} brokers -> {out}")
+
+
+@app.command("import")
+def import_(
+    inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, folders, globs.", show_default=False)],
+    store: Annotated[str, typer.Option("--store", help="The sample store to append to (made if missing).")],
+    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
+) -> None:
+    """Append kafka-log-dirs documents and CSV exports to a sample store (Parquet, partitioned by day), which
+    `kops sizes summarize` then reads much faster than the documents themselves. Malformed rows are counted and
+    named, and the good rows go on.
+
+    Examples:
+
+      kops sizes import sizes/raw/*.json exports/sizes-*.csv --store sizes/store
+    """
+    _check_inputs(inputs, None)
+    if "://" not in store:
+        create_store(Path(store))
+    from spark import sizes_job  # noqa: PLC0415 - Spark only loads for the command that runs it
+
+    with spark_session(master) as spark, stage_progress("importing") as said:
+        report = sizes_job.import_samples(spark, inputs, store, said)
+    _said(report)
     if report.samples == 0:
         raise KopsError("no samples in the inputs", hint="point at kafka-log-dirs JSON files or size CSV exports")
-    console.info(f"summarised {report.samples} samples: {report.partitions} partitions, {report.brokers} brokers "
-                 f"-> {out}")
+    console.info(f"imported {report.samples} samples into {store}")
 
 
 @app.command("collect")
 def collect(
     bootstrap_server: BootstrapServer = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the samples (one kafka-log-dirs document each).")] = Path("sizes/raw"),
+    store: Annotated[Path | None, typer.Option("--store", help="Append each sample to this sample store (Parquet, partitioned by day) instead of writing documents.")] = None,
     command_config: CommandConfig = None,
     every: Annotated[str | None, typer.Option("--every", help="Sample this often (e.g. 5m) instead of once.")] = None,
     for_: Annotated[str | None, typer.Option("--for", help="With --every: for how long (e.g. 1h); default until Ctrl-C.")] = None,
@@ -100,12 +128,15 @@ def collect(
 ) -> None:
     """Sample a live cluster's partition sizes through the Admin API (DescribeLogDirs) into kafka-log-dirs
     documents, the same JSON kafka-log-dirs.sh --describe prints plus a timestamp, one file per sample
-    (log-dirs-<UTC time>.json), so `kops sizes summarize` reads them unchanged. One sample per run without
-    --every: cron-friendly.
+    (log-dirs-<UTC time>.json), so `kops sizes summarize` reads them unchanged; with --store, into a sample
+    store instead (one Parquet file per sample), which Spark reads far faster at scale and `kops sizes
+    summarize --incremental` follows. One sample per run without --every: cron-friendly.
 
     Examples:
 
       kops sizes collect -b broker1:9092 --out sizes/raw                # from cron, every 5 minutes
+
+      kops sizes collect -b broker1:9092 --store sizes/store            # the same, into the sample store
 
       kops sizes collect -b broker1:9092 --out sizes/raw --every 5m --for 1h
     """
@@ -121,10 +152,13 @@ def collect(
             started = time.monotonic()
             now = time.time()
             report = describe_log_dirs(client, bootstrap_server, int(now * 1000))
-            name = time.strftime("log-dirs-%Y%m%dT%H%M%SZ.json", time.gmtime(now))
-            write_atomically(out / name, json.dumps(encode_log_dirs(report), separators=(",", ":")).encode())
-            replicas = sum(len(d.replicas) for b in report.brokers for d in b.log_dirs)
-            console.info(f"wrote {out / name}: {replicas} replicas on {len(report.brokers)} brokers")
+            if store is not None:
+                written, replicas = append_report(store, report, int(now * 1000))
+            else:
+                written = out / time.strftime("log-dirs-%Y%m%dT%H%M%SZ.json", time.gmtime(now))
+                write_atomically(written, json.dumps(encode_log_dirs(report), separators=(",", ":")).encode())
+                replicas = sum(len(d.replicas) for b in report.brokers for d in b.log_dirs)
+            console.info(f"wrote {written}: {replicas} replicas on {len(report.brokers)} brokers")
             if interval is None or (deadline is not None and time.monotonic() + interval > deadline):
                 return
             time.sleep(max(0.0, interval - (time.monotonic() - started)))

@@ -1,7 +1,9 @@
 """What a real Kafka node of the lab is told: server.properties and its logging config, for a 2-core machine.
 
 Kept apart from the processes so the settings can be read (and tested) as plain text. The choices:
-- loopback listeners only, one PLAINTEXT port per broker (plus CONTROLLER for KRaft controllers);
+- loopback listeners only, one PLAINTEXT port per broker (plus CONTROLLER for KRaft controllers), and a
+  SASL_PLAINTEXT port with the PLAIN mechanism and one lab user (LAB_USER, LAB_PASSWORD), so what kops does with
+  `--command-config` (right and wrong passwords) is tried on real Kafka;
 - two network and I/O threads, one replica fetcher, a 2 MiB cleaner buffer (the default 128 MiB would sit on
   a 256 MiB heap), 1 MiB segments (the least Kafka 4 accepts), few internal-topic partitions;
 - failure noticed within seconds: ZooKeeper session 6 s (3.9), broker session 6 s (KRaft);
@@ -15,6 +17,8 @@ from pathlib import Path
 
 BROKER = "broker"
 CONTROLLER = "controller"
+LAB_USER, LAB_PASSWORD = "kops", "kops-lab-secret"  # the lab's SASL/PLAIN user: a lab on loopback, not a secret
+SASL = "SASL_PLAINTEXT"
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,7 @@ class Node:
     port: int  # PLAINTEXT (brokers) or CONTROLLER (dedicated controllers)
     controller_port: int | None = None  # a combined node's CONTROLLER port
     rack: str | None = None
+    sasl_port: int | None = None  # brokers: SASL_PLAINTEXT (PLAIN)
 
     @property
     def is_broker(self) -> bool:
@@ -65,12 +70,28 @@ def common_settings(brokers: int) -> dict[str, str]:
     }
 
 
+def sasl_settings(node: Node) -> tuple[list[str], dict[str, str]]:
+    """The broker's SASL_PLAINTEXT listener (none for a node planned without one) and its PLAIN users."""
+    if node.sasl_port is None:
+        return [], {}
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{LAB_USER}" password="{LAB_PASSWORD}" user_{LAB_USER}="{LAB_PASSWORD}";')
+    return [f"{SASL}://127.0.0.1:{node.sasl_port}"], {
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+    }
+
+
 def zookeeper_mode_properties(node: Node, data: Path, zookeeper: str, brokers: int) -> dict[str, str]:
     """A Kafka 3.9 broker in ZooKeeper mode; its controller is elected among the brokers."""
+    sasl_listeners, sasl = sasl_settings(node)
+    listeners = ",".join([f"PLAINTEXT://127.0.0.1:{node.port}", *sasl_listeners])
     props = {
         "broker.id": str(node.id),
-        "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+        "listeners": listeners,
+        "advertised.listeners": listeners,
+        "inter.broker.listener.name": "PLAINTEXT",
+        **sasl,
         "log.dirs": str(data),
         "zookeeper.connect": zookeeper,
         "zookeeper.session.timeout.ms": "6000",
@@ -85,9 +106,10 @@ def zookeeper_mode_properties(node: Node, data: Path, zookeeper: str, brokers: i
 def kraft_properties(node: Node, data: Path, voters: list[Node], brokers: int) -> dict[str, str]:
     """A KRaft node; `voters` is the static controller quorum (1 or 3 nodes)."""
     listeners, protocols = [], ["CONTROLLER:PLAINTEXT"]
+    sasl_listeners, sasl = sasl_settings(node) if node.is_broker else ([], {})
     if node.is_broker:
-        listeners.append(f"PLAINTEXT://127.0.0.1:{node.port}")
-        protocols.append("PLAINTEXT:PLAINTEXT")
+        listeners += [f"PLAINTEXT://127.0.0.1:{node.port}", *sasl_listeners]
+        protocols += ["PLAINTEXT:PLAINTEXT", *([f"{SASL}:{SASL}"] if sasl_listeners else [])]
     if node.is_controller:
         listeners.append(f"CONTROLLER://127.0.0.1:{node.quorum_port}")
     props = {
@@ -100,11 +122,12 @@ def kraft_properties(node: Node, data: Path, voters: list[Node], brokers: int) -
         "log.dirs": str(data),
         "broker.session.timeout.ms": "6000",
         "broker.heartbeat.interval.ms": "1000",
+        **sasl,
         **common_settings(brokers),
     }
     if node.is_broker:
         props["inter.broker.listener.name"] = "PLAINTEXT"
-        props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{node.port}"
+        props["advertised.listeners"] = ",".join(listeners[:1 + len(sasl_listeners)])
         if node.rack:
             props["broker.rack"] = node.rack
     return props

@@ -57,7 +57,7 @@ class KafkaLabState:
     def node(self, node_id: int) -> cfg.Node:
         raw = self.nodes[node_id]
         return cfg.Node(int(raw["id"]), tuple(raw["roles"]), int(raw["port"]), raw.get("controller_port"),
-                        raw.get("rack"))
+                        raw.get("rack"), raw.get("sasl_port"))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -78,7 +78,7 @@ def plan_nodes(brokers: int, racks: int, controllers: int, dedicated: bool, kraf
         controller_port = None
         if kraft and not dedicated and b <= controllers:
             roles, controller_port = (cfg.BROKER, cfg.CONTROLLER), free_port()
-        nodes.append(cfg.Node(b, roles, free_port(), controller_port, f"rack-{(b - 1) % racks + 1}"))
+        nodes.append(cfg.Node(b, roles, free_port(), controller_port, f"rack-{(b - 1) % racks + 1}", free_port()))
     if kraft and dedicated:
         nodes += [cfg.Node(DEDICATED_CONTROLLER_BASE + c, (cfg.CONTROLLER,), free_port())
                   for c in range(1, controllers + 1)]
@@ -253,6 +253,12 @@ class KafkaLab(LabFolder):
         self._processes[node_id] = process
         self._started.append(process.pid)
         state.pids[node_id] = process.pid
+
+    def sasl_bootstrap(self, state: KafkaLabState | None = None) -> str:
+        """Bootstrap servers of the brokers' SASL_PLAINTEXT listeners (user cfg.LAB_USER, password cfg.LAB_PASSWORD)."""
+        state = state or self.state()
+        return ",".join(f"127.0.0.1:{state.node(b).sasl_port}" for b in sorted(state.racks)
+                        if state.node(b).sasl_port is not None)
 
     def live_bootstrap(self, state: KafkaLabState | None = None) -> str:
         """Bootstrap servers of the brokers running and not paused (all of them when none is)."""

@@ -184,8 +184,14 @@ def test_rebalance_noop_refusal_while_reassigning_and_sigterm(tmp_path: Path, ad
     assert main([*base, "--max-moves", "2", "--min-improvement", "0.2"]) == 0
     doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert doc["status"] == "noop" and doc["plan"] is None and "below --min-improvement 0.2" in doc["reason"]
-    # a reassignment someone else started, held back by their own throttle: refused, nothing written
+    # a reassignment someone else started, held back by their own throttle (more than one fetch of data, or the
+    # first fetch, which no quota stops, would finish it): refused, nothing written
+    from kops.lab.kafka_admin import produce
+
+    wait_until(lambda: produce(bootstrap, "pay", 4 * MB, 0) > 0, timeout=60, what="pay-0 grown past one fetch")
     _throttle_foreign_move(bootstrap, "1024")
+    wait_until(lambda: throttles(bootstrap).get("broker/4", {}).get("follower.replication.throttled.rate") == "1024",
+               what="their throttle in force on broker 4")
     first_answer(bootstrap, lambda c: c.alter_partition_reassignments({KafkaTP("pay", 0): [4, 2]}))
     try:
         wait_until(lambda: in_flight(bootstrap), what="their reassignment in flight")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -88,6 +87,16 @@ def latest_record(bootstrap: str) -> ExecutionRecord | None:
     port = AdminCluster(AdminSettings(bootstrap))
     try:
         return Journal(port.records()).latest()
+    finally:
+        port.close()
+
+
+def lock_holder_pid(bootstrap: str) -> int | None:
+    """The pid of the process holding kops's lease in `__kops`, as a reader with no claim of its own sees it."""
+    port = AdminCluster(AdminSettings(bootstrap))
+    try:
+        holder = port.holder()
+        return None if holder is None else holder.get("pid")
     finally:
         port.close()
 
@@ -208,12 +217,15 @@ def test_a_paused_holder_loses_its_lease_and_stops(tmp_path: Path, admin_engine:
                                                    request: pytest.FixtureRequest) -> None:
     bootstrap = kafka4_only(admin_engine, request, "the lease is the same on every engine; tested once, on Kafka 4")
     plan_file, plan, holder = apply_in_flight(tmp_path, bootstrap, 1, "256KiB/s", "--session-timeout", "3")
+    assert lock_holder_pid(bootstrap) == holder.pid, "the paused apply holds the lease"
     holder.send_signal(signal.SIGSTOP)
-    time.sleep(5)  # past its 3 s lease
-    successor = kops("apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
-                     "--throttle", "20MiB/s")
-    time.sleep(2)
-    holder.send_signal(signal.SIGCONT)
+    try:
+        wait_until(lambda: lock_holder_pid(bootstrap) is None, timeout=30, what="the paused holder's lease to lapse")
+        successor = kops("apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json",
+                         "--poll", "0.2", "--throttle", "20MiB/s")
+        wait_until(lambda: lock_holder_pid(bootstrap) == successor.pid, timeout=60, what="the successor's lease")
+    finally:
+        holder.send_signal(signal.SIGCONT)
     _out, err = holder.communicate(timeout=60)
     assert holder.returncode == 1 and "the cluster lock was lost" in err, err
     out, err = successor.communicate(timeout=180)
@@ -310,3 +322,25 @@ def test_topic_writes_through_the_port_are_answers_not_failures(admin_engine: En
         port.delete_topic("port")
     finally:
         port.close()
+
+
+def test_sasl_credentials_come_from_the_command_config_and_a_wrong_password_is_one_line(
+        tmp_path: Path, admin_engine: EngineLab, capsys) -> None:
+    """The lab's brokers also listen with SASL_PLAINTEXT (PLAIN): kops reads through it with the client properties
+    Kafka's own tools take, and a wrong password is one line, exit 1, with no secret in it."""
+    from kops.lab.kafka_config import LAB_PASSWORD, LAB_USER
+
+    sasl = admin_engine.lab.sasl_bootstrap()
+    assert sasl, "the lab's brokers have a SASL listener"
+    right, wrong = tmp_path / "client.properties", tmp_path / "wrong.properties"
+    jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"{}\" password=\"{}\";"
+    for file, password in ((right, LAB_PASSWORD), (wrong, "not-the-password")):
+        file.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                        f"sasl.jaas.config={jaas.format(LAB_USER, password)}\n")
+    capsys.readouterr()
+    assert main(["state", "-b", sasl, "--command-config", str(right), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["brokers"] == 4
+    assert main(["state", "-b", sasl, "--command-config", str(wrong), "--connect-timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "not-the-password" not in err, err
+    assert "authentication" in err.lower(), err

@@ -1,0 +1,109 @@
+"""Running the sizes job from the CLI: a Spark session that keeps its start-up noise out of kops's output, and
+a progress bar of the job's stages (quiet when stderr is not a terminal).
+
+The JVM's own stderr (the incubator-module warning, log4j's start-up lines, any later error log) goes to a log
+file named on failure; Spark's logging is errors only (kops/sizes/log4j2.properties).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kops.cli import console
+from kops.errors import KopsError
+
+LOG4J2_CONFIG = Path(__file__).resolve().parents[1] / "sizes" / "log4j2.properties"
+STAGE = re.compile(r"^stage (\d+)/(\d+): (.*)$")
+
+
+@contextmanager
+def _jvm_stderr_to(log: Path) -> Iterator[None]:
+    """The JVM started inside inherits fd 2 pointed at `log` (for its whole life); ours is restored after."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
+
+def _job_archive() -> str:
+    """The job and the one kops module it imports, zipped for executors on other machines (spark-submit's
+    --py-files); local mode imports them from this interpreter."""
+    import kops  # noqa: PLC0415 - as above
+    from kops import units  # noqa: PLC0415 - as above
+    from spark import sizes_job  # noqa: PLC0415 - Spark only loads for the commands that run it
+
+    path = Path(tempfile.gettempdir()) / f"kops-sizes-job-{os.getpid()}.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for module, name in ((kops, "kops/__init__.py"), (units, "kops/units.py"), (sizes_job, "spark/sizes_job.py")):
+            archive.write(str(module.__file__), name)
+        archive.writestr("spark/__init__.py", "")
+    return str(path)
+
+
+@contextmanager
+def spark_session(master: str) -> Iterator[Any]:
+    """A session for the sizes job on `master` (local[*], spark://HOST:PORT, yarn, k8s://...)."""
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - Spark only loads for the commands that run it
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # local workers run this interpreter (and its kops)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" warning
+    log = Path(tempfile.gettempdir()) / f"kops-spark-{os.getpid()}.log"
+    logging_config = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
+    if console.err.is_terminal:
+        console.err.print(f"[dim]starting Spark ({master})[/]")
+    with _jvm_stderr_to(log):
+        spark = (SparkSession.builder.master(master).appName("kops-sizes").config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.extraJavaOptions", logging_config)
+                 .config("spark.executor.extraJavaOptions", logging_config)
+                 .config("spark.sql.session.timeZone", "UTC")
+                 .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 1)))).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    if not master.startswith("local"):
+        spark.sparkContext.addPyFile(_job_archive())
+    try:
+        yield spark
+    except KopsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a Spark failure is one line, with --debug for the trace
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise KopsError(f"the Spark job failed: {first}", hint=f"Spark's log is {log}; --debug shows the trace") from exc
+    finally:
+        spark.stop()
+
+
+@contextmanager
+def stage_progress(title: str) -> Iterator[Callable[[str], None]]:
+    """A callback for the job's "stage i/n: what" lines: a bar on a terminal, silence when piped."""
+    if not console.err.is_terminal:
+        yield lambda _line: None
+        return
+    with Progress(TextColumn(f"{title} [progress.description]{{task.description}}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), console=console.err,
+                  transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def said(line: str) -> None:
+            found = STAGE.match(line)
+            if found:
+                done, total, what = int(found.group(1)) - 1, int(found.group(2)), found.group(3)
+                bar.update(task, completed=done, total=total, description=what)
+
+        yield said
