@@ -215,6 +215,7 @@ def measure(rows: int, source: str, work: Path, args: argparse.Namespace) -> dic
         done, why = run_child(["spark", "full", str(csv if source == "csv" else store), str(out)])
         assert done is not None, why
         expected_input = (source, str(csv if source == "csv" else store))
+        line.update(rows=done["samples"], dataset_rows=rows)
     line.update(seconds=round(done["seconds"], 1), driver_rss_mb=done["driver_rss_mb"])
     pandas_out = work / f"{rows}" / f"pandas-{source}.parquet"
     answer, failed = run_child(["pandas", *expected_input, str(pandas_out)], args.pandas_limit_gb, args.pandas_timeout)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,22 +62,6 @@ def controller(client: ZkClient) -> int | None:
 def broker_status(client: ZkClient, broker: int) -> dict[str, Any]:
     """The broker's own view (RPC `status`): its replicas and, if active, its controller's figures."""
     return call_registered_broker(client, broker, "status")
-
-
-def wait_applied(client: ZkClient, brokers: Iterable[int], topic: str | None = None,
-                 config: dict[str, str] | None = None, **rates: float) -> None:
-    """Until each of `brokers` applies `topic`'s `config` and the `leader_rate`/`follower_rate` given: brokers
-    apply config notifications asynchronously, as Kafka's do."""
-    def applied() -> bool:
-        for broker in brokers:
-            found = broker_status(client, broker)["configs"]
-            if topic is not None and any(found["topics"].get(topic, {}).get(k) != v for k, v in (config or {}).items()):
-                return False
-            if any(found[name] is None or float(found[name]) != float(rate) for name, rate in rates.items()):
-                return False
-        return True
-
-    wait_until(applied, what=f"brokers {sorted(brokers)} to apply the configs")
 
 
 def replica(client: ZkClient, broker: int, topic: str, partition: int) -> dict[str, Any] | None:

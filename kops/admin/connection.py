@@ -86,14 +86,37 @@ def connect(settings: AdminSettings, through: str | None = None) -> KafkaAdminCl
     arguments = settings.client_arguments()
     where = through or settings.bootstrap
     arguments["bootstrap_servers"] = servers(where)
+    refusals = _AuthenticationRefusals()
+    logging.getLogger("kafka").addHandler(refusals)
     try:
         return KafkaAdminClient(**arguments)
     except KafkaTimeoutError:
+        if refusals.first:  # the brokers answered, and refused the credentials: say that, not "no answer"
+            raise ConnectionFailed(f"authentication failed: {refusals.first}", where=where,
+                                   hint="check the credentials in --command-config (sasl.jaas.config or "
+                                        "sasl.username/sasl.password) and sasl.mechanism") from None
         raise ConnectionFailed("no broker answered", where=where,
                                hint="check the bootstrap servers and --command-config (security.protocol)") from None
     except KafkaError as exc:
         raise ConnectionFailed(f"cannot connect: {exc}", where=where,
                                hint="check --command-config (credentials, TLS)") from None
+    finally:
+        logging.getLogger("kafka").removeHandler(refusals)
+
+
+class _AuthenticationRefusals(logging.Handler):
+    """kafka-python retries a refused SASL handshake until its timeout and only logs why: keep the first such
+    reason, so the one line says the credentials were refused (kafka-python never logs the secret itself)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.first: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if self.first is None and re.search(r"authenticat|sasl", text, re.I):
+            found = re.search(r"(\w*(?:Authentication|Sasl)\w*Error[^\n]*)", text)
+            self.first = (found.group(1) if found else text)[:200]
 
 
 @contextmanager

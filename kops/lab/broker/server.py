@@ -195,11 +195,8 @@ class BrokerServer:
         return {"end": end}
 
     def _status(self, _body: dict[str, Any]) -> dict[str, Any]:
-        with self.replicas.lock:
-            configs = {"topics": {t: dict(c) for t, c in self.replicas.topic_configs.items()},
-                       "leader_rate": self.replicas.leader_quota.rate, "follower_rate": self.replicas.follower_quota.rate}
         return {"broker": self.id, "sim_time": self.clock.now(), "controller": self.controller.stats(),
-                "replicas": self.replicas.status(), "configs": configs}
+                "replicas": self.replicas.status()}
 
     def _controlled_shutdown_request(self, body: dict[str, Any]) -> dict[str, Any]:
         if not self.controller.is_active:
