@@ -4,7 +4,7 @@ Data: 100,000 partitions (100 topics x 1,000), one row per partition per sample 
 growing at its own pace with a retention drop every 50th sample; written once per size as a sample store
 (Parquet, partitioned by day, as `kops sizes collect --store` and `kops sizes import` write it) and, for the CSV
 source, as one CSV export. Per size and source, each in a fresh process (so RSS is the run's own):
-  parquet      the Spark job (spark/sizes_job.py, local[*], driver 8 GiB) over the store
+  parquet      the Spark job (spark/sizes_job.py, local[*], driver 6 GiB, kops's Spark session) over the store
   csv          the same job over the CSV export
   incremental  `summarize --incremental`: a week's state, then 5 minutes of new samples merged into it
 and, in the same run, the single-process baseline (pandas/pyarrow: read, max per time, sort, positive increments,
@@ -47,6 +47,7 @@ PARTITIONS = 100_000
 TOPICS = 100
 STEP_MS = 300_000  # five minutes
 T0 = 1_795_000_000_000 - 1_795_000_000_000 % 86_400_000  # a UTC midnight
+DRIVER_MEMORY = "6g"  # what `kops sizes summarize` takes in local mode on a machine of 18 GiB or more
 CHUNK = 48  # samples per generated file (288 a day: chunks never straddle a day)
 
 
@@ -111,25 +112,19 @@ def merge_held_back(store: Path, held: Path) -> None:
 # -- the measured runs, each in a fresh process --------------------------------------------------------------
 
 def child_spark(mode: str, inputs: str, out: str) -> dict[str, Any]:
-    from pyspark.sql import SparkSession
-
+    from kops.cli.spark_run import spark_session
     from spark import sizes_job
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[*]").appName("kops-bench").config("spark.ui.enabled", "false")
-             .config("spark.driver.memory", "8g").config("spark.sql.shuffle.partitions", "8")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    started = time.perf_counter()
-    if mode == "incremental":
-        report = sizes_job.run_incremental(spark, inputs, out, fmt="parquet")
-    else:
-        report = sizes_job.run(spark, [inputs], out, fmt="parquet")
-    seconds = time.perf_counter() - started
-    jvm = psutil.Process(spark.sparkContext._gateway.proc.pid)  # type: ignore[union-attr]  # launched by PySpark
-    hwm = next(int(line.split()[1]) for line in Path(f"/proc/{jvm.pid}/status").read_text().splitlines()
-               if line.startswith("VmHWM"))
-    spark.stop()
+    with spark_session("local[*]", DRIVER_MEMORY) as spark:  # the session `kops sizes summarize` runs
+        started = time.perf_counter()
+        if mode == "incremental":
+            report = sizes_job.run_incremental(spark, inputs, out, fmt="parquet")
+        else:
+            report = sizes_job.run(spark, [inputs], out, fmt="parquet")
+        seconds = time.perf_counter() - started
+        jvm = psutil.Process(spark.sparkContext._gateway.proc.pid)  # launched by PySpark
+        hwm = next(int(line.split()[1]) for line in Path(f"/proc/{jvm.pid}/status").read_text().splitlines()
+                   if line.startswith("VmHWM"))
     return {"seconds": seconds, "samples": report.samples, "driver_rss_mb": round(hwm / 1024, 1)}
 
 

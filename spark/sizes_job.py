@@ -367,7 +367,9 @@ def run(spark: SparkSession, inputs: list[str], out: str, since: str | None = No
     """The whole summary from every sample of `inputs` (within `since` of the latest)."""
     progress(f"stage 1/4: reading {len(inputs)} input(s)")
     read = read_inputs(spark, inputs)
-    samples = within(read.samples, parse_duration(since) if since else None).cache()
+    samples = within(read.samples, parse_duration(since) if since else None)
+    if len(split_inputs(inputs)[2]) < len(inputs):
+        samples = samples.cache()  # parsed text is worth keeping; a Parquet store is cheaper to scan again
     report = Report(samples=samples.count())
     _count_problems(report, read.problems)
     if report.samples == 0:
@@ -380,7 +382,7 @@ def run(spark: SparkSession, inputs: list[str], out: str, since: str | None = No
     _write(brokers.coalesce(1), f"{out.rstrip('/')}/brokers", fmt)
     progress("stage 4/4: counting")
     report.partitions = spark.read.format(fmt).load(f"{out.rstrip('/')}/partitions").count()
-    report.brokers = brokers.select("broker").distinct().count()
+    report.brokers = spark.read.format(fmt).load(f"{out.rstrip('/')}/brokers").select("broker").distinct().count()
     samples.unpersist()
     return report
 
@@ -450,7 +452,7 @@ def run_incremental(spark: SparkSession, store: str, out: str, fmt: str = "json"
     if pointer is not None:
         shutil.rmtree(os.path.join(out, pointer["current"]), ignore_errors=True)
     report.partitions = state.count()
-    report.brokers = brokers.select("broker").distinct().count()
+    report.brokers = spark.read.format(fmt).load(f"{out.rstrip('/')}/brokers").select("broker").distinct().count()
     samples.unpersist()
     return report
 

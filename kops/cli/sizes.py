@@ -52,6 +52,7 @@ def summarize(
     since: Annotated[str | None, typer.Option("--since", help="Only samples this recent, e.g. 7d, 12h (before the latest sample).")] = None,
     parquet: Annotated[bool, typer.Option("--parquet", help="Write Parquet instead of JSON lines.")] = False,
     incremental: Annotated[bool, typer.Option("--incremental", help="One sample store as input: merge only the samples newer than the last summary into the state kept under --out (a local folder).")] = False,
+    driver_memory: Annotated[str | None, typer.Option("--driver-memory", help="Spark driver memory, e.g. 4g (default: a third of this machine's memory, 1g to 6g, in local mode; Spark's own default elsewhere).", show_default=False)] = None,
 ) -> None:
     """Run the PySpark job (spark/sizes_job.py, also runnable with spark-submit) over raw partition-size
     observations: per partition the latest size (max over replicas; future replicas and failed log dirs
@@ -79,7 +80,7 @@ def summarize(
     from spark import sizes_job  # noqa: PLC0415 - Spark only loads for the command that runs it
 
     fmt = "parquet" if parquet else "json"
-    with spark_session(master) as spark, stage_progress("summarising") as said:
+    with spark_session(master, driver_memory) as spark, stage_progress("summarising") as said:
         report = (sizes_job.run_incremental(spark, inputs[0], out, fmt, said) if incremental
                   else sizes_job.run(spark, inputs, out, since, fmt, said))
     _said(report)
@@ -94,6 +95,7 @@ def import_(
     inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, folders, globs.", show_default=False)],
     store: Annotated[str, typer.Option("--store", help="The sample store to append to (made if missing).")],
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
+    driver_memory: Annotated[str | None, typer.Option("--driver-memory", help="Spark driver memory, e.g. 4g (default: a third of this machine's memory, 1g to 6g, in local mode; Spark's own default elsewhere).", show_default=False)] = None,
 ) -> None:
     """Append kafka-log-dirs documents and CSV exports to a sample store (Parquet, partitioned by day), which
     `kops sizes summarize` then reads much faster than the documents themselves. Malformed rows are counted and
@@ -108,7 +110,7 @@ def import_(
         create_store(Path(store))
     from spark import sizes_job  # noqa: PLC0415 - Spark only loads for the command that runs it
 
-    with spark_session(master) as spark, stage_progress("importing") as said:
+    with spark_session(master, driver_memory) as spark, stage_progress("importing") as said:
         report = sizes_job.import_samples(spark, inputs, store, said)
     _said(report)
     if report.samples == 0:

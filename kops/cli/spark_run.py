@@ -56,10 +56,20 @@ def _job_archive() -> str:
     return str(path)
 
 
+def local_driver_memory() -> str:
+    """In local mode the driver is the executor too: a third of this machine's memory, 1 to 6 GiB (6 GiB
+    summarises 200 million samples in under four minutes on two cores; bench/RESULTS.md)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return f"{max(1, min(6, total // 3 // 2**30))}g"
+
+
 @contextmanager
-def spark_session(master: str) -> Iterator[Any]:
+def spark_session(master: str, driver_memory: str | None = None) -> Iterator[Any]:
     """A session for the sizes job on `master` (local[*], spark://HOST:PORT, yarn, k8s://...)."""
     from pyspark.sql import SparkSession  # noqa: PLC0415 - Spark only loads for the commands that run it
+
+    if driver_memory is None and master.startswith("local"):
+        driver_memory = local_driver_memory()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # local workers run this interpreter (and its kops)
     if master.startswith("local"):
@@ -68,8 +78,11 @@ def spark_session(master: str) -> Iterator[Any]:
     logging_config = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
     if console.err.is_terminal:
         console.err.print(f"[dim]starting Spark ({master})[/]")
+    builder = SparkSession.builder
+    if driver_memory is not None:
+        builder = builder.config("spark.driver.memory", driver_memory)
     with _jvm_stderr_to(log):
-        spark = (SparkSession.builder.master(master).appName("kops-sizes").config("spark.ui.enabled", "false")
+        spark = (builder.master(master).appName("kops-sizes").config("spark.ui.enabled", "false")
                  .config("spark.ui.showConsoleProgress", "false")
                  .config("spark.driver.extraJavaOptions", logging_config)
                  .config("spark.executor.extraJavaOptions", logging_config)
