@@ -1,15 +1,21 @@
-"""Planner benchmark: 500 brokers in 10 racks, 200,000 partitions at RF 3, Zipf-distributed sizes.
+"""Planner benchmark: 500 brokers in 10 racks, 200,000 partitions at RF 3, Zipf-distributed sizes (and, with
+--million, 1,000 brokers in 20 racks and 1,000,000 partitions: 3 million replicas).
 
-Scenarios: decommission 10 brokers; add 20 brokers; rebalance a skewed cluster. For each, one JSON line with
-plan_seconds, peak_rss_mb (each scenario runs in a fresh process: snapshot building + planning), moves_ratio
-and bytes_ratio (moves and bytes over the lower bound), max_leaders_per_broker against ceil(P/B) + 1, the
-spread of replicas per broker, and in the same run `baseline_moves_ratio`: what kafka-reassign-partitions.sh
---generate would do (every topic placed from scratch, round-robin from a random start index, as
-AdminUtils.assignReplicasToBrokers) measured against the same lower bound.
-Targets (issue 6): plan_seconds <= 20, peak_rss_mb <= 2048, moves_ratio <= 1.02, replicas per broker within
-±1 of the mean after add/decommission, max_leaders_per_broker <= ceil(P/B) + 1.
+Scenarios: decommission 2% of the brokers (10 of 500, 20 of 1,000); add 4% (20, 40); rebalance a skewed cluster
+(5%). For each, one JSON line with plan_seconds, peak_rss_mb (each scenario runs in a fresh process: snapshot
+building + planning), moves_ratio and bytes_ratio (moves and bytes over the lower bound),
+max_leaders_per_broker against ceil(P/B) + 1 (`max_leaders_over_ideal` = the excess over ceil(P/B)), the
+spread of replicas per broker, the time to save and load the snapshot and the plan as files (kops-snapshot/1,
+kops-plan/2, through the format declarations, as `kops plan --snapshot` and `kops apply` do), and in the same
+run `baseline_moves_ratio`: what kafka-reassign-partitions.sh --generate would do (every topic placed from
+scratch, round-robin from a random start index, as AdminUtils.assignReplicasToBrokers) measured against the
+same lower bound.
+Targets (issue 6, 200,000 partitions): plan_seconds <= 20, peak_rss_mb <= 2048, moves_ratio <= 1.02, replicas
+per broker within ±1 of the mean after add/decommission, max_leaders_per_broker <= ceil(P/B) + 1.
+Targets (issue 18, a million): plan_seconds <= 60, peak_rss_mb <= 4096, moves_ratio <= 1.02,
+max_leaders_over_ideal <= 1; files load and save in seconds.
 
-Usage: python bench/planner.py [--partitions 200000] [--brokers 500] [--scenario NAME]
+Usage: python bench/planner.py [--partitions 200000] [--brokers 500] [--racks 10] [--million] [--scenario NAME]
 """
 
 from __future__ import annotations
@@ -26,15 +32,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kops.model import plan_format, snapshot_format  # noqa: E402 - after the sys.path line above
 from kops.model.brokers import Broker  # noqa: E402 - after the sys.path line above
 from kops.model.desired import BrokerChanges, DesiredState, Rebalance, SourceLocation  # noqa: E402 - after the sys.path line above
 from kops.model.partitions import Partition, PartitionState, TopicPartition  # noqa: E402 - after the sys.path line above
+from kops.model.plan import Plan  # noqa: E402 - after the sys.path line above
 from kops.model.snapshot import ControllerInfo, Snapshot  # noqa: E402 - after the sys.path line above
 from kops.model.topics import Topic  # noqa: E402 - after the sys.path line above
 from kops.planner.planner import plan  # noqa: E402 - after the sys.path line above
 from kops.planner.simulate import apply_plan  # noqa: E402 - after the sys.path line above
 
-RACKS = 10
 PARTITIONS_PER_TOPIC = 100
 SCENARIOS = ("decommission", "add", "rebalance")
 
@@ -46,25 +53,25 @@ def zipf_sizes(count: int, rng: random.Random) -> list[int]:
     return [max(1 << 20, int(50 * 2**30 / r**1.1)) for r in ranks]
 
 
-def build(brokers: int, extra: int, partitions: int, skew: bool, seed: int = 7):
+def build(brokers: int, extra: int, partitions: int, skew: bool, racks: int = 10, seed: int = 7):
     rng = random.Random(seed)
-    broker_list = tuple(Broker(b, "h", 9000 + b, (f"PLAINTEXT://h:{9000 + b}",), f"rack-{b % RACKS}")
+    broker_list = tuple(Broker(b, "h", 9000 + b, (f"PLAINTEXT://h:{9000 + b}",), f"rack-{b % racks}")
                         for b in range(1, brokers + extra + 1))
     by_rack: dict[str, list[int]] = {}
     for b in broker_list[:brokers]:
         by_rack.setdefault(b.rack, []).append(b.id)
-    racks = sorted(by_rack)
+    rack_names = sorted(by_rack)
     weights = {b: (3.0 if skew and b % 7 == 0 else 1.0) for b in range(1, brokers + 1)}
     sizes_list = zipf_sizes(partitions, rng)
     topics = {}
     sizes = {}
-    cursor = {r: rng.randrange(len(by_rack[r])) for r in racks}
+    cursor = {r: rng.randrange(len(by_rack[r])) for r in rack_names}
     index = 0
     for t in range(partitions // PARTITIONS_PER_TOPIC):
         name = f"topic-{t:05d}"
         parts = {}
         for p in range(PARTITIONS_PER_TOPIC):
-            chosen_racks = rng.sample(racks, 3)
+            chosen_racks = rng.sample(rack_names, 3)
             replicas = []
             for rack in chosen_racks:
                 members = by_rack[rack]
@@ -117,12 +124,26 @@ def generate_baseline(snap: Snapshot, eligible: list[int], seed: int = 11) -> in
     return moves
 
 
-def run(scenario: str, brokers: int, partitions: int) -> dict:
-    extra = 20 if scenario == "add" else 0
-    snap, sizes = build(brokers, extra, partitions, skew=scenario == "rebalance")
+def file_seconds(snap: Snapshot, result: Plan) -> dict[str, float]:
+    """Saving and loading the snapshot and the plan as kops's files (validated through their declarations)."""
+    timed: dict[str, float] = {}
+    for name, module, value in (("snapshot", snapshot_format, snap), ("plan", plan_format, result)):
+        started = time.perf_counter()
+        data = module.dumps(value)  # type: ignore[attr-defined]  # both modules have dumps/loads
+        timed[f"{name}_save_seconds"] = round(time.perf_counter() - started, 2)
+        started = time.perf_counter()
+        module.loads(data, f"{name}.json")  # type: ignore[attr-defined]  # both modules have dumps/loads
+        timed[f"{name}_load_seconds"] = round(time.perf_counter() - started, 2)
+        timed[f"{name}_mb"] = round(len(data) / 2**20, 1)
+    return timed
+
+
+def run(scenario: str, brokers: int, partitions: int, racks: int) -> dict:
+    extra = brokers // 25 if scenario == "add" else 0
+    snap, sizes = build(brokers, extra, partitions, skew=scenario == "rebalance", racks=racks)
     loc = SourceLocation("bench.yml", 1, 1)
     if scenario == "decommission":
-        changes = BrokerChanges(decommission=tuple(range(1, 11)), location=loc)
+        changes = BrokerChanges(decommission=tuple(range(1, brokers // 50 + 1)), location=loc)
         desired = DesiredState("bench", None, {}, changes)
     elif scenario == "add":
         changes = BrokerChanges(add=tuple(range(brokers + 1, brokers + extra + 1)), location=loc)
@@ -146,6 +167,7 @@ def run(scenario: str, brokers: int, partitions: int) -> dict:
     s = result.summary
     baseline = generate_baseline(snap, eligible)
     lb = max(1, s.lower_bound_moves)
+    ideal = math.ceil(snap.partition_count / len(eligible))
     return {
         "scenario": scenario,
         "brokers": len(snap.brokers),
@@ -160,12 +182,14 @@ def run(scenario: str, brokers: int, partitions: int) -> dict:
         "bytes_ratio": round(s.bytes / max(1, s.lower_bound_bytes), 4),
         "batches": len(result.batches),
         "max_leaders_per_broker": max(leaders.values()),
-        "leader_cap": math.ceil(snap.partition_count / len(eligible)) + 1,
+        "leader_cap": ideal + 1,
+        "max_leaders_over_ideal": max(leaders.values()) - ideal,
         "replicas_per_broker_min": min(counts.values()),
         "replicas_per_broker_max": max(counts.values()),
         "replicas_mean": round(mean, 2),
         "baseline_moves": baseline,
         "baseline_moves_ratio": round(baseline / lb, 2),
+        **file_seconds(snap, result),
     }
 
 
@@ -173,14 +197,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--partitions", type=int, default=200_000)
     parser.add_argument("--brokers", type=int, default=500)
+    parser.add_argument("--racks", type=int, default=10)
+    parser.add_argument("--million", action="store_true", help="1,000 brokers in 20 racks, 1,000,000 partitions")
     parser.add_argument("--scenario", choices=SCENARIOS)
     args = parser.parse_args()
+    if args.million:
+        args.brokers, args.racks, args.partitions = 1000, 20, 1_000_000
     if args.scenario:
-        print(json.dumps(run(args.scenario, args.brokers, args.partitions)))
+        print(json.dumps(run(args.scenario, args.brokers, args.partitions, args.racks)))
         return
     for scenario in SCENARIOS:
         out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--partitions", str(args.partitions),
-                              "--brokers", str(args.brokers)], check=True, capture_output=True, text=True).stdout
+                              "--brokers", str(args.brokers), "--racks", str(args.racks)],
+                             check=True, capture_output=True, text=True).stdout
         print(out.strip().splitlines()[-1], flush=True)
 
 

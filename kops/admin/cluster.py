@@ -268,6 +268,10 @@ class AdminCluster:
     def can_cancel(self, snapshot: Snapshot) -> bool:
         return True
 
+    def accepts_moves_in_flight(self, snapshot: Snapshot) -> bool:
+        """KIP-455: AlterPartitionReassignments adds moves while others run."""
+        return True
+
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
         """KIP-455: a null target for each of `partitions` still moving; wait until Kafka lists none of them."""
         ours = {(tp.topic, tp.partition) for tp in partitions}

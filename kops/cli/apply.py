@@ -17,7 +17,7 @@ from kops.cli.plan import render_text
 from kops.errors import ExitCode, UsageError
 from kops.executor.executor import Controls, Executor, Outcome, Stale
 from kops.executor.stall import DEFAULT_STALL_SECONDS
-from kops.model.plan import Plan
+from kops.model.plan import Plan, Rolling
 from kops.planner.fingerprint import drift
 
 PlanArg = Annotated[Path, typer.Argument(help="The plan file (kops plan -o FILE).", show_default=False)]
@@ -29,6 +29,17 @@ Poll = Annotated[float, typer.Option("--poll", help="Seconds between progress re
 AcceptEdited = Annotated[bool, typer.Option(
     "--accept-edited-plan", help="Run a plan file that was changed after kops wrote it (refused otherwise, naming "
                                  "what changed); the execution record notes the edited sections.")]
+RollingFlag = Annotated[bool, typer.Option(
+    "--rolling", help="Submit moves as others finish instead of in batches: at most --max-moves-per-broker in "
+                      "flight touching any broker, --max-in-flight in all (where the cluster accepts moves while others "
+                      "run: the Admin API, or the KIP-236 queue through ZooKeeper; elsewhere batches, said so). "
+                      "Default: the plan's execution.mode.")]
+MaxMovesPerBroker = Annotated[int | None, typer.Option(
+    "--max-moves-per-broker", help="Rolling: moves in flight touching any one broker (default: the plan's, else 5).",
+    min=1)]
+MaxInFlight = Annotated[int | None, typer.Option(
+    "--max-in-flight", help="Rolling: moves in flight in all (default: the plan's execution.max_moves, else no cap "
+                            "beyond the brokers').", min=1)]
 StallTimeout = Annotated[float | None, typer.Option(
     "--stall-timeout", help="Stop (exit 3) when a batch shows no progress (no move done, no bytes copied, no ISR "
                             "or assignment change) for this many seconds, naming what each stuck partition "
@@ -60,9 +71,16 @@ def apply(
     stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
     accept_edited_plan: AcceptEdited = False,
+    rolling: RollingFlag = False,
+    max_moves_per_broker: MaxMovesPerBroker = None,
+    max_in_flight: MaxInFlight = None,
 ) -> None:
     """Execute a plan: non-move changes first, then the batches of moves, each with its throttles, a checkpoint
     at every batch boundary and the throttles restored after it; then the preferred-leader election.
+
+    Rolling (--rolling, or the playbook's `execution.mode: rolling`): moves are submitted as others finish,
+    largest and busiest first, within the per-broker and total caps; the throttles cover exactly the moves in
+    flight; Ctrl-C once submits nothing more and stops when those in flight finish, twice cancels them.
 
     Takes the cluster lock and records the execution (through ZooKeeper: /kops/lock and /kops/executions/<id>;
     through the Admin API: a lease and records in the __kops topic; and a copy beside the plan). Ctrl-C once:
@@ -78,6 +96,8 @@ def apply(
       kops apply plans/staging.json -i inventories/example -l staging --yes --format json
 
       kops apply --resume plans/staging.json -z zk1:2181/kafka --yes
+
+      kops apply plans/decommission.json -b broker1:9092 --rolling --max-moves-per-broker 3
 
     Exit codes: 0 done, 1 error or refused, 3 stopped at a checkpoint, 4 the cluster drifted from the plan,
     5 another execution holds the lock.
@@ -95,7 +115,19 @@ def apply(
         return
     confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
     run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
-                  lambda executor: executor.apply(plan, str(plan_file), digest, resume, rate))
+                  lambda executor: executor.apply(plan, str(plan_file), digest, resume, rate,
+                                                  rolling_of(plan, rolling, max_moves_per_broker, max_in_flight)))
+
+
+def rolling_of(plan: Plan, rolling: bool, per_broker: int | None, total: int | None) -> Rolling | None:
+    """The rolling caps from the command line over the plan's; None for batches."""
+    if not rolling and plan.rolling is None:
+        if per_broker is not None or total is not None:
+            raise UsageError("--max-moves-per-broker and --max-in-flight apply to rolling execution only",
+                             hint="add --rolling")
+        return None
+    base = plan.rolling or Rolling()
+    return Rolling(per_broker or base.max_moves_per_broker, total if total is not None else base.max_moves)
 
 
 def _dry_run(connection: Connection, address: Address, plan: Plan, resume: bool, output_format: OutputFormat) -> None:

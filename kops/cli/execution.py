@@ -62,6 +62,7 @@ class Reporter:
         self._overall: TaskID | None = None
         self._batch: TaskID | None = None
         self._by_bytes = False
+        self._moves: dict[str, TaskID] = {}  # rolling: a bar per move in flight
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self.json:
@@ -90,8 +91,9 @@ class Reporter:
     def _start(self, event: dict[str, Any]) -> None:
         self._by_bytes = event["bytes"] > 0
         total = event["bytes"] if self._by_bytes else event["partitions"]
-        self._print(f"execution {event['execution']} ({event['kind']}): {event['batches']} batch(es), "
-                    f"{event['partitions']} partition(s)" + (f", {format_size(event['bytes'])}" if self._by_bytes else ""),
+        rolling = event.get("mode") == "rolling"
+        self._print(f"execution {event['execution']} ({event['kind']}" + (", rolling): " if rolling else "): ")
+                    + ("" if rolling else f"{event['batches']} batch(es), ") + f"{event['partitions']} partition(s)" + (f", {format_size(event['bytes'])}" if self._by_bytes else ""),
                     "bold")
         if self.live:
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[amount]}"),
@@ -116,7 +118,43 @@ class Reporter:
             self._batch = self._progress.add_task(f"batch {event['batch']}/{event['batches']}", total=max(total, 1),
                                                   amount="", rate="")
 
+    def _rolling_start(self, event: dict[str, Any]) -> None:
+        cap = f", {event['max_moves']} in all" if event.get("max_moves") else ""
+        self._print(f"rolling: {event['moves']} move(s), at most {event['max_moves_per_broker']} in flight per "
+                    f"broker{cap}")
+
+    def _move_start(self, event: dict[str, Any]) -> None:
+        name = f"{event['topic']}-{event['partition']}"
+        if self._progress is not None:
+            self._moves[name] = self._progress.add_task(f"  {name}", total=max(event["bytes"], 1), amount="", rate="")
+
+    def _move_done(self, event: dict[str, Any]) -> None:
+        name = f"{event['topic']}-{event['partition']}"
+        task = self._moves.pop(name, None)
+        if self._progress is not None and task is not None:
+            self._progress.remove_task(task)
+        self._print(f"{name} done in {event['seconds']:.1f} s", "green")
+
+    def _rolling_progress(self, event: dict[str, Any]) -> None:
+        amount = f"{format_size(event['bytes_done'])}/{format_size(event['bytes_total'])}" if self._by_bytes else ""
+        rate = f"{format_size(event['rate'])}/s" if event.get("rate") else ""
+        if self._progress is not None and self._overall is not None:
+            self._progress.update(self._overall, completed=event["bytes_done"] if self._by_bytes else event["done"],
+                                  amount=amount or f"{event['done']}/{event['partitions']} moves", rate=rate)
+            for move in event["in_flight"]:
+                task = self._moves.get(f"{move['topic']}-{move['partition']}")
+                if task is not None:
+                    self._progress.update(task, completed=move["bytes_done"], total=max(move["bytes_total"], 1),
+                                          amount=f"{format_size(move['bytes_done'])}/{format_size(move['bytes_total'])}")
+            return
+        if self._plain_line_due():
+            self._print(f"rolling: {event['done']}/{event['partitions']} moves done, {len(event['in_flight'])} in "
+                        f"flight" + (f", {amount}" if amount else "") + (f", {rate}" if rate else "") + _eta(event))
+
     def _progress_event(self, event: dict[str, Any]) -> None:
+        if event.get("mode") == "rolling":
+            self._rolling_progress(event)
+            return
         amount = (f"{format_size(event['bytes_done'])}/{format_size(event['bytes_total'])}" if self._by_bytes
                   else f"{event['done']}/{event['partitions']} partitions")
         rate = f"{format_size(event['rate'])}/s" if event.get("rate") else ""
@@ -128,12 +166,17 @@ class Reporter:
                                       amount=f"{format_size(event['overall_bytes_done'])}/{format_size(event['overall_bytes_total'])}",
                                       rate=rate)
             return
-        now = time.monotonic()
-        if now - self._last_plain >= self.plain_every:
-            self._last_plain = now
-            eta = f", ETA {event['eta']:.0f} s" if event.get("eta") else ""
+        if self._plain_line_due():
             self._print(f"batch {event['batch']}/{event['batches']}: {event['done']}/{event['partitions']} partitions"
-                        + (f", {amount}" if self._by_bytes else "") + (f", {rate}" if rate else "") + eta)
+                        + (f", {amount}" if self._by_bytes else "") + (f", {rate}" if rate else "") + _eta(event))
+
+    def _plain_line_due(self) -> bool:
+        """Without a live display, a progress line every `plain_every` seconds."""
+        now = time.monotonic()
+        if now - self._last_plain < self.plain_every:
+            return False
+        self._last_plain = now
+        return True
 
     def _batch_done(self, event: dict[str, Any]) -> None:
         if self._progress is not None and self._overall is not None and not self._by_bytes:
@@ -151,3 +194,7 @@ class Reporter:
     def _done(self, event: dict[str, Any]) -> None:
         self.close()
         self._print(f"execution {event['execution']} done", "bold green")
+
+
+def _eta(event: dict[str, Any]) -> str:
+    return f", ETA {event['eta']:.0f} s" if event.get("eta") else ""

@@ -14,7 +14,19 @@ from typing import Annotated, Any
 import typer
 
 from kops.cli import console
-from kops.cli.apply import BatchTimeout, Poll, StallTimeout, Yes, confirm, run_execution, stall_seconds
+from kops.cli.apply import (
+    BatchTimeout,
+    MaxInFlight,
+    MaxMovesPerBroker,
+    Poll,
+    RollingFlag,
+    StallTimeout,
+    Yes,
+    confirm,
+    rolling_of,
+    run_execution,
+    stall_seconds,
+)
 from kops.cli.connection import Connection, connection_options, open_cluster, resolve
 from kops.cli.execution import load_plan
 from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
@@ -72,6 +84,9 @@ def rebalance(
     batch_timeout: BatchTimeout = None,
     stall_timeout: StallTimeout = None,
     poll: Poll = 0.5,
+    rolling: RollingFlag = False,
+    max_moves_per_broker: MaxMovesPerBroker = None,
+    max_in_flight: MaxInFlight = None,
 ) -> None:
     """Rebalance within limits, made for cron: the moves that buy the most balance per byte first, nothing at all
     below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
@@ -86,6 +101,8 @@ def rebalance(
       kops rebalance -z zk1:2181/kafka --max-moves 50 --min-improvement 0.1
 
       kops rebalance -i inventories/example -l prod-eu --goal bytes --sizes sizes/prod-eu --max-duration 45m --apply --yes --format json
+
+      kops rebalance -b broker1:9092 --max-moves 200 --apply --yes --rolling --max-moves-per-broker 2
 
     Exit codes: 0 done, planned, or nothing worth doing; 1 error (bad arguments, unreachable cluster, --apply
     without --yes and without a terminal); 3 refused (a reassignment in flight, an execution running, the
@@ -137,7 +154,9 @@ def rebalance(
         return
     written, digest = load_plan(plan_file)  # the file as the executor's record and `kops rollback` will key it
     outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, written),
-                            lambda executor: executor.apply(written, str(plan_file), digest, False, rate),
+                            lambda executor: executor.apply(written, str(plan_file), digest, False, rate,
+                                                            rolling_of(written, rolling, max_moves_per_broker,
+                                                                       max_in_flight)),
                             check=False)
     done = outcome.exit_code is ExitCode.OK
     report |= {"applied": done, "execution": outcome.record.id,

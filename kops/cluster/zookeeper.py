@@ -24,7 +24,7 @@ from kops.kafka import admin, paths
 from kops.kafka.client import NodeExists, NodeMissing, ZkClient
 from kops.kafka.codecs.admin_requests import ReassignmentTarget
 from kops.kafka.reader import read_snapshot
-from kops.model.features import KIP179_ADMIN, KIP236_CANCEL
+from kops.model.features import KIP179_ADMIN, KIP236_CANCEL, KIP236_QUEUE
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 
@@ -93,14 +93,23 @@ class ZkCluster:
     # -- reassignments and elections -----------------------------------------------------------------------
 
     def submit(self, targets: Sequence[Target], snapshot: Snapshot) -> None:
+        """`/admin/reassign_partitions`; while one is in flight, the KIP-236 queue where the cluster has it."""
+        wanted = [ReassignmentTarget(tp.topic, tp.partition, replicas) for tp, replicas in targets]
         try:
-            admin.start_reassignment(self.client, [ReassignmentTarget(tp.topic, tp.partition, replicas)
-                                                   for tp, replicas in targets])
+            admin.start_reassignment(self.client, wanted)
         except admin.AdminRefused as exc:
-            raise Refused(exc.what, where=paths.REASSIGN_PARTITIONS) from None
+            if not self.accepts_moves_in_flight(snapshot):
+                raise Refused(exc.what, where=paths.REASSIGN_PARTITIONS) from None
+            if not self._wait_absent(paths.REASSIGN_QUEUE, 30.0):  # the controller takes the last one in first
+                raise Refused("the controller has not taken in the last queued moves", where=paths.REASSIGN_QUEUE) from None
+            admin.queue_reassignment(self.client, wanted)
 
     def can_cancel(self, snapshot: Snapshot) -> bool:
         return KIP236_CANCEL in snapshot.cluster_features()
+
+    def accepts_moves_in_flight(self, snapshot: Snapshot) -> bool:
+        """Kafka's ZooKeeper controller takes one reassignment znode at a time; the KIP-236 queue adds to it."""
+        return KIP236_QUEUE in snapshot.cluster_features()
 
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
         """KIP-236: create the cancel znode and wait for the controller to finish (it deletes the znode)."""

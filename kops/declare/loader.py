@@ -35,6 +35,7 @@ from kops.model.desired import (
     SourceLocation,
     TopicDeclaration,
 )
+from kops.model.plan import Rolling
 from kops.model.snapshot import admin_api_connect
 
 PLAY_KEYS = (
@@ -43,7 +44,8 @@ PLAY_KEYS = (
 )
 BROKER_KEYS = ("decommission", "add")
 REBALANCE_KEYS = ("goal", "tolerance")
-EXECUTION_KEYS = ("throttle", "batch", "order", "stall_timeout")
+EXECUTION_KEYS = ("throttle", "batch", "order", "stall_timeout", "mode", "max_moves_per_broker", "max_moves")
+MODES = ("batches", "rolling")
 BATCH_KEYS = ("max_partitions", "max_bytes", "max_moves_per_broker")
 ORDERS = ("size", "topic", "as-declared")
 
@@ -417,6 +419,7 @@ def _apply_execution(section: dict[str, Any], loc: SourceLocation, cluster: _Clu
         order=fields.as_choice(section.get("order", "size"), ORDERS, "execution.order", loc, problems) or "size",
         stall_timeout=fields.as_duration(section["stall_timeout"], "execution.stall_timeout", loc, problems)
         if section.get("stall_timeout") is not None else None,
+        rolling=_rolling(section, loc, problems),
         location=loc,
     )
     previous = cluster.execution
@@ -427,6 +430,20 @@ def _apply_execution(section: dict[str, Any], loc: SourceLocation, cluster: _Clu
     cluster.execution = execution
 
 
+def _rolling(section: dict[str, Any], loc: SourceLocation, problems: Problems) -> Rolling | None:
+    """`mode: rolling` with its caps; the caps without rolling mean nothing, and are refused."""
+    mode = fields.as_choice(section.get("mode", "batches"), MODES, "execution.mode", loc, problems)
+    caps = {key: fields.as_int(section[key], f"execution.{key}", loc, problems, minimum=1)
+            for key in ("max_moves_per_broker", "max_moves") if section.get(key) is not None}
+    if mode != "rolling":
+        if caps:
+            problems.error(loc, f"execution.{next(iter(caps))} applies to rolling execution only",
+                           "add `mode: rolling`, or use execution.batch.max_moves_per_broker for batches")
+        return None
+    defaults = Rolling()
+    return Rolling(caps.get("max_moves_per_broker") or defaults.max_moves_per_broker, caps.get("max_moves"))
+
+
 _SECTIONS = (
     ("brokers", BROKER_KEYS, _apply_brokers),
     ("rebalance", REBALANCE_KEYS, _apply_rebalance),
@@ -435,4 +452,4 @@ _SECTIONS = (
 
 
 def _settings(e: Execution) -> tuple[Any, ...]:
-    return (e.throttle, e.max_partitions, e.max_bytes, e.max_moves_per_broker, e.order, e.stall_timeout)
+    return (e.throttle, e.max_partitions, e.max_bytes, e.max_moves_per_broker, e.order, e.stall_timeout, e.rolling)

@@ -31,10 +31,12 @@ from kops.errors import ExitCode, KopsError, Refused
 from kops.executor import health, progress, stall, steps, throttles
 from kops.executor.journal import Journal
 from kops.executor.record import CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord
+from kops.executor.rolling import run_rolling
 from kops.executor.stall import DEFAULT_STALL_SECONDS, StallWatch
+from kops.executor.stopping import Stop
 from kops.holder import LockLost, holder_info
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Move, Plan
+from kops.model.plan import Move, Plan, Rolling
 from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 
@@ -94,12 +96,6 @@ class Clock:
         time.sleep(seconds)
 
 
-class _Stop(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 class Executor:
     def __init__(self, cluster: Cluster, reporter: Reporter, controls: Controls | None = None,
                  clock: Clock | None = None, poll_seconds: float = 0.5, batch_timeout: float | None = None,
@@ -120,8 +116,9 @@ class Executor:
     # -- entry points --------------------------------------------------------------------------------------
 
     def apply(self, plan: Plan, plan_path: str, plan_digest: str, resume: bool = False,
-              rate: int | None = None) -> Outcome:
-        snapshot = self._snapshot()
+              rate: int | None = None, rolling: Rolling | None = None) -> Outcome:
+        """Run `plan` (batches, or rolling: `rolling`, else the plan's own `rolling`)."""
+        snapshot = self.read_snapshot()
         self._refuse_unsafe(snapshot, plan.cluster_id)
         with self._locked(plan_path) as lock:
             if resume:
@@ -137,9 +134,12 @@ class Executor:
                 if changes:
                     raise Stale("the cluster changed since the plan was made: " + "; ".join(changes),
                                 hint="make a new plan (kops plan)")
-                self._refuse_foreign_reassignment(snapshot, None)
+                self.refuse_foreign_reassignment(snapshot, None)
+                rolling = self._rolling_here(rolling or plan.rolling, snapshot)
+                batches = steps.from_plan(plan) if rolling is None else steps.rolling_from_plan(plan, snapshot)
                 record = self._new_record("apply", plan_digest, plan_path, snapshot.cluster_id,
-                                          steps.from_plan(plan), rate if rate is not None else _plan_rate(plan))
+                                          batches, rate if rate is not None else _plan_rate(plan))
+                record.rolling = rolling
                 record.election = list(plan.election)
                 record.irreversible = list(plan.rollback.irreversible)
                 record.edited = list(plan.edited)
@@ -151,7 +151,7 @@ class Executor:
 
     def rollback(self, plan_path: str, plan_digest: str, cluster_id: str | None, execution_id: str | None = None,
                  resume: bool = False) -> Outcome:
-        snapshot = self._snapshot()
+        snapshot = self.read_snapshot()
         self._refuse_unsafe(snapshot, cluster_id)
         with self._locked(plan_path) as lock:
             if resume:
@@ -172,7 +172,15 @@ class Executor:
 
     # -- preconditions -------------------------------------------------------------------------------------
 
-    def _snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
+    def _rolling_here(self, wanted: Rolling | None, snapshot: Snapshot) -> Rolling | None:
+        """Rolling where the cluster accepts moves while others run; elsewhere batches, said once."""
+        if wanted is None or self.cluster.accepts_moves_in_flight(snapshot):
+            return wanted
+        self.emit({"event": "message", "text": "this cluster takes no moves while others run (no KIP-455 Admin "
+                                               "API, no KIP-236 queue): running the plan's batches instead"})
+        return None
+
+    def read_snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
         """The whole cluster, or a poll's view of a batch's topics (brokers and reassignment included)."""
         return self.cluster.snapshot(only_topics)
 
@@ -185,7 +193,7 @@ class Executor:
             raise KopsError(f"this is cluster {snapshot.cluster_id}, the plan is for {cluster_id}",
                             where=self.cluster.where, hint="check -z / -b / -l; plans are made for one cluster")
 
-    def _refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None:
+    def refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None:
         if not snapshot.requested_moves:
             return
         ours = {} if batch is None else {(m.topic, m.partition): tuple(m.to_replicas) for m in batch.moves}
@@ -237,22 +245,25 @@ class Executor:
 
     def _run(self, record: ExecutionRecord, plan: Plan | None) -> Outcome:
         self.emit({"event": "start", "execution": record.id, "kind": record.kind, "batches": len(record.batches),
+                   "mode": "batches" if record.rolling is None else "rolling",
                    "partitions": sum(len(b.moves) for b in record.batches),
                    "bytes": sum(m.copied_bytes for b in record.batches for m in b.moves)})
         try:
             if record.throttles_before and record.current is None:
                 restored = throttles.restore(self.cluster, record)
-                self._save(record)
+                self.save(record)
                 self.emit({"event": "message", "text": f"restored leftover throttles on {', '.join(restored)}"})
             if plan is not None and record.kind == "apply":
                 self._non_move_changes(record, plan)
+            if record.rolling is not None:
+                run_rolling(self, record)
             for batch in sorted(record.batches, key=lambda b: b.index):
                 if batch.status == DONE:
                     continue
                 if batch.status != RUNNING:
-                    self._checkpoint(record)
+                    self.checkpoint(record)
                 self._run_batch(record, batch)
-            self._checkpoint(record)
+            self.checkpoint(record)
             if plan is not None and record.kind == "apply":
                 self._deletions(record, plan)
             if record.kind == "rollback":
@@ -260,12 +271,12 @@ class Executor:
             self._election(record)
             self._restore_all_throttles(record)
             record.status, record.stop_reason = DONE, None
-            self._save(record)
+            self.save(record)
             self.emit({"event": "done", "execution": record.id})
             return Outcome(ExitCode.OK, record)
-        except _Stop as stop:
+        except Stop as stop:
             record.status, record.stop_reason = STOPPED, stop.reason
-            self._save(record)
+            self.save(record)
             self.emit({"event": "stopped", "execution": record.id, "reason": stop.reason})
             return Outcome(ExitCode.STOPPED, record, stop.reason)
         except LockLost as lost:  # write nothing more: the record belongs to the new holder now
@@ -273,7 +284,7 @@ class Executor:
             raise
         except KopsError as exc:
             record.status, record.stop_reason = STOPPED, exc.one_line()
-            self._save(record)
+            self.save(record)
             raise
         finally:
             (self._raw or self.cluster).close()
@@ -283,20 +294,20 @@ class Executor:
         if record.throttles_before:
             throttles.restore(self.cluster, record)
         if record.throttles_before:
-            raise _Stop(f"the throttles on {', '.join(sorted(record.throttles_before))} could not be restored: "
+            raise Stop(f"the throttles on {', '.join(sorted(record.throttles_before))} could not be restored: "
                         f"no answer; `kops apply --resume` restores them once they answer")
 
-    def _save(self, record: ExecutionRecord) -> None:
+    def save(self, record: ExecutionRecord) -> None:
         record.updated_at = self.clock.now()
         self.journal.save(record)
 
-    def _checkpoint(self, record: ExecutionRecord) -> None:
+    def checkpoint(self, record: ExecutionRecord) -> None:
         request = self.journal.cancel_requested(record.id)
         if request is not None:
             self.journal.clear_cancel(record.id)
-            raise _Stop(f"cancelled by {request.get('user', '?')}@{request.get('host', '?')} (kops cancel)")
+            raise Stop(f"cancelled by {request.get('user', '?')}@{request.get('host', '?')} (kops cancel)")
         if self.controls.stop.is_set() or self.controls.cancel_now.is_set():
-            raise _Stop("interrupted (signal)")
+            raise Stop("interrupted (signal)")
 
     # -- non-move changes ----------------------------------------------------------------------------------
 
@@ -305,7 +316,7 @@ class Executor:
             return
         said = action()
         record.steps_done.append(name)
-        self._save(record)
+        self.save(record)
         if said:
             self.emit({"event": "step", "text": said})
 
@@ -357,43 +368,59 @@ class Executor:
     # -- batches -------------------------------------------------------------------------------------------
 
     def _run_batch(self, record: ExecutionRecord, batch: BatchRecord) -> None:
-        snapshot = self._snapshot()
+        snapshot = self.read_snapshot()
         attached = batch.status == RUNNING and bool(snapshot.requested_moves)
-        self._refuse_foreign_reassignment(snapshot, batch if batch.status == RUNNING else None)
-        todo = self._todo(batch, snapshot)
+        self.refuse_foreign_reassignment(snapshot, batch if batch.status == RUNNING else None)
+        todo = self.todo(batch, snapshot)
         self.emit({"event": "batch_start", "batch": batch.index, "batches": len(record.batches),
                    "partitions": len(batch.moves), "bytes": sum(m.copied_bytes for m in batch.moves),
                    "estimate_seconds": batch.estimate_seconds, "reattached": attached})
         if not attached:
             gone = sorted({b for m in todo for b in m.from_replicas + m.to_replicas} - snapshot.live_broker_ids)
             if gone:
-                raise _Stop(f"batch {batch.index} needs brokers {gone}, which are not registered")
+                raise Stop(f"batch {batch.index} needs brokers {gone}, which are not registered")
             if todo:
                 first_start = batch.started_at is None
                 wanted = throttles.plan_batch_throttles(record, todo, snapshot)
                 batch.status, batch.started_at = RUNNING, batch.started_at or self.clock.now()
-                self._save(record)  # the values found are safe before anything is written
+                self.save(record)  # the values found are safe before anything is written
                 throttles.write(self.cluster, record, wanted)
-                self._save(record)
-                if wanted:  # brokers apply throttles from config_change notifications, asynchronously: let them
-                    self.clock.sleep(THROTTLE_SETTLE_SECONDS)  # before the first fetch of the new replicas
+                self.save(record)
+                if wanted:
+                    self.settle_throttles()
                 if first_start:
                     batch.started_at = self.clock.now()  # the batch's duration runs from its submission
-                try:
-                    self.cluster.submit([(m.tp, tuple(m.to_replicas)) for m in todo], snapshot)
-                except Refused as exc:
-                    raise KopsError(f"batch {batch.index}: {exc.what}", where=exc.where or self.cluster.where,
-                                    hint="another tool started a reassignment; wait for it (kops status)") from None
-                self._save(record)
+                self.submit(todo, snapshot, f"batch {batch.index}")
+                self.save(record)
         self._follow(record, batch, snapshot)
-        throttles.restore(self.cluster, record, throttles.busy_entities(self._snapshot(), batch.tps))
+        throttles.restore(self.cluster, record, throttles.busy_entities(self.read_snapshot(), batch.tps))
         batch.status, batch.finished_at = DONE, self.clock.now()
-        self._save(record)
+        self.save(record)
         self.emit({"event": "batch_done", "batch": batch.index, "batches": len(record.batches),
                    "seconds": round(batch.finished_at - (batch.started_at or batch.finished_at), 3)})
 
+    def submit(self, moves: list[Move], snapshot: Snapshot, what: str) -> None:
+        try:
+            self.cluster.submit([(m.tp, tuple(m.to_replicas)) for m in moves], snapshot)
+        except Refused as exc:
+            raise KopsError(f"{what}: {exc.what}", where=exc.where or self.cluster.where,
+                            hint="another tool started a reassignment; wait for it (kops status)") from None
+
+    def settle_throttles(self) -> None:
+        """Brokers apply throttles from config notifications, asynchronously: let them, before the first fetch
+        of the new replicas."""
+        self.clock.sleep(THROTTLE_SETTLE_SECONDS)
+
+    @property
+    def lock_held(self) -> Lock | None:
+        """The lock while the run holds it (its `lost` says when it was taken away)."""
+        return self._lock
+
+    def cancel_name(self) -> str:
+        return _cancel_name(self.cluster)
+
     @staticmethod
-    def _todo(batch: BatchRecord, snapshot: Snapshot) -> list[Move]:
+    def todo(batch: BatchRecord, snapshot: Snapshot) -> list[Move]:
         """Moves still to submit; a partition neither at its original nor at its target replicas is drift."""
         todo: list[Move] = []
         drifted: list[str] = []
@@ -416,7 +443,7 @@ class Executor:
         return todo
 
     def _follow(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
-        """Until every move of the batch is at its target; raises _Stop on health, cancel now or timeout."""
+        """Until every move of the batch is at its target; raises Stop on health, cancel now or timeout."""
         f = _Following(health.baseline(snapshot), self._batch_started(batch), self._batch_timeout(batch),
                        sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves),
                        sum(m.copied_bytes for b in record.batches for m in b.moves),
@@ -430,16 +457,16 @@ class Executor:
             self._watch_for_stalls(record, batch, snapshot, measured, f)
             problem = health.problem(snapshot, batch.moves, f.base)
             if problem is not None:
-                raise _Stop(f"health stop in batch {batch.index}: {problem}; the batch stays with the controller, "
+                raise Stop(f"health stop in batch {batch.index}: {problem}; the batch stays with the controller, "
                             f"`kops apply --resume` continues once the cluster is healthy")
             self._obey_requests(record, batch, snapshot, f)
             if f.timeout is not None and elapsed > f.timeout:
-                raise _Stop(f"batch {batch.index} timed out after {elapsed:.0f} s; it stays with the controller")
+                raise Stop(f"batch {batch.index} timed out after {elapsed:.0f} s; it stays with the controller")
             self.clock.sleep(self.poll)
             if self.clock.monotonic() - f.last_full >= FULL_READ_SECONDS:  # health beyond the batch's topics
-                snapshot, f.last_full = self._snapshot(), self.clock.monotonic()
+                snapshot, f.last_full = self.read_snapshot(), self.clock.monotonic()
             else:
-                snapshot = self._snapshot({m.topic for m in batch.moves})
+                snapshot = self.read_snapshot({m.topic for m in batch.moves})
 
     def _batch_started(self, batch: BatchRecord) -> float:
         """The batch's start on the monotonic clock (it may have started in an earlier, interrupted run)."""
@@ -469,7 +496,7 @@ class Executor:
         if f.watch.observe(now, stall.signature(snapshot, batch.moves, measured.bytes_done)):
             batch.progress_at = self.clock.now()
             if now - f.saved_progress > PROGRESS_SAVE_SECONDS:  # for kops status
-                self._save(record)
+                self.save(record)
                 f.saved_progress = now
         elif f.watch.stalled(now):
             self._stalled(batch, snapshot, f.watch.stalled_for(now))
@@ -494,7 +521,7 @@ class Executor:
         stuck = stall.explain(snapshot, batch.moves, progress.done_moves(snapshot, batch.moves))
         for line in stuck:
             self.emit({"event": "stalled", "batch": batch.index, "text": line})
-        raise _Stop(f"batch {batch.index} stalled: no progress for {seconds:.0f} s; {len(stuck)} partition(s) stuck, "
+        raise Stop(f"batch {batch.index} stalled: no progress for {seconds:.0f} s; {len(stuck)} partition(s) stuck, "
                     f"first {stuck[0] if stuck else '?'}; the batch stays with the controller, fix the cause and "
                     f"run `kops apply --resume`, or `kops rollback`")
 
@@ -517,7 +544,7 @@ class Executor:
         self.cluster.cancel([m.tp for m in batch.moves], 60.0)
         throttles.restore(self.cluster, record)
         batch.status = CANCELLED
-        raise _Stop(f"batch {batch.index} cancelled in flight ({how}): its partitions are back on their "
+        raise Stop(f"batch {batch.index} cancelled in flight ({how}): its partitions are back on their "
                     f"original replicas, except those that had completed")
 
     def _election(self, record: ExecutionRecord) -> None:
@@ -526,7 +553,7 @@ class Executor:
         if not self.cluster.elect_preferred(record.election, 60.0):
             self.emit({"event": "message", "text": "the controller has not finished the preferred-leader election yet"})
         record.election_done = True
-        self._save(record)
+        self.save(record)
         self.emit({"event": "step", "text": f"preferred-leader election for {len(record.election)} partitions"})
 
     # -- rollback ------------------------------------------------------------------------------------------
@@ -535,9 +562,9 @@ class Executor:
         """Step 0 of a rollback: nothing of `forward` may still be moving (cancel it, or wait for it)."""
         current = forward.current
         if current is None or not snapshot.requested_moves:
-            self._refuse_foreign_reassignment(snapshot, None)
+            self.refuse_foreign_reassignment(snapshot, None)
             return snapshot
-        self._refuse_foreign_reassignment(snapshot, current)
+        self.refuse_foreign_reassignment(snapshot, current)
         if self.cluster.can_cancel(snapshot):
             self.emit({"event": "message", "text": f"cancelling batch {current.index} of {forward.id} in flight "
                                                    f"({_cancel_name(self.cluster)})"})
@@ -545,14 +572,14 @@ class Executor:
         else:
             self.emit({"event": "message", "text": f"waiting for batch {current.index} of {forward.id} to finish "
                                                    f"(the cluster cannot cancel it)"})
-            while self._snapshot().requested_moves:
+            while self.read_snapshot().requested_moves:
                 if self.controls.stop.is_set():
                     raise KopsError("interrupted while waiting for the batch in flight", hint="run the rollback again")
                 self.clock.sleep(self.poll)
         current.status = CANCELLED
         forward.status = STOPPED
         self.journal.save(forward)
-        return self._snapshot()
+        return self.read_snapshot()
 
     def _rollback_record(self, forward: ExecutionRecord, plan_path: str, plan_digest: str,
                          snapshot: Snapshot) -> ExecutionRecord:
@@ -566,6 +593,7 @@ class Executor:
                         hint="the cluster changed since; plan the layout you want instead (kops plan)")
         record = self._new_record("rollback", plan_digest, plan_path, snapshot.cluster_id, undo.batches, forward.rate)
         record.of = forward.id
+        record.rolling = forward.rolling
         record.configs = undo.configs
         record.election = undo.election
         record.irreversible = undo.irreversible

@@ -36,13 +36,16 @@ class BatchProgress:
 
 
 def is_done(snapshot: Snapshot, move: Move, requested: set[tuple[str, int]] | None = None) -> bool:
-    """At its target, nothing adding or removing, and no longer requested: a move whose entry is still in the
-    reassignment (a reorder waiting for the ISR, say) is not done, whatever the topic znode says."""
+    """At its target, nothing adding or removing, no longer requested, and every replica in sync: a move whose
+    entry is still in the reassignment (a reorder waiting for the ISR, say) is not done, whatever the topic znode
+    says; nor is one whose ISR this view does not show complete yet (a KRaft broker's metadata can show the
+    target replicas before the ISR that completed them)."""
     part = snapshot.partition(move.tp)
     if requested is None:
         requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
     return (part is not None and not part.reassigning and part.replicas == tuple(move.to_replicas)
-            and (move.topic, move.partition) not in requested)
+            and (move.topic, move.partition) not in requested
+            and (part.state is None or set(part.replicas) <= set(part.state.isr)))
 
 
 def done_moves(snapshot: Snapshot, moves: list[Move]) -> set[TopicPartition]:
@@ -62,23 +65,31 @@ def lags(moves: list[Move], done: set[TopicPartition], ask: Lags | None) -> dict
     return ask(asked)
 
 
-def measure(index: int, batches: int, moves: list[Move], snapshot: Snapshot, elapsed: float,
-            ask: Lags | None, observed: dict[TopicPartition, int]) -> BatchProgress:
-    """`observed`: partition sizes learnt from lags (a new replica starts a whole log behind), kept by the
-    caller across polls and used where the plan knew no size."""
-    done = done_moves(snapshot, moves)
+def per_move(moves: list[Move], snapshot: Snapshot, ask: Lags | None, observed: dict[TopicPartition, int],
+             done: set[TopicPartition] | None = None) -> dict[TopicPartition, tuple[int, int]]:
+    """(bytes copied, bytes to copy) of each move. `observed`: partition sizes learnt from lags (a new replica
+    starts a whole log behind), kept by the caller across polls and used where the plan knew no size."""
+    done = done_moves(snapshot, moves) if done is None else done
     behind = lags(moves, done, ask)
     for (tp, _b), lag in behind.items():
         observed[tp] = max(observed.get(tp, 0), lag)
-    size = {m.tp: m.bytes or observed.get(m.tp, 0) for m in moves}
-    total = sum(size[m.tp] * len(m.adding) for m in moves)
-    copied = 0
+    result = {}
     for m in moves:
-        if m.tp in done:
-            copied += size[m.tp] * len(m.adding)
-        else:
-            copied += sum(max(0, size[m.tp] - behind[(m.tp, b)]) for b in m.adding if (m.tp, b) in behind)
-    copied = min(copied, total)
+        size = m.bytes or observed.get(m.tp, 0)
+        total = size * len(m.adding)
+        copied = total if m.tp in done else sum(max(0, size - behind[(m.tp, b)]) for b in m.adding
+                                                if (m.tp, b) in behind)
+        result[m.tp] = (min(copied, total), total)
+    return result
+
+
+def measure(index: int, batches: int, moves: list[Move], snapshot: Snapshot, elapsed: float,
+            ask: Lags | None, observed: dict[TopicPartition, int]) -> BatchProgress:
+    """A batch's progress (`observed` as in `per_move`)."""
+    done = done_moves(snapshot, moves)
+    each = per_move(moves, snapshot, ask, observed, done)
+    total = sum(t for _c, t in each.values())
+    copied = sum(c for c, _t in each.values())
     rate = copied / elapsed if elapsed > 0 and copied else None
     return BatchProgress(index, batches, len(moves), len(done), total, copied, elapsed, rate,
                          seconds_left(total, copied, rate))

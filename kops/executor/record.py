@@ -17,7 +17,8 @@ from kops.formats import record as doc_model
 from kops.formats.base import validate
 from kops.jsondoc import ShapeError, parse_json
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Move
+from kops.model.plan import Move, Rolling
+from kops.model.plan_format import rolling_document
 
 FORMAT = doc_model.FORMAT
 
@@ -78,14 +79,20 @@ class ExecutionRecord:
     election_done: bool = False
     irreversible: list[str] = field(default_factory=list)
     edited: list[str] = field(default_factory=list)  # plan sections edited by hand, run with --accept-edited-plan
+    rolling: Rolling | None = None  # rolling execution: one "batch" per move, several in flight at once
 
     def batch(self, index: int) -> BatchRecord:
         return next(b for b in self.batches if b.index == index)
 
     @property
     def current(self) -> BatchRecord | None:
-        """The batch in flight (or interrupted in flight), if any."""
+        """The batch in flight (or interrupted in flight), if any; the first of them in a rolling execution."""
         return next((b for b in self.batches if b.status == RUNNING), None)
+
+    @property
+    def in_flight(self) -> list[BatchRecord]:
+        """Every batch in flight (in a rolling execution each holds one move; otherwise at most one)."""
+        return [b for b in self.batches if b.status == RUNNING]
 
     @property
     def finished(self) -> bool:
@@ -111,6 +118,7 @@ def to_document(r: ExecutionRecord) -> dict[str, Any]:
         "election": [[tp.topic, tp.partition] for tp in r.election], "election_done": r.election_done,
         "irreversible": r.irreversible,
         **({"edited_plan_sections": r.edited} if r.edited else {}),
+        **({} if r.rolling is None else {"rolling": rolling_document(r.rolling)}),
     }
 
 
@@ -138,6 +146,7 @@ def from_document(raw: Any) -> ExecutionRecord:
         batches=[_batch_of(b) for b in d.batches],
         election=[TopicPartition(t, p) for t, p in d.election], election_done=d.election_done,
         irreversible=list(d.irreversible), edited=list(d.edited_plan_sections or []),
+        rolling=None if d.rolling is None else Rolling(d.rolling.max_moves_per_broker, d.rolling.max_moves),
     )
 
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 from kops.executor.record import PENDING, BatchRecord, ConfigRecord, ExecutionRecord
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Plan
+from kops.model.plan import Move, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.rollback import invert
+from kops.planner.rolling import leader_of, rolling_order
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,15 @@ def from_plan(plan: Plan) -> list[BatchRecord]:
     return [BatchRecord(b.index, list(b.moves), estimate_seconds=b.estimate.seconds) for b in plan.batches]
 
 
+def rolling_from_plan(plan: Plan, snapshot: Snapshot) -> list[BatchRecord]:
+    return one_per_move(plan.moves, snapshot)
+
+
+def one_per_move(moves: list[Move], snapshot: Snapshot) -> list[BatchRecord]:
+    """A rolling execution's batches: one per move, in rolling order (busiest port first, largest first)."""
+    return [BatchRecord(n, [m]) for n, m in enumerate(rolling_order(moves, leader_of(snapshot)), 1)]
+
+
 def _replicas(snapshot: Snapshot, tp: TopicPartition) -> tuple[int, ...] | None:
     part = snapshot.partition(tp)
     return None if part is None else part.replicas
@@ -50,6 +60,8 @@ def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: d
     estimates = {b.index: b.estimate_seconds for b in started}
     batches = [BatchRecord(n, moves, estimate_seconds=estimates[index])
                for n, (index, moves) in enumerate(undo.batches, 1)]
+    if forward.rolling is not None:  # undone rolling too
+        batches = one_per_move([m for b in batches for m in b.moves], snapshot)
     drift = list(undo.drift)
     configs = []
     for c in reversed(forward.configs):

@@ -12,6 +12,8 @@ and a throttle another tool set for its own moves, survive kops.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kops.cluster.port import Cluster
 from kops.errors import ConnectionFailed
 from kops.executor.record import ExecutionRecord
@@ -20,29 +22,54 @@ from kops.model.plan import Move
 from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import TOPIC_KEYS
 from kops.model.throttle_keys import list_entries as _entries
-from kops.planner.throttles import batch_throttle
+from kops.planner.throttles import ConfigOf, batch_throttle, snapshot_configs
 
 
 def entity_key(entity_type: str, name: str) -> str:
     return f"{entity_type}/{name}"
 
 
-def plan_batch_throttles(record: ExecutionRecord, moves: list[Move], snapshot: Snapshot) -> dict[str, dict[str, str]]:
+def plan_batch_throttles(record: ExecutionRecord, moves: list[Move], snapshot: Snapshot,
+                         config_of: ConfigOf | None = None) -> dict[str, dict[str, str]]:
     """The values to write for this batch; records the values found (call before writing, then save)."""
-    throttle = batch_throttle(moves, snapshot, record.rate)
+    config_of = config_of or snapshot_configs(snapshot)
+    throttle = batch_throttle(moves, snapshot, record.rate, config_of)
     wanted: dict[str, dict[str, str]] = {}
     for topic, values in throttle.topics.items():
-        found = snapshot.topics[topic].config if topic in snapshot.topics else {}
-        _remember(record, entity_key("topics", topic), values, found)
+        _remember(record, entity_key("topics", topic), values, config_of("topics", topic))
         wanted[entity_key("topics", topic)] = values
     for broker, values in throttle.brokers.items():
-        found = snapshot.broker_configs.get(str(broker), {})
-        _remember(record, entity_key("brokers", str(broker)), values, found)
+        _remember(record, entity_key("brokers", str(broker)), values, config_of("brokers", str(broker)))
         wanted[entity_key("brokers", str(broker))] = values
     return wanted
 
 
-def _remember(record: ExecutionRecord, key: str, values: dict[str, str], found: dict[str, str]) -> None:
+def in_flight_throttles(record: ExecutionRecord, moves: list[Move], snapshot: Snapshot) -> dict[str, dict[str, str]]:
+    """Rolling execution: the values covering exactly `moves` (those in flight), merged with what others set
+    (kops's own entries for moves already finished are left out); records the values found, as above."""
+    def config_of(entity_type: str, name: str) -> Mapping[str, str]:
+        now = dict(snapshot_configs(snapshot)(entity_type, name))
+        key = entity_key(entity_type, name)
+        for config_key, before in record.throttles_before.get(key, {}).items():
+            value = without_ours(config_key, now.get(config_key), record.throttles_written.get(key, {}).get(config_key), before)
+            if value is None:
+                now.pop(config_key, None)
+            else:
+                now[config_key] = value
+        return now
+    return plan_batch_throttles(record, moves, snapshot, config_of)
+
+
+def write_in_flight(cluster: Cluster, record: ExecutionRecord, wanted: dict[str, dict[str, str]],
+                    busy: set[str]) -> list[str]:
+    """Rolling execution: write what changed of `wanted`, restore every other entity kops throttled (except
+    `busy` ones, which something else still moves through). Returns the entities restored."""
+    changed = {key: values for key, values in wanted.items() if record.throttles_written.get(key) != values}
+    write(cluster, record, changed)
+    return restore(cluster, record, busy | set(wanted))
+
+
+def _remember(record: ExecutionRecord, key: str, values: dict[str, str], found: Mapping[str, str]) -> None:
     before = record.throttles_before.setdefault(key, {})
     for name in values:
         before.setdefault(name, found.get(name))
@@ -84,18 +111,22 @@ def restore(cluster: Cluster, record: ExecutionRecord, busy: set[str] | None = N
     return done
 
 
+def without_ours(config_key: str, now: str | None, ours: str | None, before: str | None) -> str | None:
+    """A throttle key's value with kops's part taken out: what was found, unless someone changed the key since
+    kops wrote it; then, for a list, only kops's own entries go; a rate someone else set stays theirs."""
+    if ours is None or now == ours:
+        return before
+    if config_key in TOPIC_KEYS and now is not None and now.strip() != "*":
+        kept = _entries(now) - (_entries(ours) - _entries(before))
+        return ",".join(sorted(kept)) if kept else before
+    return now
+
+
 def _restore_one(cluster: Cluster, key: str, before: dict[str, str | None], written: dict[str, str]) -> None:
     """One entity's keys back to what was found, unless someone changed them since kops wrote them."""
     entity_type, _, name = key.partition("/")
     current = cluster.read_config(entity_type, name)
-    changes: dict[str, str | None] = {}
-    for config_key, old in before.items():
-        now, ours = current.get(config_key), written.get(config_key)
-        if ours is None or now == ours:
-            changes[config_key] = old
-        elif config_key in TOPIC_KEYS and now is not None and now.strip() != "*":
-            kept = _entries(now) - (_entries(ours) - _entries(old))
-            changes[config_key] = ",".join(sorted(kept)) if kept else old
-        else:
-            changes[config_key] = now  # someone else's value since: theirs to remove
+    changes: dict[str, str | None] = {config_key: without_ours(config_key, current.get(config_key),
+                                                               written.get(config_key), old)
+                                      for config_key, old in before.items()}
     cluster.alter_config(entity_type, name, changes)

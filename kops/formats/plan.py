@@ -185,6 +185,15 @@ class FingerprintDoc(Doc):
                                                  "(`absent` for a topic the plan creates)")
 
 
+class RollingDoc(Doc):
+    """Rolling execution (`execution.mode: rolling`): moves submitted as others finish."""
+
+    max_moves_per_broker: int = Field(ge=1, le=2**31 - 1, strict=True,
+                                      description="moves in flight touching any one broker, as source or destination")
+    max_moves: int | None = Field(default=None, ge=1, le=2**31 - 1, strict=True, exclude_if=lambda v: v is None,
+                                  description="moves in flight in all (absent: only the per-broker cap)")
+
+
 class SealDoc(Doc):
     """A digest of each section as kops wrote it: apply and rollback refuse an edited plan, naming the section,
     unless `--accept-edited-plan` (which the execution record notes)."""
@@ -218,6 +227,8 @@ class PlanDoc(Doc):
     stall_timeout: Positive | None = Field(default=None, exclude_if=lambda v: v is None,
                                            description="the playbook's `execution.stall_timeout`, seconds "
                                                        "(absent when not set)")
+    rolling: RollingDoc | None = Field(default=None, exclude_if=lambda v: v is None,
+                                       description="present when the playbook asks for rolling execution")
     seal: SealDoc | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, Strict, model_validator
 
 from kops.formats.base import Doc, Flag, Id, Rate, Replicas, Seconds, Size, Text, fail
+from kops.formats.plan import RollingDoc
 
 FORMAT = "kops-execution/1"
 BatchStatus = Literal["pending", "running", "done", "cancelled"]
@@ -70,6 +71,9 @@ class RecordDoc(Doc):
     edited_plan_sections: list[Text] | None = Field(default=None, exclude_if=lambda v: not v,
                                                     description="plan sections edited by hand and run with "
                                                                 "`--accept-edited-plan`")
+    rolling: RollingDoc | None = Field(default=None, exclude_if=lambda v: v is None,
+                                       description="a rolling execution: each batch holds one move, several run "
+                                                   "at once within these caps")
 
     @model_validator(mode="after")
     def _one_batch_per_index(self) -> RecordDoc:

@@ -199,6 +199,15 @@ def start_reassignment(client: ZkClient, targets: Iterable[ReassignmentTarget]) 
         ) from None
 
 
+def queue_reassignment(client: ZkClient, targets: Iterable[ReassignmentTarget]) -> None:
+    """KIP-236's queue (`/admin/reassign_partitions_queue`, the same format): moves added to those in flight."""
+    try:
+        client.create(paths.REASSIGN_QUEUE, encode_reassignment(targets), makepath=True)
+    except NodeExists:
+        raise AdminRefused("queued moves are waiting for the controller", where=paths.REASSIGN_QUEUE,
+                           hint="the controller deletes the queue znode when it takes the moves in; retry then") from None
+
+
 def request_preferred_election(client: ZkClient, partitions: Iterable[TopicPartition]) -> None:
     try:
         client.create(paths.PREFERRED_REPLICA_ELECTION, encode_partition_list(partitions), makepath=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kops.model.plan import Rolling
+
 
 @dataclass(frozen=True, order=True)
 class SourceLocation:
@@ -90,6 +92,7 @@ class Execution:
     max_moves_per_broker: int | None = None
     order: str = "size"  # size | topic | as-declared
     stall_timeout: float | None = None  # seconds without progress before a batch stops (kops apply)
+    rolling: Rolling | None = None  # `mode: rolling`: moves submitted as others finish (kops apply)
     location: SourceLocation | None = None
 
 

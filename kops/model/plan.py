@@ -56,6 +56,15 @@ class Move:
 
 
 @dataclass(frozen=True)
+class Rolling:
+    """Rolling execution: moves submitted as others finish, at most `max_moves_per_broker` in flight touching
+    any broker (as source or destination) and `max_moves` in all (None: no cap beyond the brokers')."""
+
+    max_moves_per_broker: int = 5  # as Cruise Control's default; bench/batching.py: 2 leaves new brokers idle
+    max_moves: int | None = None
+
+
+@dataclass(frozen=True)
 class TopicCreation:
     topic: str
     assignment: dict[int, tuple[int, ...]]
@@ -179,6 +188,7 @@ class Plan:
     warnings: tuple[str, ...] = ()
     kops_version: str = ""
     stall_timeout: float | None = None  # the playbook's execution.stall_timeout; kops apply --stall-timeout wins
+    rolling: Rolling | None = None  # the playbook's `execution.mode: rolling`; kops apply --rolling sets it too
     edited: tuple[str, ...] = ()  # sections changed after kops wrote the file, accepted with --accept-edited-plan
 
     @property

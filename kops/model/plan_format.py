@@ -26,6 +26,7 @@ from kops.model.plan import (
     PartitionDeletion,
     Plan,
     Rollback,
+    Rolling,
     Summary,
     Throttle,
     TopicCreation,
@@ -111,16 +112,25 @@ def to_document(plan: Plan) -> dict[str, Any]:
         },
         "warnings": list(plan.warnings),
         **({} if plan.stall_timeout is None else {"stall_timeout": plan.stall_timeout}),
+        **({} if plan.rolling is None else {"rolling": rolling_document(plan.rolling)}),
     }
 
 
+def rolling_document(rolling: Rolling) -> dict[str, int]:
+    return {"max_moves_per_broker": rolling.max_moves_per_broker,
+            **({} if rolling.max_moves is None else {"max_moves": rolling.max_moves})}
+
+
 SEALED = ("header", "fingerprint", "changes", "batches", "election", "rollback", "summary", "warnings")
-HEADER = ("format", "kops_version", "cluster", "cluster_id", "connect", "playbook_digest", "stall_timeout")
+HEADER = ("format", "kops_version", "cluster", "cluster_id", "connect", "playbook_digest", "stall_timeout",
+          "rolling")
+LATER_HEADER = ("rolling",)  # sealed only when present
 
 
 def seal(doc: dict[str, Any]) -> dict[str, str]:
     """A digest of each section as kops wrote it: an edit by hand is found, and named, on load."""
-    sections = {"header": {k: doc.get(k) for k in HEADER}, **{k: doc.get(k) for k in SEALED if k != "header"}}
+    header = {k: doc.get(k) for k in HEADER if k in doc or k not in LATER_HEADER}  # seals of older plans hold
+    sections = {"header": header, **{k: doc.get(k) for k in SEALED if k != "header"}}
     return {name: hashlib.sha256(json.dumps(sections[name], sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
             for name in SEALED}
 
@@ -213,6 +223,7 @@ def from_document(raw: Any) -> Plan:
         warnings=tuple(d.warnings),
         kops_version=d.kops_version,
         stall_timeout=d.stall_timeout,
+        rolling=None if d.rolling is None else Rolling(d.rolling.max_moves_per_broker, d.rolling.max_moves),
     )
 
 

@@ -460,6 +460,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         warnings=tuple(work.warnings),
         kops_version=__version__,
         stall_timeout=desired.execution.stall_timeout,
+        rolling=desired.execution.rolling,
     )
 
 

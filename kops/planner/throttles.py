@@ -9,7 +9,7 @@ limit someone chose). What was there before is what the executor restores.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from kops.model.plan import Move, Throttle
 from kops.model.snapshot import Snapshot
@@ -25,7 +25,14 @@ def merge_list(existing: str | None, ours: set[str]) -> str:
     return ",".join(sorted(entries))
 
 
-def batch_throttle(moves: Iterable[Move], snapshot: Snapshot, rate: int | None) -> Throttle:
+ConfigOf = Callable[[str, str], Mapping[str, str]]  # (entity type, name) -> the config to merge with
+
+
+def batch_throttle(moves: Iterable[Move], snapshot: Snapshot, rate: int | None,
+                   config_of: ConfigOf | None = None) -> Throttle:
+    """`config_of` (default: the snapshot's configs) gives the values to merge with."""
+    if config_of is None:
+        config_of = snapshot_configs(snapshot)
     leader: dict[str, set[str]] = {}
     follower: dict[str, set[str]] = {}
     brokers: set[int] = set()
@@ -40,16 +47,24 @@ def batch_throttle(moves: Iterable[Move], snapshot: Snapshot, rate: int | None) 
         return Throttle({}, {}, None)
     topics = {}
     for topic in sorted(set(leader) | set(follower)):
-        config = snapshot.topics[topic].config if topic in snapshot.topics else {}
+        config = config_of("topics", topic)
         topics[topic] = {
             LEADER_REPLICAS: merge_list(config.get(LEADER_REPLICAS), leader.get(topic, set())),
             FOLLOWER_REPLICAS: merge_list(config.get(FOLLOWER_REPLICAS), follower.get(topic, set())),
         }
     rates = {}
     for broker in sorted(brokers):
-        config = snapshot.broker_configs.get(str(broker), {})
+        config = config_of("brokers", str(broker))
         rates[broker] = {key: str(_keep_lower(config.get(key), rate)) for key in BROKER_KEYS}
     return Throttle(topics, rates, rate)
+
+
+def snapshot_configs(snapshot: Snapshot) -> ConfigOf:
+    def config_of(entity_type: str, name: str) -> Mapping[str, str]:
+        if entity_type == "topics":
+            return snapshot.topics[name].config if name in snapshot.topics else {}
+        return snapshot.broker_configs.get(name, {})
+    return config_of
 
 
 def _keep_lower(existing: str | None, ours: int) -> int:

@@ -1,0 +1,299 @@
+"""Rolling execution (`execution.mode: rolling`, `kops apply --rolling`): moves submitted as others finish.
+
+The record holds one batch per move, in rolling order (kops.planner.rolling); a batch's status is its move's
+state, so `--resume` and `kops rollback` work after a kill -9 as they do for batches. Each poll:
+1. read the topics of the moves in flight (the whole cluster every FULL_READ_SECONDS and before submitting);
+2. moves at their target are done: recorded, and the throttles rewritten to cover exactly the moves still in
+   flight (an entity no move in flight needs any more goes back to what was found);
+3. requests: `kops cancel` or a first signal submit nothing more and stop once the moves in flight finish;
+   `kops cancel --now` or a second signal cancel them (KIP-455, or KIP-236 through ZooKeeper) and stop;
+4. health and stalls, as for a batch (over the moves in flight);
+5. the checkpoint, then the next moves in rolling order that fit the caps (at most N in flight touching any
+   broker, M in all): every one re-checked against the cluster (drift: exit 4), the throttle values found
+   recorded, the throttles for the moves in flight and the new ones written, then the moves submitted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kops.cluster.port import Cluster, Lock
+from kops.executor import health, progress, stall, throttles
+from kops.executor.journal import Journal
+from kops.executor.record import CANCELLED, DONE, PENDING, RUNNING, BatchRecord, ExecutionRecord
+from kops.executor.stall import StallWatch
+from kops.executor.stopping import Stop
+from kops.holder import LockLost
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Move, Rolling
+from kops.model.snapshot import Snapshot
+from kops.planner.rolling import admissible, leader_of
+
+
+class _Clock(Protocol):
+    def now(self) -> float: ...
+    def monotonic(self) -> float: ...
+    def sleep(self, seconds: float) -> None: ...
+
+
+class _Controls(Protocol):
+    @property
+    def stop(self) -> threading.Event: ...
+    @property
+    def cancel_now(self) -> threading.Event: ...
+
+
+class Executor(Protocol):
+    """What a rolling run uses of the executor (kops.executor.executor.Executor)."""
+
+    @property
+    def cluster(self) -> Cluster: ...
+    @property
+    def journal(self) -> Journal: ...
+    @property
+    def clock(self) -> _Clock: ...
+    @property
+    def controls(self) -> _Controls: ...
+    @property
+    def emit(self) -> Callable[[dict[str, Any]], None]: ...
+    @property
+    def poll(self) -> float: ...
+    @property
+    def stall_timeout(self) -> float: ...
+
+    @property
+    def lock_held(self) -> Lock | None: ...
+    def read_snapshot(self, only_topics: set[str] | None = None) -> Snapshot: ...
+    def save(self, record: ExecutionRecord) -> None: ...
+    def checkpoint(self, record: ExecutionRecord) -> None: ...
+    def refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None: ...
+    def todo(self, batch: BatchRecord, snapshot: Snapshot) -> list[Move]: ...
+    def submit(self, moves: list[Move], snapshot: Snapshot, what: str) -> None: ...
+    def settle_throttles(self) -> None: ...
+    def cancel_name(self) -> str: ...
+
+FULL_READ_SECONDS = 10.0
+
+
+@dataclass
+class _State:
+    """What a rolling run keeps between polls."""
+
+    limits: Rolling
+    base: health.Baseline
+    watch: StallWatch
+    started: float  # monotonic
+    last_full: float = -1e9
+    stopping: bool = False  # submit nothing more; stop once the moves in flight finish
+    stop_reason: str = "interrupted (signal)"
+    observed: dict[TopicPartition, int] = field(default_factory=dict)
+    done_before: int = 0  # bytes of the moves done when this run started
+
+
+def run_rolling(ex: Executor, record: ExecutionRecord) -> None:
+    """Every move of `record` to its target, within the caps; raises Stop where a batch run would."""
+    assert record.rolling is not None
+    snapshot = ex.read_snapshot()
+    ex.refuse_foreign_reassignment(snapshot, _as_batch(record.in_flight))
+    _settle_resumed(ex, record, snapshot)
+    now = ex.clock.monotonic()
+    state = _State(record.rolling, health.baseline(snapshot), StallWatch(ex.stall_timeout, now), now, now,
+                   done_before=sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves))
+    ex.emit({"event": "rolling_start", "moves": len(record.batches),
+             "max_moves_per_broker": state.limits.max_moves_per_broker, "max_moves": state.limits.max_moves})
+    while True:
+        _finish_done(ex, record, snapshot)
+        running = record.in_flight
+        pending = [b for b in record.batches if b.status in (PENDING, CANCELLED)]
+        _report(ex, record, snapshot, state)
+        if not running and (not pending or state.stopping):
+            if pending:
+                raise Stop(state.stop_reason)
+            return
+        _obey_requests(ex, record, snapshot, state)
+        _check_health(ex, record, snapshot, state)
+        if not state.stopping and pending:
+            snapshot = _submit_next(ex, record, pending, state)
+        ex.clock.sleep(ex.poll)
+        snapshot = _read(ex, record, state)
+
+
+def _as_batch(batches: list[BatchRecord]) -> BatchRecord:
+    return BatchRecord(0, [m for b in batches for m in b.moves], RUNNING)
+
+
+def _read(ex: Executor, record: ExecutionRecord, state: _State) -> Snapshot:
+    now = ex.clock.monotonic()
+    if now - state.last_full >= FULL_READ_SECONDS or not record.in_flight:
+        state.last_full = now
+        return ex.read_snapshot()
+    return ex.read_snapshot({m.topic for b in record.in_flight for m in b.moves})
+
+
+def _settle_resumed(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> None:
+    """After an interruption: a move recorded in flight is done, still in flight, or back at its origin."""
+    requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
+    for batch in record.in_flight:
+        move = batch.moves[0]
+        part = snapshot.partition(move.tp)
+        if progress.is_done(snapshot, move, requested):
+            batch.status, batch.finished_at = DONE, ex.clock.now()
+        elif (move.topic, move.partition) in requested:
+            continue
+        elif part is not None and set(part.replicas) == set(move.from_replicas):
+            batch.status = PENDING
+    ex.save(record)
+
+
+def _finish_done(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> None:
+    requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
+    finished = [b for b in record.in_flight if progress.is_done(snapshot, b.moves[0], requested)]
+    if not finished:
+        return
+    for batch in finished:
+        batch.status, batch.finished_at = DONE, ex.clock.now()
+        ex.emit({"event": "move_done", "topic": batch.moves[0].topic, "partition": batch.moves[0].partition,
+                 "seconds": round(batch.finished_at - (batch.started_at or batch.finished_at), 3)})
+    _rewrite_throttles(ex, record, snapshot)
+
+
+def _rewrite_throttles(ex: Executor, record: ExecutionRecord, snapshot: Snapshot,
+                       adding: list[Move] | None = None) -> None:
+    """Throttles covering exactly the moves in flight (and `adding`, about to be submitted)."""
+    moves = [m for b in record.in_flight for m in b.moves] + list(adding or [])
+    fresh = ex.read_snapshot() if adding is None else snapshot  # configs as they are now
+    wanted = throttles.in_flight_throttles(record, moves, fresh)
+    ex.save(record)  # the values found are safe before anything is written
+    ours = {m.tp for m in moves}
+    throttles.write_in_flight(ex.cluster, record, wanted, throttles.busy_entities(fresh, ours))
+    ex.save(record)
+
+
+def _report(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, state: _State) -> None:
+    running = record.in_flight
+    moves = [b.moves[0] for b in running]
+    each = progress.per_move(moves, snapshot, ex.cluster.lags, state.observed)
+    done = [b for b in record.batches if b.status == DONE]
+    total = sum(m.copied_bytes or state.observed.get(m.tp, 0) * len(m.adding) for b in record.batches for m in b.moves)
+    done_bytes = sum(m.copied_bytes for b in done for m in b.moves)
+    copied = done_bytes + sum(c for c, _t in each.values())
+    elapsed = ex.clock.monotonic() - state.started
+    moved_here = copied - state.done_before
+    rate = moved_here / elapsed if elapsed > 0 and moved_here > 0 else None
+    now = ex.clock.now()
+    in_flight = []
+    for batch, move in zip(running, moves, strict=True):
+        c, t = each[move.tp]
+        took = now - (batch.started_at or now)
+        move_rate = c / took if took > 0 and c else None
+        eta = progress.seconds_left(t, c, move_rate)
+        in_flight.append({"topic": move.topic, "partition": move.partition, "bytes_done": c, "bytes_total": t,
+                          "eta": None if eta is None else round(eta, 1)})
+    eta = progress.seconds_left(total, copied, rate)
+    ex.emit({"event": "progress", "mode": "rolling", "partitions": len(record.batches), "done": len(done),
+             "in_flight": in_flight, "bytes_total": total, "bytes_done": copied, "elapsed": round(elapsed, 3),
+             "rate": None if rate is None else round(rate, 1), "eta": None if eta is None else round(eta, 1),
+             "overall_bytes_total": total, "overall_bytes_done": copied})
+    moving = ex.clock.monotonic()
+    if state.watch.observe(moving, stall.signature(snapshot, moves, copied)):
+        for batch in running:
+            batch.progress_at = now
+    elif running and state.watch.stalled(moving):
+        stuck = stall.explain(snapshot, moves, progress.done_moves(snapshot, moves))
+        for line in stuck:
+            ex.emit({"event": "stalled", "batch": 0, "text": line})
+        raise Stop(f"rolling execution stalled: no progress for {state.watch.stalled_for(moving):.0f} s; "
+                   f"{len(stuck)} move(s) stuck, first {stuck[0] if stuck else '?'}; the moves stay with the "
+                   f"controller, fix the cause and run `kops apply --resume`, or `kops rollback`")
+
+
+def _obey_requests(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, state: _State) -> None:
+    """`kops cancel` (stop submitting, or --now), signals, a lost lock."""
+    request = ex.journal.cancel_requested(record.id)
+    if request is not None:
+        if request.get("now"):
+            ex.controls.cancel_now.set()
+        elif not state.stopping:
+            ex.journal.clear_cancel(record.id)
+            state.stopping = True
+            state.stop_reason = f"cancelled by {request.get('user', '?')}@{request.get('host', '?')} (kops cancel)"
+            ex.emit({"event": "message", "text": "submitting nothing more; stopping when the moves in flight finish"})
+    if ex.controls.cancel_now.is_set() and record.in_flight:
+        _cancel_in_flight(ex, record, snapshot)
+    if (ex.controls.stop.is_set() or ex.controls.cancel_now.is_set()) and not state.stopping:
+        state.stopping = True
+        ex.emit({"event": "message", "text": f"submitting nothing more; stopping when the {len(record.in_flight)} "
+                                             f"move(s) in flight finish (interrupt again to cancel them)"})
+    lock = ex.lock_held
+    if lock is not None and lock.lost is not None:
+        raise LockLost(lock.lost)
+
+
+def _cancel_in_flight(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> None:
+    if not ex.cluster.can_cancel(snapshot):
+        ex.controls.cancel_now.clear()
+        ex.controls.stop.set()
+        ex.emit({"event": "message", "text": "the moves in flight cannot be cancelled on this cluster: they "
+                                             "finish, then kops stops"})
+        return
+    ex.journal.clear_cancel(record.id)
+    running = record.in_flight
+    ex.emit({"event": "message", "text": f"cancelling the {len(running)} move(s) in flight ({ex.cancel_name()})"})
+    ex.cluster.cancel([b.moves[0].tp for b in running], 60.0)
+    throttles.restore(ex.cluster, record)
+    for batch in running:
+        batch.status = CANCELLED
+    raise Stop(f"{len(running)} move(s) cancelled in flight ({ex.cancel_name()}): their partitions are back on "
+               f"their original replicas, except those that had completed")
+
+
+def _check_health(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, state: _State) -> None:
+    moves = [m for b in record.in_flight for m in b.moves]
+    problem = health.problem(snapshot, moves, state.base)
+    if problem is not None:
+        raise Stop(f"health stop: {problem}; the moves in flight stay with the controller, "
+                   f"`kops apply --resume` continues once the cluster is healthy")
+
+
+def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecord], state: _State) -> Snapshot:
+    """The checkpoint, then the next moves that fit the caps. Returns the snapshot read for it."""
+    running = record.in_flight
+    in_flight = [b.moves[0] for b in running]
+    if len(in_flight) >= (state.limits.max_moves or len(record.batches) + 1):
+        return ex.read_snapshot({m.topic for m in in_flight})
+    ex.checkpoint(record)
+    snapshot = ex.read_snapshot()
+    state.last_full = ex.clock.monotonic()
+    foreign = [m for m in snapshot.requested_moves
+               if TopicPartition(m.topic, m.partition) not in {x.tp for x in in_flight}]
+    if foreign:
+        state.stopping, state.stop_reason = True, (f"a reassignment of {len(foreign)} partition(s) that is not this "
+                                                   f"execution's started; `kops apply --resume` once it is done")
+        ex.emit({"event": "message", "text": state.stop_reason})
+        return snapshot
+    todo = {m.tp for m in ex.todo(_as_batch(pending), snapshot)}
+    for batch in pending:  # at their target already (someone else moved them): done
+        if batch.moves[0].tp not in todo:
+            batch.status, batch.finished_at = DONE, ex.clock.now()
+    ready = [b for b in pending if b.moves[0].tp in todo]
+    chosen_moves = admissible([b.moves[0] for b in ready], in_flight, state.limits, leader_of(snapshot))
+    if not chosen_moves:
+        return snapshot
+    gone = sorted({b for m in chosen_moves for b in m.from_replicas + m.to_replicas} - snapshot.live_broker_ids)
+    if gone:
+        raise Stop(f"the next moves need brokers {gone}, which are not registered")
+    chosen = {m.tp for m in chosen_moves}
+    _rewrite_throttles(ex, record, snapshot, chosen_moves)
+    ex.settle_throttles()
+    ex.submit(chosen_moves, snapshot, "the next moves")
+    now = ex.clock.now()
+    for batch in ready:
+        if batch.moves[0].tp in chosen:
+            batch.status, batch.started_at = RUNNING, now
+            ex.emit({"event": "move_start", "topic": batch.moves[0].topic, "partition": batch.moves[0].partition,
+                     "bytes": batch.moves[0].copied_bytes, "in_flight": len(in_flight) + len(chosen)})
+    ex.save(record)
+    return snapshot

@@ -1,0 +1,74 @@
+"""Rolling execution's order and admission: which moves to submit while others are in flight.
+
+A move works its destination brokers (they copy) and its source, the partition's leader (it serves the copy):
+those are the brokers it "touches". At most `max_moves_per_broker` moves in flight may touch any broker, and
+at most `max_moves` be in flight in all. The order is largest and most constrained first: moves through the
+busiest port (the broker with the most bytes to send or receive) come first, largest first among them, so the
+port that bounds the makespan never idles while smaller work waits elsewhere (longest-processing-time first on
+the critical port, as Cruise Control's and Redpanda's per-broker concurrency caps do it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+
+from kops.model.plan import Move, Rolling
+from kops.model.snapshot import Snapshot
+
+Source = Callable[[Move], int | None]  # a move's current leader (None: unknown, the first original replica)
+
+
+def leader_of(snapshot: Snapshot) -> Source:
+    """Each move's source as the snapshot has it: the partition's current leader."""
+    def leader(move: Move) -> int | None:
+        part = snapshot.partition(move.tp)
+        state = None if part is None else part.state
+        return state.leader if state is not None and state.leader >= 0 else None
+    return leader
+
+
+def touched(move: Move, source: Source) -> frozenset[int]:
+    """The brokers a move works: its new replicas and the leader they copy from (none for a reorder)."""
+    if not move.adding:
+        return frozenset()
+    leader = source(move)
+    return frozenset(move.adding) | {leader if leader is not None else move.from_replicas[0]}
+
+
+def port_loads(moves: Iterable[Move], source: Source) -> Counter[int]:
+    """Bytes each broker sends or receives over all `moves`."""
+    load: Counter[int] = Counter()
+    for m in moves:
+        for broker in touched(m, source):
+            load[broker] += m.copied_bytes
+    return load
+
+
+def rolling_order(moves: Sequence[Move], source: Source) -> list[Move]:
+    """Busiest port first, then largest; ties by topic and partition (deterministic)."""
+    load = port_loads(moves, source)
+    def key(m: Move) -> tuple[int, int, str, int]:
+        busiest = max((load[b] for b in touched(m, source)), default=0)
+        return (-busiest, -m.copied_bytes, m.topic, m.partition)
+    return sorted(moves, key=key)
+
+
+def admissible(pending: Iterable[Move], in_flight: Iterable[Move], limits: Rolling, source: Source) -> list[Move]:
+    """The moves of `pending` (in their order) that may start now beside `in_flight` within `limits`."""
+    per_broker: Counter[int] = Counter()
+    running = 0
+    for m in in_flight:
+        running += 1
+        per_broker.update(touched(m, source))
+    chosen: list[Move] = []
+    for m in pending:
+        if limits.max_moves is not None and running >= limits.max_moves:
+            break
+        brokers = touched(m, source)
+        if any(per_broker[b] >= limits.max_moves_per_broker for b in brokers):
+            continue
+        chosen.append(m)
+        running += 1
+        per_broker.update(brokers)
+    return chosen
