@@ -19,7 +19,10 @@ Each scenario starts from a clean cluster: every broker running, nothing moving 
 waited for), no kops lock, no throttle anywhere; a scenario that cannot be cleaned up is reported, not inherited.
 `--busy N` keeps N processes spinning beside the lab all along (an operator's busy machine, a second lab).
 
-Usage: python bench/chaos.py [--engine kops|kafka-4] [--scenarios 20] [--seed 1] [--busy 0]
+`--rolling` runs every apply rolling (`kops apply --rolling`: moves submitted as others finish) instead of in batches;
+resume and rollback then follow the record, rolling too.
+
+Usage: python bench/chaos.py [--engine kops|kafka-4] [--scenarios 20] [--seed 1] [--busy 0] [--rolling]
 Prints JSON lines: one per scenario, then a summary with `engine`, `scenarios`, `ok`, `failed`, `seconds`,
 `baseline_seconds`, `busy`.
 """
@@ -173,13 +176,13 @@ def inject(env: Env, rng: random.Random, fault: str, proc: subprocess.Popen) -> 
     return "", None
 
 
-def scenario(index: int, rng: random.Random, env: Env, folder: Path) -> dict:
+def scenario(index: int, rng: random.Random, env: Env, folder: Path, mode: tuple[str, ...] = ()) -> dict:
     names, original, planned, plan_file = prepare(env, folder, f"chaos{index}")
     fault = FAULTS[index % len(FAULTS)] if index < len(FAULTS) else rng.choice(FAULTS)
     finish = rng.choice(("resume", "rollback"))
     started = time.monotonic()
     common = (*env.target, "--yes", "--format", "json", "--poll", "0.2", "--session-timeout", "4")
-    proc = kops("apply", str(plan_file), *common)
+    proc = kops("apply", str(plan_file), *common, *mode)
     time.sleep(rng.uniform(0.2, 2.5))
     detail, restart = inject(env, rng, fault, proc)
     first_err = ""
@@ -197,7 +200,7 @@ def scenario(index: int, rng: random.Random, env: Env, folder: Path) -> dict:
     if first_exit == 0:
         code, err = 0, ""
     elif not started_any:  # killed before it recorded anything: nothing to resume or undo, as an operator sees
-        code, err = run("apply", str(plan_file), *common) if finish == "resume" else (0, "")
+        code, err = run("apply", str(plan_file), *common, *mode) if finish == "resume" else (0, "")
     elif finish == "resume":
         code, err = run("apply", "--resume", str(plan_file), *common)
     else:
@@ -291,7 +294,8 @@ def run_all(env: Env, args: argparse.Namespace, tmp: Path) -> None:
     rng = random.Random(args.seed)
     names, _original, planned, plan_file = prepare(env, tmp, "baseline")
     started = time.monotonic()
-    code, err = run("apply", str(plan_file), *env.target, "--yes", "--format", "json", "--poll", "0.2")
+    mode = ("--rolling",) if args.rolling else ()
+    code, err = run("apply", str(plan_file), *env.target, "--yes", "--format", "json", "--poll", "0.2", *mode)
     baseline = round(time.monotonic() - started, 2)
     if code != 0 or not wait_for(lambda: layout(env, names) == planned, 10):
         raise SystemExit(f"baseline apply failed: {err}")
@@ -300,13 +304,13 @@ def run_all(env: Env, args: argparse.Namespace, tmp: Path) -> None:
     for i in range(args.scenarios):
         dirty = clean_start(env)
         result = ({"scenario": i, "ok": False, "why": f"could not start clean: {dirty}"} if dirty is not None
-                  else scenario(i, rng, env, tmp))
+                  else scenario(i, rng, env, tmp, mode))
         print(json.dumps(result), flush=True)
         results.append(result)
     ok = sum(1 for r in results if r["ok"])
     print(json.dumps({"engine": env.engine, "scenarios": len(results), "ok": ok, "failed": len(results) - ok,
                       "seed": args.seed, "seconds": round(time.monotonic() - began, 1), "baseline_seconds": baseline,
-                      "nproc": os.cpu_count(), "busy": args.busy}), flush=True)
+                      "nproc": os.cpu_count(), "busy": args.busy, "rolling": args.rolling}), flush=True)
 
 
 def main() -> None:
@@ -315,6 +319,7 @@ def main() -> None:
     parser.add_argument("--scenarios", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--busy", type=int, default=0, help="processes kept busy beside the lab")
+    parser.add_argument("--rolling", action="store_true", help="apply rolling instead of in batches")
     args = parser.parse_args()
     burners = busy_processes(args.busy)
     logging.basicConfig(level=logging.ERROR)

@@ -1,0 +1,242 @@
+"""Rolling execution against barrier batches on clusters: bench/batching.py's six scenarios scaled to a lab.
+
+Scenarios: expansion (one broker added), decommission (one removed), rebalance (a skewed layout), each with
+exponential and Zipf sizes, built as bench/planner.py builds them (6 brokers in 3 racks, 100 partitions at RF 3)
+and scaled so the busiest port's lower bound is about `--seconds` at the throttle. Per engine, scenario and mode:
+a fresh topic with that layout and those bytes, `kops plan` of the playbook, then `kops apply` in batches or
+`kops apply --rolling` (same throttle, same plan). Makespan: from the first submission's checkpoint to the last
+move done (event times as kops prints them), over the per-port lower bound of the plan's moves (max over brokers
+of bytes in or out / throttle, kops.planner.batches.port_times).
+
+Engines: `kops` (the lab's controller and brokers on a real ZooKeeper, time x10, simulated bytes; the ratio uses
+simulated seconds) and `kafka-4` (real Kafka 4 in KRaft through the Admin API, real bytes, fewer of them).
+One JSON line per engine and scenario: engine, scenario, moves, lower_bound_seconds, batch_seconds,
+rolling_seconds, batch_ratio, rolling_ratio. Targets (issue 18): rolling_ratio <= 1.05 on the kops engine,
+<= 1.15 on real Kafka, and no slower than batches in any scenario.
+
+Usage: python bench/rolling.py [--engines kops,kafka-4] [--seconds 20] [--throttle-mib 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.batching import sizes_exponential  # noqa: E402 - after the sys.path line above
+from bench.planner import build  # noqa: E402 - after the sys.path line above
+from kops.model import plan_format  # noqa: E402 - after the sys.path line above
+from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
+from kops.planner.batches import port_times  # noqa: E402 - after the sys.path line above
+
+BROKERS, RACKS, PARTITIONS, TOPIC = 6, 3, 100, "topic-00000"
+SCALE = 10.0  # the kops engine's time scale
+MODES = ("batches", "rolling")
+SCENARIOS = [(n, d) for n in ("expansion", "decommission", "rebalance") for d in ("exponential", "zipf")]
+
+
+@dataclass
+class Layout:
+    assignment: dict[int, tuple[int, ...]]
+    sizes: dict[int, int]
+    brokers: int  # to start, the added one included
+    playbook: str
+
+
+def layout(name: str, distribution: str, busiest_bytes: float) -> Layout:
+    """The scenario's replicas and sizes, scaled so the heaviest broker moves about `busiest_bytes`."""
+    extra = 1 if name == "expansion" else 0
+    snap, sizes = build(BROKERS, extra, PARTITIONS, skew=name == "rebalance", racks=RACKS, seed=3)
+    if distribution == "exponential":
+        sizes = sizes_exponential(sizes)
+    topic = snap.topics[TOPIC]
+    assignment = {p: part.replicas for p, part in sorted(topic.partitions.items())}
+    raw = {p: sizes[TopicPartition(TOPIC, p)] for p in assignment}
+    moved_from = 1 if name == "decommission" else None
+    heavy = _heaviest_port(assignment, raw, moved_from, name)
+    scale = busiest_bytes / max(1, heavy)
+    scaled = {p: max(64 * 1024, int(b * scale)) for p, b in raw.items()}
+    changes = {"expansion": f"brokers: {{add: [{BROKERS + 1}]}}\n", "decommission": "brokers: {decommission: [1]}\n",
+               "rebalance": "rebalance: {goal: replicas, tolerance: 5%}\n"}[name]
+    playbook = f"- hosts: all\n  topics: [{{name: {TOPIC}}}]\n  {changes}"
+    return Layout(assignment, scaled, BROKERS + extra, playbook)
+
+
+def _heaviest_port(assignment: dict[int, tuple[int, ...]], sizes: dict[int, int], leaving: int | None,
+                   name: str) -> float:
+    """A rough estimate of the busiest port's bytes before planning (the plan gives the real bound later)."""
+    if leaving is not None:
+        return sum(sizes[p] for p, r in assignment.items() if leaving in r)
+    total = sum(sizes[p] * len(r) for p, r in assignment.items())
+    return total / (BROKERS + 1) if name == "expansion" else total / BROKERS / 4
+
+
+class Kops:
+    """The CLI in a child process; its JSON event lines stamped as they arrive."""
+
+    @staticmethod
+    def run(*args: str) -> list[tuple[float, dict]]:
+        process = subprocess.Popen([sys.executable, "-m", "kops.cli.main", *args], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        assert process.stdout is not None
+        stamped = [(time.monotonic(), json.loads(line)) for line in process.stdout
+                   if line.startswith('{"') and line.rstrip().endswith("}")]  # event lines, not a document
+        err = process.stderr.read() if process.stderr else ""
+        if process.wait() != 0:
+            raise SystemExit(f"kops {' '.join(args[:2])} failed: {err.strip().splitlines()[-1:] }")
+        return stamped
+
+
+def makespan(stamped: list[tuple[float, dict]]) -> float:
+    """First batch start (or rolling start) to the last batch or move done, wall seconds."""
+    starts = [t for t, e in stamped if e["event"] in ("batch_start", "rolling_start")]
+    ends = [t for t, e in stamped if e["event"] in ("batch_done", "move_done")]
+    return max(ends) - min(starts)
+
+
+# -- engines ---------------------------------------------------------------------------------------------------
+
+@contextmanager
+def kops_engine(work: Path) -> Iterator[dict]:
+    from kops.kafka import admin
+    from kops.lab import traffic
+    from kops.lab.cluster import Lab
+
+    lab = Lab(work / "kops-lab", detached=False)
+    state = lab.up(brokers=BROKERS + 1, racks=RACKS, time_scale=SCALE)
+
+    def prepare(lay: Layout) -> list[str]:
+        with lab.client() as zk:
+            _fresh_topic_zk(zk, admin, lay)
+            for p, size in lay.sizes.items():
+                _retry(lambda p=p, size=size: traffic.produce(zk, TOPIC, size, p))
+        sizes_file = work / "sizes.json"
+        sizes_file.write_text("".join(json.dumps({"topic": TOPIC, "partition": p, "bytes": b, "growth_bytes_per_s": 0.0})
+                                      + "\n" for p, b in lay.sizes.items()))
+        return ["-z", state.connect, "--sizes", str(sizes_file)]
+
+    try:
+        yield {"prepare": prepare, "connect": lambda: ["-z", state.connect], "scale": SCALE, "rate_mib": 2.0}
+    finally:
+        lab.down()
+
+
+def _fresh_topic_zk(zk, admin, lay: Layout) -> None:  # type: ignore[no-untyped-def]  # the lab's own client
+    from kops.kafka.reader import read_snapshot
+
+    if TOPIC in read_snapshot(zk).topics:
+        admin.delete_topic(zk, TOPIC)
+        _wait(lambda: TOPIC not in read_snapshot(zk).topics)
+    if zk.exists("/kops") is not None:
+        zk.delete("/kops", recursive=True)
+    admin.create_topic(zk, TOPIC, lay.assignment)
+    _wait(lambda: all(p.state is not None and p.state.leader >= 0
+                      for p in read_snapshot(zk).topics[TOPIC].partitions.values()))
+
+
+@contextmanager
+def kafka4_engine(work: Path) -> Iterator[dict]:
+    from kops.lab.kafka_admin import first_answer, produce
+    from kops.lab.kafka_admin import layout as kafka_layout
+    from kops.lab.kafka_lab import KafkaLab
+
+    lab = KafkaLab(work / "kafka4", detached=False)
+    state = lab.up("kafka-4", brokers=BROKERS + 1, racks=RACKS)
+    bootstrap = state.bootstrap
+
+    def prepare(lay: Layout) -> list[str]:
+        def ours() -> list[str]:
+            return [t for t in first_answer(bootstrap, lambda c: c.list_topics()) if t in (TOPIC, "__kops")]
+        if ours():
+            first_answer(bootstrap, lambda c: c.delete_topics(ours()))
+            _wait(lambda: not ours())
+        spec = {TOPIC: {"assignments": {p: list(r) for p, r in lay.assignment.items()}}}
+        first_answer(bootstrap, lambda c: c.create_topics(spec))
+        _wait(lambda: all(p["leader"] >= 0 for p in kafka_layout(bootstrap).get(TOPIC, {0: {"leader": -1}}).values()))
+        for p, size in lay.sizes.items():
+            _retry(lambda p=p, size=size: produce(bootstrap, TOPIC, size, p) > 0)
+        _wait(lambda: all(len(p["isr"]) == len(p["replicas"]) for p in kafka_layout(bootstrap)[TOPIC].values()))
+        time.sleep(2.0)  # log segments flushed: DescribeLogDirs reports what was produced
+        return ["-b", bootstrap]
+
+    try:
+        yield {"prepare": prepare, "connect": lambda: ["-b", bootstrap], "scale": 1.0, "rate_mib": 2.0}
+    finally:
+        lab.down()
+
+
+def _wait(check, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]  # callables of any shape
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit("bench setup did not settle")
+        time.sleep(0.2)
+
+
+def _retry(action, attempts: int = 50) -> None:  # type: ignore[no-untyped-def]  # callables of any shape
+    for _ in range(attempts):
+        try:
+            if action() is not False:
+                return
+        except Exception:  # noqa: BLE001 - a lab broker still starting answers later
+            pass
+        time.sleep(0.2)
+    raise SystemExit("produce did not succeed")
+
+
+# -- the run ---------------------------------------------------------------------------------------------------
+
+def one(engine: dict, work: Path, name: str, distribution: str, seconds: float) -> dict:
+    rate = engine["rate_mib"] * 2**20  # bytes per simulated second
+    lay = layout(name, distribution, busiest_bytes=rate * seconds * engine["scale"])  # simulated bytes on kops
+    book = work / "pb.yml"
+    throttle = f"{engine['rate_mib']:g}MiB/s"
+    book.write_text(lay.playbook + f"  execution: {{throttle: {throttle}, batch: {{max_partitions: 10}}}}\n")
+    timed: dict[str, float] = {}
+    bound = 0.0
+    for mode in MODES:
+        where = engine["prepare"](lay)
+        plan_file = work / f"{name}-{distribution}-{mode}.json"
+        Kops.run("plan", str(book), *where, "-o", str(plan_file), "--format", "json")
+        plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+        _, _, bound = port_times([m for m in plan.moves if m.adding], rate, rate)
+        extra = ["--rolling"] if mode == "rolling" else []
+        stamped = Kops.run("apply", str(plan_file), *engine["connect"](), "--yes", "--format", "json", "--poll", "0.2",
+                           *extra)
+        timed[mode] = makespan(stamped) * engine["scale"]
+        moves = len(plan.moves)
+    return {"scenario": f"{name}-{distribution}", "moves": moves, "lower_bound_seconds": round(bound, 1),
+            "batch_seconds": round(timed["batches"], 1), "rolling_seconds": round(timed["rolling"], 1),
+            "batch_ratio": round(timed["batches"] / bound, 3), "rolling_ratio": round(timed["rolling"] / bound, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", default="kops,kafka-4")
+    parser.add_argument("--seconds", type=float, default=20.0, help="the busiest port's lower bound, about")
+    parser.add_argument("--scenarios", default=",".join(f"{n}-{d}" for n, d in SCENARIOS))
+    args = parser.parse_args()
+    random.seed(3)
+    wanted = args.scenarios.split(",")
+    for engine_name in args.engines.split(","):
+        with tempfile.TemporaryDirectory(prefix=f"kops-rolling-{engine_name}-") as tmp:
+            opened = kops_engine if engine_name == "kops" else kafka4_engine
+            with opened(Path(tmp)) as engine:
+                for name, distribution in SCENARIOS:
+                    if f"{name}-{distribution}" in wanted:
+                        line = one(engine, Path(tmp), name, distribution, args.seconds)
+                        print(json.dumps({"engine": engine_name, **line}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
