@@ -53,9 +53,10 @@ def install_signals(controls: Controls) -> None:
 class Reporter:
     """Turns executor events into what a person or a machine reads."""
 
-    def __init__(self, output_format: OutputFormat, plain_every: float = 5.0) -> None:
+    def __init__(self, output_format: OutputFormat, plain_every: float = 5.0, to_stderr: bool = False) -> None:
         self.json = output_format is OutputFormat.json
-        self.live = not self.json and console.out.is_terminal
+        self.screen = console.err if to_stderr else console.out  # stderr: a command whose stdout is a document
+        self.live = not self.json and self.screen.is_terminal
         self.plain_every = plain_every
         self._last_plain = 0.0
         self._progress: Progress | None = None
@@ -85,7 +86,7 @@ class Reporter:
             self._print(text)
 
     def _print(self, text: str, style: str = "") -> None:
-        target = self._progress.console if self._progress is not None else console.out
+        target = self._progress.console if self._progress is not None else self.screen
         target.print(f"[{style}]{text}[/]" if style else text, markup=bool(style), highlight=False)
 
     def _start(self, event: dict[str, Any]) -> None:
@@ -97,7 +98,7 @@ class Reporter:
                     "bold")
         if self.live:
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[amount]}"),
-                                      TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console.out,
+                                      TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=self.screen,
                                       transient=False)
             self._progress.start()
             self._overall = self._progress.add_task("overall", total=max(total, 1), amount="", rate="")

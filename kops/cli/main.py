@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]  # the same module, elsewhere
 
 from kops import __version__
-from kops.cli import apply, console, demo, lab, plan, rebalance, sizes, state, status, validate
+from kops.cli import apply, console, demo, lab, plan, rebalance, rehearse, sizes, state, status, validate
 from kops.errors import ExitCode, KopsError
 
 _ClickAbort = getattr(click_errors, "Abort", typer.Abort)  # typer's vendored click has no Abort
@@ -58,6 +58,7 @@ app.command("status")(status.status)
 app.command("cancel")(status.cancel)
 app.command("rollback")(apply.rollback)
 app.command("rebalance")(rebalance.rebalance)
+app.command("rehearse")(rehearse.rehearse)
 lab.app.command("demo")(demo.demo)
 app.add_typer(lab.app, name="lab")
 app.add_typer(sizes.app, name="sizes")

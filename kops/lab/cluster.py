@@ -14,13 +14,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from kops.errors import EnvironmentProblem, UsageError
 from kops.kafka import paths
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.connect import parse_connect
-from kops.lab.folder import LabFolder
+from kops.lab.folder import LabFolder, rack_layout
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive
 from kops.lab.zookeeper import ZooKeeperServer
 
@@ -71,7 +72,9 @@ class Lab(LabFolder):
 
     def up(self, brokers: int = 3, racks: int = 3, time_scale: float = 1.0, zookeeper: str | None = None,
            session_timeout: float = 6.0, bandwidth: float = 100 * 1024 * 1024, timeout: float = 90.0,
-           logdirs_every: float = 300.0) -> LabState:
+           logdirs_every: float = 300.0, rack_of: Mapping[int, str] | None = None) -> LabState:
+        """Start ZooKeeper and the brokers; `rack_of` (broker id -> rack) replaces ids 1..N and round-robin racks."""
+        brokers = len(rack_of) if rack_of else brokers
         if brokers < 1 or racks < 1:
             raise UsageError("--brokers and --racks must be at least 1")
         if time_scale <= 0:
@@ -93,7 +96,7 @@ class Lab(LabFolder):
                 root.ensure_path(connect.chroot or DEFAULT_CHROOT)
             state = LabState(zookeeper, time_scale, time.monotonic(), int(time.time() * 1000), managed,
                              session_timeout, bandwidth,
-                             {b: f"rack-{(b - 1) % racks + 1}" for b in range(1, brokers + 1)},
+                             rack_layout(brokers, racks, rack_of),
                              logdirs_every=logdirs_every)
             self._save(state)
             (self.directory / CONNECT_FILE).write_text(zookeeper + "\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -125,3 +125,10 @@ class LabFolder:
         """Pids of processes this object started that still run (after `down`: none)."""
         return [p.pid for p in self._processes.values() if p.poll() is None] + [
             pid for pid in self._started if self._owns(pid)]
+
+
+def rack_layout(brokers: int, racks: int, rack_of: Mapping[int, str] | None = None) -> dict[int, str]:
+    """Broker id -> rack: ids 1..N with racks round-robin, or exactly `rack_of` (a rehearsal's clone)."""
+    if rack_of:
+        return dict(sorted(rack_of.items()))
+    return {b: f"rack-{(b - 1) % racks + 1}" for b in range(1, brokers + 1)}

@@ -114,6 +114,24 @@ def produce(bootstrap: str, topic: str, count: int, partition: int | None = None
         out.close(timeout=10)
 
 
+def fill(bootstrap: str, sizes: dict[str, dict[int, int]], record_size: int = 16384) -> int:
+    """Real records to each partition (topic -> partition -> bytes, rounded to whole records, at least one),
+    through one producer, acknowledged by all in-sync replicas: a rehearsal's clone. Records written."""
+    out = producer(bootstrap)
+    try:
+        futures = [out.send(topic, os.urandom(record_size), partition=p)
+                   for topic, shares in sorted(sizes.items()) for p, count in sorted(shares.items()) if count > 0
+                   for _ in range(max(1, round(count / record_size)))]
+        out.flush(timeout=600)
+        for future in futures:
+            future.get(timeout=60)
+        return len(futures)
+    except KafkaError as exc:
+        raise EnvironmentProblem(f"producing the clone's data failed: {exc}", where=bootstrap) from None
+    finally:
+        out.close(timeout=10)
+
+
 def steady(bootstrap: str, topic: str, rate: float, record_size: int = 8192) -> None:
     """Produce `rate` bytes per second to `topic` until killed (the lab's steady ingest process)."""
     out = producer(bootstrap)

@@ -18,13 +18,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kops.errors import EnvironmentProblem, KopsError, UsageError
 from kops.lab import kafka_config as cfg
-from kops.lab.folder import STATE_FILE, LabFolder
+from kops.lab.folder import STATE_FILE, LabFolder, rack_layout
 from kops.lab.kafka_dist import Distribution, require
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
 from kops.lab.zookeeper import ZooKeeperServer, free_port
@@ -70,15 +71,17 @@ class KafkaLabState:
         return cls(**doc)
 
 
-def plan_nodes(brokers: int, racks: int, controllers: int, dedicated: bool, kraft: bool) -> list[cfg.Node]:
-    """Ids, roles and ports of every node: brokers 1..N, and for KRaft the controller quorum."""
+def plan_nodes(brokers: int, racks: int, controllers: int, dedicated: bool, kraft: bool,
+               rack_of: Mapping[int, str] | None = None) -> list[cfg.Node]:
+    """Ids, roles and ports of every node: brokers 1..N (or `rack_of`'s ids), and for KRaft the controller
+    quorum (combined: the first `controllers` brokers)."""
     nodes = []
-    for b in range(1, brokers + 1):
+    for index, (b, rack) in enumerate(rack_layout(brokers, racks, rack_of).items()):
         roles: tuple[str, ...] = (cfg.BROKER,)
         controller_port = None
-        if kraft and not dedicated and b <= controllers:
+        if kraft and not dedicated and index < controllers:
             roles, controller_port = (cfg.BROKER, cfg.CONTROLLER), free_port()
-        nodes.append(cfg.Node(b, roles, free_port(), controller_port, f"rack-{(b - 1) % racks + 1}", free_port()))
+        nodes.append(cfg.Node(b, roles, free_port(), controller_port, rack, free_port()))
     if kraft and dedicated:
         nodes += [cfg.Node(DEDICATED_CONTROLLER_BASE + c, (cfg.CONTROLLER,), free_port())
                   for c in range(1, controllers + 1)]
@@ -104,8 +107,11 @@ class KafkaLab(LabFolder):
     # -- up / down ---------------------------------------------------------------------------------------
 
     def up(self, engine: str, brokers: int = 3, racks: int = 3, controllers: int = 1, dedicated: bool = False,
-           zookeeper: str | None = None, heap_mb: int = 384, timeout: float = 120.0) -> KafkaLabState:
+           zookeeper: str | None = None, heap_mb: int = 384, timeout: float = 120.0,
+           rack_of: Mapping[int, str] | None = None) -> KafkaLabState:
+        """Start the nodes; `rack_of` (broker id -> rack) replaces ids 1..N and round-robin racks."""
         dist = require(engine)
+        brokers = len(rack_of) if rack_of else brokers
         self._check_shape(brokers, racks, controllers, dedicated, dist)
         if self.exists():
             raise UsageError("a lab is already up here", where=str(self.directory), hint="run: kops lab down first")
@@ -113,7 +119,7 @@ class KafkaLab(LabFolder):
         self._clear_previous()
         state = KafkaLabState(engine, dist.version, "", None, zookeeper is None and dist.zookeeper_mode, None,
                               heap_mb=heap_mb)
-        nodes = plan_nodes(brokers, racks, controllers, dedicated, kraft=not dist.zookeeper_mode)
+        nodes = plan_nodes(brokers, racks, controllers, dedicated, kraft=not dist.zookeeper_mode, rack_of=rack_of)
         state.nodes = {n.id: asdict(n) for n in nodes}
         state.bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in nodes if n.is_broker)
         try:  # whatever fails after this point, nothing this call started is left running

@@ -17,6 +17,7 @@ from kops.kafka.client import NodeExists, VersionConflict, ZkClient
 from kops.kafka.codecs.topics import decode_topic
 from kops.kafka.reader import read_snapshot
 from kops.model.partitioner import key_shares
+from kops.model.snapshot import Snapshot
 from kops.rpc import RpcClient, RpcError, RpcUnavailable
 
 
@@ -40,12 +41,31 @@ def produce(client: ZkClient, topic: str, count: int, partition: int | None = No
         shares = {partition: count}
     else:
         shares = _keyed_split(count, key_shares(initial, undeleted))
+    return append_at_leaders(snapshot, topic, shares)
+
+
+def fill(client: ZkClient, sizes: dict[str, dict[int, int]]) -> int:
+    """Append each partition's bytes (topic -> partition -> bytes) at its leader, reading the layout once: a
+    rehearsal's clone gets its replica sizes this way. Bytes appended in all."""
+    snapshot = read_snapshot(client)
+    total = 0
+    for topic, shares in sorted(sizes.items()):
+        if topic not in snapshot.topics:
+            raise UsageError(f"no topic {topic!r} in the lab", hint="create it first")
+        append_at_leaders(snapshot, topic, shares)
+        total += sum(b for b in shares.values() if b > 0)
+    return total
+
+
+def append_at_leaders(snapshot: Snapshot, topic: str, shares: dict[int, int]) -> dict[int, int]:
+    """Append `shares` (partition -> bytes) at each partition's leader over the broker RPC; new log ends."""
+    found = snapshot.topics[topic]
     brokers = {b.id: b for b in snapshot.brokers}
     ends: dict[int, int] = {}
     clients: dict[int, RpcClient] = {}
     try:
         for p, share in sorted(shares.items()):
-            if share == 0:
+            if share <= 0:
                 continue
             leader = found.partitions[p].leader
             broker = brokers.get(leader)

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("kops.state_change").addHandler(state_changes)
 
     server = BrokerServer(BrokerSettings(
-        broker_id=args.id, connect=args.zookeeper, lab_dir=args.dir, rack=args.rack,
+        broker_id=args.id, connect=args.zookeeper, lab_dir=args.dir, rack=args.rack or None,
         clock=SimClock(args.time_scale, args.clock_origin), wall_origin_ms=args.wall_origin_ms,
         session_timeout=args.session_timeout, bandwidth=args.bandwidth or None, logdirs_every=args.logdirs_every))
     signal.signal(signal.SIGTERM, lambda *_: server.stopping.set())

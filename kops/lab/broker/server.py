@@ -114,7 +114,9 @@ class BrokerServer:
         self._start_thread(self._work_loop, "zk-worker")
         configs = self.configs
         configs.load_all()
-        self.client.watch_children(paths.CONFIG_CHANGES, lambda names: self._work.put(lambda: configs.process(names)))
+        self.client.ensure_path(paths.CONFIG_CHANGES)  # as Kafka's notification listener: a watch on a missing
+        self.client.watch_children(paths.CONFIG_CHANGES,  # path would never fire (kazoo stops it)
+                                   lambda names: self._work.put(lambda: configs.process(names)))
         self.client.watch_data(paths.LAB_INGEST, lambda node: self._work.put(lambda: self._ingest(node)))
         self._register()
         self.controller.start()

@@ -1,0 +1,1 @@
+"""Rehearsing a plan on a lab clone: what the clone holds, how it is scaled, what is watched and reported."""

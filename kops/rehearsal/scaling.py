@@ -1,0 +1,105 @@
+"""How a rehearsal shrinks production into a lab: one factor F, production seconds per clone second.
+
+A batch's duration is its bytes over the rate they move at, so dividing bytes by S and rates by R divides its
+duration by F = S / R, and a clone second measured times F is a production second. The kops engine simulates
+bytes, so it keeps production's rates (R = 1) and runs its clock up to `MAX_TIME_SCALE` times faster; what is
+left of F divides the bytes. Real Kafka moves real bytes on this machine: its throttle is the lab's rate (R =
+production throttle / lab rate) and the bytes shrink by F·R. Background traffic scales with the rates, so the
+share of the throttle it takes is production's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kops.errors import UsageError
+from kops.model.plan import Batch, Estimate, Move, Plan, Rollback, Summary
+
+TARGET_SECONDS = 300.0  # the default rehearsal takes about five minutes at the plan's throttle
+MAX_TIME_SCALE = 10.0  # the kops engine's clock speed-up beyond which its timing gets coarse
+REAL_RATE = 2 * 1024 * 1024  # bytes/s per broker a real-Kafka clone replicates at on a small machine
+
+
+@dataclass(frozen=True)
+class Scaling:
+    factor: float  # production seconds per clone (wall) second
+    time_scale: float  # the kops engine's simulated seconds per wall second (1 on real Kafka)
+    bytes_divisor: float  # production bytes per clone byte
+    rate_divisor: float  # production rate per clone rate (throttle and background traffic)
+    throttle: int | None  # the clone's throttle per broker, bytes per clone-engine second
+
+    def clone_bytes(self, production: int) -> int:
+        return max(1, round(production / self.bytes_divisor)) if production > 0 else 0
+
+    def clone_rate(self, production: float) -> float:
+        return production / self.rate_divisor
+
+    def production_seconds(self, clone_wall_seconds: float) -> float:
+        return clone_wall_seconds * self.factor
+
+    def as_dict(self) -> dict[str, object]:
+        return {"factor": round(self.factor, 3), "time_scale": self.time_scale,
+                "bytes_divisor": round(self.bytes_divisor, 3), "rate_divisor": round(self.rate_divisor, 3),
+                "throttle": self.throttle}
+
+
+def plan_rate(plan: Plan) -> int | None:
+    rates = [b.throttle.rate for b in plan.batches if b.throttle.rate is not None]
+    return min(rates) if rates else None
+
+
+def choose(plan: Plan, real: bool, factor: float | None = None, real_rate: int = REAL_RATE) -> Scaling:
+    """The scaling for `plan`: `factor` if given, else the one that makes the rehearsal about five minutes."""
+    estimate = plan.summary.estimated_seconds
+    if not estimate:
+        raise UsageError("the plan carries no duration estimate, so there is nothing to rehearse it against",
+                         hint="make the plan with partition sizes (kops plan --sizes FILE) and a throttle")
+    if factor is None:
+        factor = max(1.0, estimate / TARGET_SECONDS)
+    if factor <= 0:
+        raise UsageError(f"--scale must be positive, not {factor:g}")
+    rate = plan_rate(plan)
+    if real:
+        rate_divisor = max(1.0, (rate or 0) / real_rate) if rate else 1.0
+        clone_rate = round(rate / rate_divisor) if rate else real_rate
+        return Scaling(factor, 1.0, factor * rate_divisor, rate_divisor, clone_rate)
+    time_scale = min(MAX_TIME_SCALE, factor)
+    return Scaling(factor, time_scale, factor / time_scale, 1.0, rate)
+
+
+def clone_plan(plan: Plan, cluster_id: str | None, scaling: Scaling) -> Plan:
+    """The plan as the clone runs it: its cluster id, bytes and estimates in the clone's units; all else equal
+    (the fingerprint's topics and brokers must hold on the clone as on production)."""
+    fingerprint = {**plan.fingerprint, "cluster_id": cluster_id}
+    return replace(plan, cluster_id=cluster_id, connect=None, fingerprint=fingerprint,
+                   batches=tuple(_batch(b, scaling) for b in plan.batches),
+                   rollback=_rollback(plan.rollback, scaling), summary=_summary(plan.summary, scaling))
+
+
+def _move(m: Move, s: Scaling) -> Move:
+    return replace(m, bytes=s.clone_bytes(m.bytes))
+
+
+def _seconds(value: float | None, s: Scaling) -> float | None:
+    return None if value is None else value / s.factor
+
+
+def _batch(b: Batch, s: Scaling) -> Batch:
+    e = b.estimate
+    estimate = Estimate(_seconds(e.seconds, s), _seconds(e.lower_bound_seconds, s),
+                        {k: s.clone_bytes(v) for k, v in e.bytes_in.items()},
+                        {k: s.clone_bytes(v) for k, v in e.bytes_out.items()})
+    return replace(b, moves=tuple(_move(m, s) for m in b.moves), estimate=estimate)
+
+
+def _rollback(r: Rollback, s: Scaling) -> Rollback:
+    return replace(r, batches=tuple(_batch(b, s) for b in r.batches))
+
+
+def _summary(x: Summary, s: Scaling) -> Summary:
+    return replace(x, bytes=s.clone_bytes(x.bytes),
+                   lower_bound_bytes=s.clone_bytes(x.lower_bound_bytes),
+                   estimated_seconds=_seconds(x.estimated_seconds, s),
+                   lower_bound_seconds=_seconds(x.lower_bound_seconds, s),
+                   bytes_before={k: s.clone_bytes(v) for k, v in x.bytes_before.items()},
+                   bytes_after={k: s.clone_bytes(v) for k, v in x.bytes_after.items()})
