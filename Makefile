@@ -5,9 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kops-installed
 
-.PHONY: setup java maven kafka demo test lint bench clean
+.PHONY: setup java maven kafka mermaid demo test lint bench clean
 
-setup: java $(STAMP) kafka
+setup: java $(STAMP) kafka mermaid
 
 # Java runs ZooKeeper (and Spark). Install a JRE when missing and we may (root + apt).
 java:
@@ -33,6 +33,23 @@ kafka: maven $(STAMP)
 	  $(BIN)/kops lab install; \
 	else \
 	  echo "note: Maven is missing, so real Kafka is not installed (apt-get install maven); the kops engine still runs"; \
+	fi
+
+# The Mermaid CLI renders the charts of plans and rehearsal reports in a test (a syntax error fails it): npm's
+# @mermaid-js/mermaid-cli driving Debian's Chromium (Puppeteer's own browser download cannot work here).
+MERMAID_CLI := @mermaid-js/mermaid-cli@11.17.0
+MMDC := .kops/mermaid/node_modules/.bin/mmdc
+mermaid: $(MMDC)
+$(MMDC):
+	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Chromium (for the Mermaid CLI)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+	@if command -v npm >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1; then \
+	  echo "installing $(MERMAID_CLI) into .kops/mermaid"; \
+	  PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix .kops/mermaid --no-audit --no-fund --loglevel=error $(MERMAID_CLI) >/dev/null; \
+	else \
+	  echo "note: npm or Chromium is missing, so the Mermaid rendering test is skipped"; \
 	fi
 
 $(STAMP): pyproject.toml

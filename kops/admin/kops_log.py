@@ -23,7 +23,7 @@ from kops.errors import ConnectionFailed
 
 TOPIC = "__kops"
 PARTITION = TopicPartition(TOPIC, 0)
-MAX_REPLICAS = 5
+MAX_REPLICAS = 3  # as Kafka's own __consumer_offsets: one more would leave no broker to decommission on 4
 SEND_TIMEOUT = 30.0
 READ_PATIENCE = 30.0  # seconds a read retries through a leader election of __kops
 

@@ -39,7 +39,7 @@ from kops.planner.markdown import duration
 from kops.rehearsal import report as findings
 from kops.rehearsal.markdown import render_markdown
 from kops.rehearsal.observer import Observations, Observer
-from kops.rehearsal.sampling import DEFAULT_MAX_PARTITIONS, Sample, sample
+from kops.rehearsal.sampling import DEFAULT_MAX_PARTITIONS, Sample, sample, without_internal
 from kops.rehearsal.scaling import REAL_RATE, Scaling, choose, clone_plan
 from kops.sizes.reader import read_sizes
 from kops.units import format_size, parse_rate
@@ -114,6 +114,7 @@ def rehearse(
         raise UsageError(f"unknown engine {engine!r}", hint=f"one of: {', '.join(ENGINES)}")
     plan, _digest = load_plan(plan_file)
     snap = _snapshot(snapshot_file, plan)
+    plan, skipped = without_internal(plan)
     sizes, traffic = _sizes(plan, sizes_file)
     scaling = choose(plan, real=engine != KOPS, factor=scale,
                      real_rate=int(parse_option(parse_rate, real_rate, "--lab-rate")) if engine != KOPS else REAL_RATE)
@@ -121,6 +122,7 @@ def rehearse(
     with _lab_folder(lab_dir) as folder:
         report = _rehearse(plan, chosen, scaling, engine, folder, traffic, stop_broker,
                            rolling_of(plan, rolling, None, None), poll, tolerance)
+    report.notes[:0] = skipped
     _emit(report, output_format, report_file)
     if report.exit_code:
         raise typer.Exit(report.exit_code)

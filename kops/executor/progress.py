@@ -68,14 +68,16 @@ def lags(moves: list[Move], done: set[TopicPartition], ask: Lags | None) -> dict
 def per_move(moves: list[Move], snapshot: Snapshot, ask: Lags | None, observed: dict[TopicPartition, int],
              done: set[TopicPartition] | None = None) -> dict[TopicPartition, tuple[int, int]]:
     """(bytes copied, bytes to copy) of each move. `observed`: partition sizes learnt from lags (a new replica
-    starts a whole log behind), kept by the caller across polls and used where the plan knew no size."""
+    starts a whole log behind), kept by the caller across polls and used where the plan knew no size or the log
+    has grown past it (otherwise a copy of a grown log would show no progress until its lag fell below the
+    plan's size, and read as a stall)."""
     done = done_moves(snapshot, moves) if done is None else done
     behind = lags(moves, done, ask)
     for (tp, _b), lag in behind.items():
         observed[tp] = max(observed.get(tp, 0), lag)
     result = {}
     for m in moves:
-        size = m.bytes or observed.get(m.tp, 0)
+        size = max(m.bytes, observed.get(m.tp, 0))  # a log grown since the plan: its lag counts down from more
         total = size * len(m.adding)
         copied = total if m.tp in done else sum(max(0, size - behind[(m.tp, b)]) for b in m.adding
                                                 if (m.tp, b) in behind)

@@ -6,6 +6,7 @@ Pure: returns a string. Destructive changes are flagged at the top, where a revi
 from __future__ import annotations
 
 from kops.model.plan import Plan
+from kops.planner.mermaid import bar_chart
 from kops.units import format_size
 
 
@@ -82,6 +83,25 @@ def _topic_changes(plan: Plan) -> list[str]:
     return lines + ["", "</details>", ""]
 
 
+def _charts(plan: Plan, brokers: list[int]) -> list[str]:
+    """Bytes (where sizes are known) and leaders per broker, before and after: Mermaid bar charts a reviewer
+    reads at a glance (the table below carries the same numbers for other viewers)."""
+    s = plan.summary
+    if not plan.batches and not plan.election:
+        return []
+    labels = [str(b) for b in brokers]
+    lines: list[str] = []
+    if any(s.bytes_before.values()) or any(s.bytes_after.values()):
+        gib = 1024 ** 3
+        lines += bar_chart("Bytes per broker (GiB): bars after the plan, line before", labels, "GiB",
+                           [("after", [round(s.bytes_after.get(b, 0) / gib, 2) for b in brokers]),
+                            ("before", [round(s.bytes_before.get(b, 0) / gib, 2) for b in brokers])]) + [""]
+    lines += bar_chart("Leaders per broker: bars after the plan, line before", labels, "leaders",
+                       [("after", [s.leaders_after.get(b, 0) for b in brokers]),
+                        ("before", [s.leaders_before.get(b, 0) for b in brokers])]) + [""]
+    return lines
+
+
 def _batches_and_moves(plan: Plan) -> list[str]:
     if not plan.batches:
         return []
@@ -103,7 +123,8 @@ def _per_broker(plan: Plan) -> list[str]:
     brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
     if not brokers:
         return []
-    lines = ["<details><summary>Per broker</summary>", "", "| broker | replicas | leaders | bytes |", "|---|---|---|---|"]
+    lines = _charts(plan, brokers)
+    lines += ["<details><summary>Per broker</summary>", "", "| broker | replicas | leaders | bytes |", "|---|---|---|---|"]
     for broker in brokers:
         lines.append(f"| {broker} | {s.replicas_before.get(broker, 0)} → {s.replicas_after.get(broker, 0)} | "
                      f"{s.leaders_before.get(broker, 0)} → {s.leaders_after.get(broker, 0)} | "

@@ -16,13 +16,14 @@ def _label(text: str) -> str:
 
 
 def bar_chart(title: str, x_labels: Sequence[str], y_label: str, series: Sequence[tuple[str, Sequence[float]]]) -> list[str]:
-    """An `xychart-beta` of bars, one series after another (Mermaid draws them side by side per label)."""
+    """An `xychart-beta`: the first series as bars, the others as lines over them (Mermaid draws a second bar
+    series on top of the first, hiding it, so a before/after pair is a line and bars)."""
     top = max((v for _name, values in series for v in values), default=0.0)
     lines = [f"{FENCE}mermaid", "xychart-beta", f'    title "{_label(title)}"',
              "    x-axis [" + ", ".join(f'"{_label(x)}"' for x in x_labels) + "]",
              f'    y-axis "{_label(y_label)}" 0 --> {_number(top * 1.1 if top else 1)}']
-    for _name, values in series:
-        lines.append("    bar [" + ", ".join(_number(v) for v in values) + "]")
+    for index, (_name, values) in enumerate(series):
+        lines.append(f"    {'bar' if index == 0 else 'line'} [" + ", ".join(_number(v) for v in values) + "]")
     return lines + [FENCE]
 
 
@@ -38,4 +39,4 @@ def gantt(title: str, sections: Sequence[tuple[str, Sequence[tuple[str, float, f
 
 
 def _number(value: float) -> str:
-    return f"{value:.1f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))

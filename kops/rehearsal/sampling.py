@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
 from kops.errors import UsageError
 from kops.model.partitions import Partition, TopicPartition
-from kops.model.plan import Plan
+from kops.model.plan import Batch, Plan
 from kops.model.snapshot import Snapshot
 from kops.model.topics import Topic
 
@@ -60,11 +60,7 @@ def sample(snapshot: Snapshot, plan: Plan, sizes: dict[TopicPartition, int],
     """The clone: `max_partitions` at most, beyond the plan's own topics, which are always kept whole."""
     if max_partitions < 1:
         raise UsageError("--max-partitions must be at least 1")
-    whole = sorted(t for t in plan_topics(plan) if t in snapshot.topics)
-    internal = [t for t in whole if t in INTERNAL]
-    if internal:
-        raise UsageError(f"the plan moves Kafka's internal topic {internal[0]}, which a clone cannot hold",
-                         hint="rehearse a plan of the other topics (kops plan --topics)")
+    whole = sorted(t for t in plan_topics(plan) if t in snapshot.topics and t not in INTERNAL)
     topics = {t: snapshot.topics[t] for t in whole}
     kept_sizes = {tp: b for tp, b in sizes.items() if tp.topic in topics}
     budget = max_partitions - sum(len(t.partitions) for t in topics.values())
@@ -86,6 +82,28 @@ def sample(snapshot: Snapshot, plan: Plan, sizes: dict[TopicPartition, int],
     return Sample(clone, kept_sizes, total, tuple(whole), sampled)
 
 
+def without_internal(plan: Plan) -> tuple[Plan, list[str]]:
+    """The plan without its moves of Kafka's internal topics (a clone makes its own `__kops` and
+    `__consumer_offsets`), renumbered; what was left out, one phrase per topic."""
+    skipped = Counter(m.topic for m in plan.moves if m.topic in INTERNAL)
+    if not skipped:
+        return plan, []
+
+    def kept(batches: tuple[Batch, ...]) -> tuple[Batch, ...]:
+        out = [replace(b, moves=tuple(m for m in b.moves if m.topic not in INTERNAL)) for b in batches]
+        return tuple(replace(b, index=i) for i, b in enumerate((b for b in out if b.moves), start=1))
+
+    topics = plan.fingerprint.get("topics")
+    fingerprint = {**plan.fingerprint, "topics": {t: d for t, d in topics.items() if t not in INTERNAL}} \
+        if isinstance(topics, dict) else plan.fingerprint
+    trimmed = replace(plan, batches=kept(plan.batches), fingerprint=fingerprint,
+                      election=tuple(tp for tp in plan.election if tp.topic not in INTERNAL),
+                      rollback=replace(plan.rollback, batches=kept(plan.rollback.batches),
+                                       election=tuple(tp for tp in plan.rollback.election if tp.topic not in INTERNAL)))
+    return trimmed, [f"the moves of Kafka's internal topic {t} ({n}) are not rehearsed: a clone has its own"
+                     for t, n in sorted(skipped.items())]
+
+
 def _per_broker(topics: list[Topic], budget: int) -> dict[str, set[int]]:
     """Up to `budget` partitions, each leader broker keeping its share of them."""
     by_leader: dict[int, list[tuple[str, str, int]]] = defaultdict(list)
@@ -96,10 +114,14 @@ def _per_broker(topics: list[Topic], budget: int) -> dict[str, set[int]]:
     if budget <= 0 or count == 0:
         return {}
     share = min(1.0, budget / count)
+    exact = {leader: len(members) * share for leader, members in by_leader.items()}
+    quota = {leader: math.floor(x) for leader, x in exact.items()}
+    spare = min(budget, count) - sum(quota.values())  # largest remainders first, so the budget is used whole
+    for leader in sorted(exact, key=lambda b: (quota[b] - exact[b], b))[:spare]:
+        quota[leader] += 1
     chosen: dict[str, set[int]] = defaultdict(set)
     for leader in sorted(by_leader):
-        members = sorted(by_leader[leader])
-        for _h, name, p in members[:math.floor(len(members) * share)]:
+        for _h, name, p in sorted(by_leader[leader])[:quota[leader]]:
             chosen[name].add(p)
     return chosen
 

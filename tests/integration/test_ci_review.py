@@ -4,6 +4,7 @@ executed with bash as GitHub would, against golden declarations and snapshots, o
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,8 +23,8 @@ def steps() -> dict[str, str]:
     return {s["id"]: s["run"] for s in doc["jobs"]["review"]["steps"] if "id" in s}
 
 
-def run_step(name: str, repo: Path, approved: bool) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PLAYBOOK="playbooks/platform.yml", INVENTORY="inventories/example", CLUSTER="golden",
+def run_step(name: str, repo: Path, approved: bool, **extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **extra, PLAYBOOK="playbooks/platform.yml", INVENTORY="inventories/example", CLUSTER="golden",
                SNAPSHOT="snapshots/golden.json", SIZES="sizes/golden", APPROVED="true" if approved else "false",
                GITHUB_OUTPUT=str(repo / "github-output"),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -77,3 +78,16 @@ def test_an_invalid_playbook_fails_validation_with_its_location(tmp_path: Path) 
     (repo / "playbooks" / "platform.yml").write_text("- hosts: all\n  topics:\n    - {name: 'bad name!', partitions: 1}\n")
     result = run_step("validate", repo, False)
     assert result.returncode == 1 and "playbooks/platform.yml:3:" in result.stdout + result.stderr
+
+
+@pytest.mark.lab
+def test_a_plan_with_changes_is_rehearsed_and_its_report_posted(tmp_path: Path) -> None:
+    """The rehearse step on the golden decommission (8 brokers, a kops-engine clone started for real)."""
+    repo = repository(tmp_path, "decommission")
+    assert run_step("plan", repo, False).returncode == 0
+    assert "changes=true" in (repo / "github-output").read_text()
+    rehearsed = run_step("rehearse", repo, False, REHEARSAL_SCALE="20")
+    assert rehearsed.returncode == 0, rehearsed.stderr[-2000:]
+    report = (repo / "rehearsal.md").read_text()
+    assert report.startswith("### kops rehearsal of the plan for `golden`") and "```mermaid\ngantt" in report
+    assert re.search(r"^verdict=(0|2)$", (repo / "github-output").read_text(), re.M)

@@ -1,0 +1,53 @@
+"""Every Mermaid block kops writes is drawn by the Mermaid CLI (npm's @mermaid-js/mermaid-cli driving Debian's
+Chromium, installed by `make setup`): the per-broker charts of `kops plan --format markdown` (the golden
+scenarios), a rehearsal report's timeline, and the real report in docs/rehearse.md. A syntax error fails."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kops.rehearsal.markdown import render_markdown
+from tests.unit.test_rehearsal import PLAN, report_of
+
+ROOT = Path(__file__).resolve().parents[2]
+MMDC = ROOT / ".kops" / "mermaid" / "node_modules" / ".bin" / "mmdc"
+BLOCK = re.compile(r"^```mermaid\n(.*?)^```$", re.M | re.S)
+
+pytestmark = pytest.mark.skipif(not MMDC.exists() or shutil.which("chromium") is None,
+                                reason="the Mermaid CLI is not installed (make mermaid: npm and Chromium)")
+
+
+def blocks() -> list[tuple[str, str]]:
+    """(where, diagram) for every Mermaid block kops wrote."""
+    sources = {f"tests/golden/{p.parent.name}/expected.md": p.read_text()
+               for p in sorted((ROOT / "tests" / "golden").glob("*/expected.md"))}
+    sources["a rehearsal report"] = render_markdown(report_of({b.index: (b.estimate.seconds or 0) / 8
+                                                              for b in PLAN.batches}))
+    sources["docs/rehearse.md"] = (ROOT / "docs" / "rehearse.md").read_text()
+    return [(where, m.group(1)) for where, text in sources.items() for m in BLOCK.finditer(text)]
+
+
+def test_there_are_charts_and_timelines_to_draw() -> None:
+    found = blocks()
+    assert any(d.startswith("xychart-beta") for _w, d in found)
+    assert sum(d.startswith("gantt") for _w, d in found) >= 2  # the rendered report and the docs' real one
+
+
+def test_mermaid_draws_every_block(tmp_path: Path) -> None:
+    config = tmp_path / "puppeteer.json"
+    config.write_text(json.dumps({"executablePath": shutil.which("chromium"), "args": ["--no-sandbox", "--disable-gpu"]}))
+    failures = []
+    for index, (where, diagram) in enumerate(blocks()):
+        source, out = tmp_path / f"{index}.mmd", tmp_path / f"{index}.svg"
+        source.write_text(diagram)
+        drawn = subprocess.run([str(MMDC), "-p", str(config), "-i", str(source), "-o", str(out), "-q"],
+                               capture_output=True, text=True, timeout=120)
+        if drawn.returncode != 0 or not out.exists() or "<svg" not in out.read_text()[:2000]:
+            failures.append(f"{where}: {(drawn.stderr or drawn.stdout).strip().splitlines()[-1:]}")
+    assert failures == []

@@ -1,0 +1,169 @@
+"""`kops rehearse` end to end: a snapshot and a plan made from a cluster, rehearsed on lab clones.
+
+The production clusters here only give the snapshot (and are gone before the rehearsal starts, as production is
+out of reach of a rehearsal): a kops-engine cluster of 6 brokers in 3 racks, and a real Kafka 4 cluster. Each
+rehearsal starts its own clone (real processes), applies, rolls back and reports; the report is the judge of
+what it measured, the clone's layout after the rollback is checked by the command itself.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kops.kafka.client import ZkClient, ZkSettings
+from kops.lab import traffic
+from kops.lab.cluster import Lab
+from kops.lab.kafka_admin import first_answer, layout, produce
+from kops.model import plan_format
+from tests.engines import kafka4_cluster
+from tests.labtools import wait_until
+
+pytestmark = pytest.mark.lab
+MB = 1_000_000
+ORDERS_BYTES = 250 * MB  # per partition, simulated on the kops engine
+DECOMMISSION = """- hosts: all
+  topics: [{name: orders}, {name: clicks}]
+  brokers: {decommission: [%d]}
+  execution:
+    throttle: %s
+    batch: {max_partitions: 4}
+"""
+
+
+@dataclass
+class Production:
+    snapshot: Path
+    sizes: Path
+    plan: Path
+    folder: Path
+
+    def sizes_with_growth(self, per_second: float) -> Path:
+        """The same sizes, `orders` growing by `per_second` bytes/s per partition: background traffic."""
+        rows = [json.loads(line) for line in self.sizes.read_text().splitlines()]
+        for row in rows:
+            if row["topic"] == "orders":
+                row["growth_bytes_per_s"] = per_second
+        out = self.folder / f"sizes-growth-{per_second:g}.jsonl"
+        out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return out
+
+
+def kops(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kops.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def write_sizes(path: Path, sizes: dict[tuple[str, int], int]) -> Path:
+    path.write_text("".join(json.dumps({"topic": t, "partition": p, "bytes": b, "growth_bytes_per_s": 0.0}) + "\n"
+                            for (t, p), b in sorted(sizes.items())))
+    return path
+
+
+def snapshot_and_plan(folder: Path, connection: list[str], sizes: dict[tuple[str, int], int], leaving: int,
+                      throttle: str) -> Production:
+    snapshot = folder / "snapshot.json"
+    saved = kops("state", *connection, "--out", str(snapshot))
+    assert saved.returncode == 0, saved.stderr
+    sizes_file = write_sizes(folder / "sizes.jsonl", sizes)
+    book = folder / "decommission.yml"
+    book.write_text(DECOMMISSION % (leaving, throttle))
+    plan = folder / "plan.json"
+    made = kops("plan", str(book), "--snapshot", str(snapshot), "--sizes", str(sizes_file), "-o", str(plan))
+    assert made.returncode == 0, made.stderr
+    return Production(snapshot, sizes_file, plan, folder)
+
+
+@pytest.fixture(scope="module")
+def kops_production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]:
+    """6 brokers in 3 racks: orders (24 partitions, RF 3, 250 MB each) and clicks (12, RF 2); broker 6 leaves."""
+    folder = tmp_path_factory.mktemp("kops-production")
+    lab = Lab(folder / "lab", detached=False)
+    state = lab.up(brokers=6, racks=3, time_scale=10.0)
+    try:
+        book = folder / "topics.yml"
+        book.write_text("- hosts: all\n  topics:\n    - {name: orders, partitions: 24, replication_factor: 3}\n"
+                        "    - {name: clicks, partitions: 12, replication_factor: 2}\n")
+        assert kops("plan", str(book), "-z", state.connect, "-o", str(folder / "create.json")).returncode == 0
+        assert kops("apply", str(folder / "create.json"), "-z", state.connect, "--yes").returncode == 0
+        with ZkClient(ZkSettings(state.connect)) as zk:
+            wait_until(lambda: traffic.produce(zk, "orders", 24 * ORDERS_BYTES) is not None, timeout=30,
+                       what="orders filled")
+            traffic.produce(zk, "clicks", 12 * ORDERS_BYTES // 3)
+        sizes = {**{("orders", p): ORDERS_BYTES for p in range(24)},
+                 **{("clicks", p): ORDERS_BYTES // 3 for p in range(12)}}
+        yield snapshot_and_plan(folder, ["-z", state.connect], sizes, 6, "10MiB/s")
+    finally:
+        lab.down()
+
+
+def rehearse(production: Production, *extra: str) -> tuple[int, dict, str]:
+    report = production.folder / "report.md"
+    done = kops("rehearse", str(production.plan), "--snapshot", str(production.snapshot), "--format", "json",
+                "--report", str(report), *extra)
+    assert done.stdout.strip(), done.stderr
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def test_a_decommission_rehearses_within_its_estimates_and_rolls_back(kops_production: Production) -> None:
+    code, report, err = rehearse(kops_production, "--scale", "20")
+    assert code == 0, (report["verdict"], err[-2000:])
+    moving = [b for b in report["batches"] if b["bytes"]]
+    assert moving and all(abs(b["error"]) <= 0.25 for b in moving), [(b["index"], b["error"]) for b in moving]
+    assert all(b["slowest"] and b["slowest_why"] for b in moving)
+    assert report["layout_restored"] and report["rollback_seconds"] > 0
+    assert report["verdict"].startswith("OK: the plan's estimate")
+    assert report["sample"].startswith("36 of 36 partitions")
+    assert report["scaling"]["factor"] == 20.0
+    plan = plan_format.loads(kops_production.plan.read_bytes(), "plan")
+    assert [b["estimate_seconds"] for b in report["batches"]] == pytest.approx([b.estimate.seconds for b in plan.batches])
+
+
+def test_a_throttle_too_low_for_the_background_traffic_is_named(kops_production: Production) -> None:
+    growth = kops_production.sizes_with_growth(500_000.0)
+    code, report, err = rehearse(kops_production, "--scale", "20", "--sizes", str(growth))
+    assert code == 2, (report["verdict"], err[-2000:])
+    last = max(b["index"] for b in report["batches"] if b["bytes"])  # the logs have grown most by then
+    assert report["verdict"].startswith("OFF:") and f"batch {last} +" in report["verdict"]
+    assert report["traffic"] == {"orders": pytest.approx(24 * 500_000.0)}
+    assert report["layout_restored"]
+
+
+def test_a_stopped_target_broker_stops_the_rehearsal_naming_its_partitions(kops_production: Production) -> None:
+    plan = plan_format.loads(kops_production.plan.read_bytes(), "plan")
+    first = plan.batches[0]
+    target = next(b for m in first.moves for b in m.adding)
+    code, report, err = rehearse(kops_production, "--scale", "20", "--stop-broker", str(target))
+    assert code == 3, (report["verdict"], err[-2000:])
+    assert report["verdict"].startswith("STOPPED:")
+    assert all(str(m.tp) in report["verdict"] for m in first.moves if target in m.adding)
+    assert report["batches"][0]["measured_seconds"] is None
+
+
+def test_a_plan_from_real_kafka_4_rehearses_on_both_engines(tmp_path: Path) -> None:
+    with kafka4_cluster(tmp_path / "production") as cluster:
+        bootstrap = cluster.bootstrap
+        assert bootstrap
+        spec = {"orders": {"assignments": {p: [p % 3 + 1, (p + 1) % 3 + 1] for p in range(6)}},
+                "clicks": {"assignments": {p: [p % 3 + 1] for p in range(3)}}}
+        first_answer(bootstrap, lambda c: c.create_topics(spec))
+        wait_until(lambda: all(p["leader"] >= 0 for t in spec for p in layout(bootstrap).get(t, {0: {"leader": -1}}).values()),
+                   timeout=60, what="leaders elected")
+        for p in range(6):
+            wait_until(lambda p=p: produce(bootstrap, "orders", 4 * MB, p) > 0, timeout=60, what=f"orders-{p}")
+        sizes = {**{("orders", p): 4 * MB for p in range(6)}, **{("clicks", p): 0 for p in range(3)}}
+        production = snapshot_and_plan(tmp_path, ["-b", bootstrap], sizes, 3, "1MiB/s")
+    plan = plan_format.loads(production.plan.read_bytes(), "plan")
+    assert plan.moves and plan.summary.estimated_seconds
+    scale = str(max(1.0, plan.summary.estimated_seconds / 20))
+    for engine in ("kafka-4", "kops"):
+        code, report, err = rehearse(production, "--engine", engine, "--scale", scale)
+        assert code in ((0, 2) if engine == "kafka-4" else (0,)), (engine, report["verdict"], err[-2000:])
+        assert report["engine"] == engine and report["layout_restored"], report["layout_differences"]
+        assert all(b["measured_seconds"] is not None for b in report["batches"])
