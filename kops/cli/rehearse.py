@@ -32,11 +32,12 @@ from kops.lab import clone as lab_clone
 from kops.lab.engines import ENGINES, KOPS
 from kops.model import plan_format, snapshot_format
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Plan
+from kops.model.plan import Batch, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 from kops.planner.markdown import duration
 from kops.rehearsal import report as findings
+from kops.rehearsal.calibration import Latency, measure
 from kops.rehearsal.markdown import render_markdown
 from kops.rehearsal.observer import Observations, Observer
 from kops.rehearsal.sampling import DEFAULT_MAX_PARTITIONS, Sample, sample, without_internal
@@ -45,6 +46,8 @@ from kops.sizes.reader import read_sizes
 from kops.units import format_size, parse_rate
 
 READY_SECONDS = 180.0
+THROTTLE_SETTLE = 2.0  # brokers apply throttles from config notifications, asynchronously: a moment that is
+# negligible in production is a large share of a time-compressed batch, so the clone waits longer for them
 MIN_STALL_SECONDS = 20.0  # clone seconds: below this a clone's own start-up hiccups would read as stalls
 
 
@@ -179,24 +182,27 @@ def _rehearse(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, folder:
         address = Address("zookeeper", lab.zookeeper) if lab.zookeeper else Address("admin", lab.bootstrap or "")
         with console.err.status(f"building the clone: {chosen.describe()}"):
             cluster_id = _build(lab, connection, address, chosen, scaling, traffic)
+        with console.err.status("measuring the clone's latency"), open_cluster(connection, address) as cluster:
+            delay = measure(cluster, sorted(racks), max((len(b.moves) for b in plan.batches), default=1))
         built = time.monotonic() - began
         path = folder / "clone-plan.json"
         path.write_bytes(plan_format.dumps(clone_plan(plan, cluster_id, scaling)))
         clone, digest = load_plan(path)
         stall = max(MIN_STALL_SECONDS, (plan.stall_timeout or 300.0) / scaling.factor)
         hook = (lambda: lab.stop_broker(stop_broker)) if stop_broker is not None else None
-        forward = _execute(connection, address, clone.moves, poll, stall, hook,
+        forward = _execute(connection, address, clone.batches, poll, stall, hook,
                            lambda ex: ex.apply(clone, str(path), digest, False, scaling.throttle if engine != KOPS else None,
                                                rolling))
         if stop_broker is not None:
             with console.err.status(f"starting broker {stop_broker} again for the rollback"):
                 lab.lab.start_broker(stop_broker)
-        backward = _execute(connection, address, [m for b in clone.rollback.batches for m in b.moves], poll, stall,
-                            None, lambda ex: ex.rollback(str(path), digest, cluster_id))
+        backward = _execute(connection, address, clone.rollback.batches, poll, stall, None,
+                            lambda ex: ex.rollback(str(path), digest, cluster_id))
         differences = _layout_differences(connection, address, chosen.snapshot, plan)
     finally:
         lab.down()
-    return _report(plan, chosen, scaling, engine, forward, backward, differences, built, traffic, tolerance, rolling)
+    report = _report(plan, chosen, scaling, engine, forward, backward, differences, built, traffic, tolerance, delay)
+    return report
 
 
 def _build(lab: lab_clone.CloneLab, connection: Connection, address: Address, chosen: Sample, scaling: Scaling,
@@ -251,26 +257,33 @@ def _wait_caught_up(cluster: Cluster, snap: Snapshot) -> None:
         time.sleep(0.5)
 
 
-def _execute(connection: Connection, address: Address, moves: list[Any], poll: float, stall: float,
+def _execute(connection: Connection, address: Address, batches: tuple[Batch, ...], poll: float, stall: float,
              on_start: Callable[[], None] | None, action: Callable[[Executor], Outcome]) -> Run:
-    """One execution on the clone with its events timed and an observer beside it."""
+    """One execution on the clone with its events timed and an observer beside it, watching the batch in
+    flight (every move when rolling)."""
     run = Run()
     reporter = Reporter(OutputFormat.text, to_stderr=True)
     controls = Controls()
     install_signals(controls)
+    by_index = {b.index: list(b.moves) for b in batches}
+    observer: Observer | None = None
 
     def record(event: dict[str, Any]) -> None:
         run.events.append((time.monotonic(), event))
         if event["event"] == "start" and on_start is not None:
             on_start()
+        if observer is not None and event["event"] == "batch_start":
+            observer.watch(by_index.get(event["batch"], []))
+        if observer is not None and event["event"] == "rolling_start":
+            observer.watch([m for b in batches for m in b.moves])
         reporter(event)
 
     try:
         with open_cluster(connection, address) as watched, open_cluster(connection, address) as cluster:
-            observer = Observer(watched, moves).start()
+            observer = Observer(watched, []).start()
             try:
                 run.outcome = action(Executor(cluster, record, controls, poll_seconds=poll, lock_wait=15.0,
-                                              stall_timeout=stall))
+                                              stall_timeout=stall, throttle_settle=THROTTLE_SETTLE))
             finally:
                 run.seen = observer.stop()
     finally:
@@ -295,12 +308,12 @@ def _layout_differences(connection: Connection, address: Address, want: Snapshot
 
 def _report(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, forward: Run, backward: Run,
             differences: list[str], built: float, traffic: dict[str, float], tolerance: float,
-            rolling: Any) -> findings.Report:
+            delay: Latency) -> findings.Report:
     mode = "rolling" if any(e["event"] == "rolling_start" for _t, e in forward.events) else "batches"
     if mode == "rolling":
-        rows = [findings.rolling_result(plan, scaling, forward.events, forward.seen)]
+        rows = [findings.rolling_result(plan, scaling, forward.events, forward.seen, delay)]
     else:
-        rows = findings.batch_results(plan, scaling, forward.events, forward.seen)
+        rows = findings.batch_results(plan, scaling, forward.events, forward.seen, delay)
     measured = None if any(r.measured_seconds is None for r in rows) else sum(r.measured_seconds or 0 for r in rows)
     back = backward.seconds()
     notes = [e["text"] for _t, e in forward.events if e["event"] == "message"]
@@ -309,7 +322,13 @@ def _report(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, forward: 
         batches=rows, estimate_seconds=plan.summary.estimated_seconds, measured_seconds=measured,
         stopped=forward.stopped(), rollback_seconds=None if back is None else scaling.production_seconds(back),
         rollback_stopped=backward.stopped(), layout_restored=not differences, layout_differences=differences,
-        clone_seconds=round(built, 1), tolerance=tolerance, traffic=traffic, notes=notes)
+        clone_seconds=round(built, 1), latency_seconds=round(delay.one, 3),
+        latency_batch_seconds=round(delay.many, 3), apply_wall_seconds=_rounded(forward.seconds()),
+        rollback_wall_seconds=_rounded(back), tolerance=tolerance, traffic=traffic, notes=notes)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def _emit(report: findings.Report, output_format: PlanFormat, report_file: Path | None) -> None:

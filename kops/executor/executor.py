@@ -99,8 +99,10 @@ class Clock:
 class Executor:
     def __init__(self, cluster: Cluster, reporter: Reporter, controls: Controls | None = None,
                  clock: Clock | None = None, poll_seconds: float = 0.5, batch_timeout: float | None = None,
-                 lock_wait: float = 15.0, stall_timeout: float = DEFAULT_STALL_SECONDS) -> None:
+                 lock_wait: float = 15.0, stall_timeout: float = DEFAULT_STALL_SECONDS,
+                 throttle_settle: float = THROTTLE_SETTLE_SECONDS) -> None:
         self.cluster = cluster
+        self.throttle_settle = throttle_settle
         self.journal = Journal(cluster.records())
         self.emit = reporter
         self.controls = controls or Controls()
@@ -409,7 +411,7 @@ class Executor:
     def settle_throttles(self) -> None:
         """Brokers apply throttles from config notifications, asynchronously: let them, before the first fetch
         of the new replicas."""
-        self.clock.sleep(THROTTLE_SETTLE_SECONDS)
+        self.clock.sleep(self.throttle_settle)
 
     @property
     def lock_held(self) -> Lock | None:

@@ -24,7 +24,9 @@ def _setup(r: Report) -> list[str]:
     s = r.scaling
     lines = [f"Clone on the **{r.engine}** engine: {r.sample}; built in {r.clone_seconds:.0f} s. Time scaled "
              f"×{s['factor']} (bytes ÷{s['bytes_divisor']}, rates ÷{s['rate_divisor']}); every duration below is "
-             f"production time. Execution: {r.mode}."]
+             f"production time, except the clone's own latency, measured first and not multiplied ({r.latency_seconds:.2f} s "
+             f"to complete an empty move, {r.latency_batch_seconds:.2f} s for as many as the largest batch). "
+             f"Execution: {r.mode}."]
     if r.traffic:
         lines.append("Background traffic: " + ", ".join(f"`{t}` {format_size(v)}/s" for t, v in sorted(r.traffic.items()))
                      + ".")
@@ -53,13 +55,15 @@ def _batch_table(r: Report) -> list[str]:
     lines = ["| batch | moves | bytes | estimate | measured | error | busiest destination | URP·s | slowest partition |",
              "|---|---|---|---|---|---|---|---|---|"]
     for b in r.batches:
-        error = "n/a" if b.error is None else f"{b.error:+.0%}" + (" ⚠️" if b.off(r.tolerance) else "")
+        error = "n/a" if b.error is None else f"{b.error:+.0%}" + (" ⚠️" if b.off(r.tolerance) else "") + (
+            "" if b.judged else " (too short to judge)")
         busiest = "-"
         if b.peak_broker is not None and b.peak_rate is not None:
             share = f" ({b.peak_rate / b.throttle:.0%} of throttle)" if b.throttle else ""
             busiest = f"broker {b.peak_broker}: {format_size(b.peak_rate)}/s{share}"
         slowest = "-" if b.slowest is None else f"`{b.slowest}`: {b.slowest_why}"
-        measured = duration(b.measured_seconds) if b.measured_seconds is not None else "did not finish"
+        measured = duration(b.measured_seconds) if b.measured_seconds is not None else (
+            "not run" if b.started_at is None else "did not finish")
         lines.append(f"| {_name(b)} | {b.moves} | {format_size(b.bytes)} | {duration(b.estimate_seconds)} | {measured} | "
                      f"{error} | {busiest} | {b.urp_seconds:,.0f} | {slowest} |")
         for stall in b.stalls:

@@ -35,12 +35,14 @@ class Observations:
 
 
 class Observer:
-    """A daemon thread reading the clone until `stop()`."""
+    """A daemon thread reading the clone until `stop()`: the topics of the moves it is told to `watch` (the
+    batch in flight; a whole cluster's read would make its clock coarse on a large clone)."""
 
-    def __init__(self, cluster: Cluster, moves: list[Move], interval: float = 0.5) -> None:
+    def __init__(self, cluster: Cluster, moves: list[Move], interval: float = 0.2) -> None:
         self.cluster = cluster
         self.moves = moves
         self.topics = {m.topic for m in moves}
+        self._lock = threading.Lock()
         self.interval = interval
         self.seen = Observations()
         self._halt = threading.Event()
@@ -56,6 +58,10 @@ class Observer:
         self._thread.join(timeout=30)
         return self.seen
 
+    def watch(self, moves: list[Move]) -> None:
+        with self._lock:
+            self.moves, self.topics = moves, {m.topic for m in moves}
+
     def _run(self) -> None:
         while not self._halt.is_set():
             try:
@@ -65,12 +71,16 @@ class Observer:
             self._halt.wait(self.interval)
 
     def _look(self) -> None:
-        snapshot = self.cluster.snapshot(only_topics=self.topics)
+        with self._lock:
+            moves, topics = self.moves, self.topics
+        if not moves:
+            return
+        snapshot = self.cluster.snapshot(only_topics=topics)
         now = time.monotonic()
-        urp = sum(1 for name in self.topics if name in snapshot.topics
+        urp = sum(1 for name in topics if name in snapshot.topics
                   for part in snapshot.topics[name].partitions.values() if part.is_under_replicated())
         self.seen.under_replicated.append((now, urp))
         requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
-        for move in self.moves:
+        for move in moves:
             if move.tp not in self.seen.done_at and move.adding and is_done(snapshot, move, requested):
                 self.seen.done_at[move.tp] = now

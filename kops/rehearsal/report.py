@@ -16,11 +16,15 @@ from typing import Any
 from kops.errors import ExitCode
 from kops.model.plan import Batch, Plan
 from kops.planner.markdown import duration
+from kops.rehearsal.calibration import Latency
 from kops.rehearsal.observer import Observations
 from kops.rehearsal.scaling import Scaling
 from kops.units import format_size
 
 TOLERANCE = 0.25
+RESOLUTION_SECONDS = 1.0  # a batch estimated shorter than this on the clone is shown, not judged: the clone's
+# polling and fetch rounds are a fixed part of it that production does not have multiplied
+NO_LATENCY = Latency(0.0, 0.0, 1)
 Events = list[tuple[float, dict[str, Any]]]  # (monotonic time, executor event)
 
 
@@ -40,6 +44,7 @@ class BatchResult:
     slowest_why: str | None = None
     stalls: list[str] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)
+    judged: bool = True  # long enough on the clone to measure against its estimate (RESOLUTION_SECONDS)
 
     @property
     def error(self) -> float | None:
@@ -48,7 +53,7 @@ class BatchResult:
         return self.measured_seconds / self.estimate_seconds - 1.0
 
     def off(self, tolerance: float) -> bool:
-        return self.error is not None and abs(self.error) > tolerance
+        return self.judged and self.error is not None and abs(self.error) > tolerance
 
 
 @dataclass
@@ -66,7 +71,11 @@ class Report:
     rollback_stopped: str | None
     layout_restored: bool
     layout_differences: list[str]
-    clone_seconds: float
+    clone_seconds: float  # wall seconds to start and fill the clone
+    latency_seconds: float = 0.0  # the clone's time to complete one empty move: not scaled
+    latency_batch_seconds: float = 0.0  # ... as many as the largest batch
+    apply_wall_seconds: float | None = None  # wall seconds of each execution on the clone
+    rollback_wall_seconds: float | None = None
     tolerance: float = TOLERANCE
     traffic: dict[str, float] = field(default_factory=dict)  # topic -> production bytes/s
     notes: list[str] = field(default_factory=list)
@@ -100,9 +109,16 @@ class Report:
                 f" (measured {duration(self.measured_seconds)}, {_pct(total)}, tolerance ±{self.tolerance:.0%})")
         off = self.off_batches()
         if code == 0:
-            return "OK: " + head
+            return "OK: " + head + self._unjudged()
         named = ", ".join(f"batch {b.index} {_pct(b.error)}" for b in off[:8]) + (" ..." if len(off) > 8 else "")
-        return "OFF: " + head + (f"; batches off: {named}" if off else "")
+        return "OFF: " + head + (f"; batches off: {named}" if off else "") + self._unjudged()
+
+    def _unjudged(self) -> str:
+        short = [b for b in self.batches if not b.judged and b.estimate_seconds]
+        if not short:
+            return ""
+        return (f" ({len(short)} batch(es) under {RESOLUTION_SECONDS:g} s on the clone are shown, not judged; "
+                f"a smaller --scale judges them)")
 
     def _stop_reasons(self) -> list[str]:
         reasons = []
@@ -127,8 +143,9 @@ class Report:
         return doc
 
 
-def batch_results(plan: Plan, scaling: Scaling, events: Events, seen: Observations) -> list[BatchResult]:
-    """One row per batch of the plan, in production units."""
+def batch_results(plan: Plan, scaling: Scaling, events: Events, seen: Observations,
+                  latency: Latency = NO_LATENCY) -> list[BatchResult]:
+    """One row per batch of the plan, in production units (the clone's fixed `latency` is not scaled)."""
     starts = {e["batch"]: t for t, e in events if e["event"] == "batch_start"}
     done = {e["batch"]: (t, float(e["seconds"])) for t, e in events if e["event"] == "batch_done"}
     stalls = [(e["batch"], e["text"]) for _t, e in events if e["event"] == "stalled"]
@@ -137,10 +154,12 @@ def batch_results(plan: Plan, scaling: Scaling, events: Events, seen: Observatio
     for batch in plan.batches:
         start = starts.get(batch.index)
         finished = done.get(batch.index)
-        measured = scaling.production_seconds(finished[1]) if finished else None
+        measured = None if finished is None else _unscaled(_copy_seconds(batch, finished, seen), scaling,
+                                                           latency.for_moves(len(batch.moves)))
         row = BatchResult(batch.index, len(batch.moves), batch.bytes, batch.estimate.seconds, measured,
                           None if start is None else scaling.production_seconds(start - origin), batch.throttle.rate,
-                          stalls=[text for index, text in stalls if index == batch.index])
+                          stalls=[text for index, text in stalls if index == batch.index],
+                          judged=(batch.estimate.seconds or 0.0) / scaling.factor >= RESOLUTION_SECONDS)
         if start is not None:
             end = finished[0] if finished else max((t for t, _e in events), default=start)
             row.urp_seconds = round(scaling.production_seconds(seen.urp_seconds(start, end)), 1)
@@ -151,13 +170,31 @@ def batch_results(plan: Plan, scaling: Scaling, events: Events, seen: Observatio
     return rows
 
 
-def rolling_result(plan: Plan, scaling: Scaling, events: Events, seen: Observations) -> BatchResult:
+def _unscaled(clone_seconds: float, scaling: Scaling, latency: float) -> float:
+    """Production seconds: what is beyond the clone's fixed latency times F, plus the latency once."""
+    return scaling.production_seconds(max(0.0, clone_seconds - latency)) + min(latency, clone_seconds)
+
+
+def _copy_seconds(batch: Batch, finished: tuple[float, float], seen: Observations) -> float:
+    """From the batch's submission to its last move completing, as the observer saw it: without the tool's own
+    work after that (restoring throttles, a last read), which production does not multiply by the factor."""
+    at, seconds = finished
+    submitted = at - seconds
+    copying = [m for m in batch.moves if m.adding]
+    if not copying:
+        return seconds
+    last = max(min(seen.done_at.get(m.tp, at), at) for m in copying)
+    return max(0.0, last - submitted)
+
+
+def rolling_result(plan: Plan, scaling: Scaling, events: Events, seen: Observations,
+                   latency: Latency = NO_LATENCY) -> BatchResult:
     """Rolling execution is one stream of moves: one row for all of them."""
     start = min((t for t, e in events if e["event"] == "rolling_start"), default=None)
     ends = [t for t, e in events if e["event"] == "move_done"]
     moves = plan.moves
     finished = start is not None and len(ends) >= len(moves)
-    measured = scaling.production_seconds(max(ends) - start) if finished and start is not None else None
+    measured = _unscaled(max(ends) - start, scaling, latency.one) if finished and start is not None else None
     merged = Batch(0, tuple(moves), plan.batches[0].throttle, plan.batches[0].estimate) if plan.batches else None
     row = BatchResult(0, len(moves), sum(m.copied_bytes for m in moves), plan.summary.estimated_seconds, measured,
                       0.0 if start is not None else None, merged.throttle.rate if merged else None,

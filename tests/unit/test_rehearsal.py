@@ -112,22 +112,29 @@ def events_for(durations: dict[int, float], stalled: int | None = None) -> list[
 
 def report_of(durations: dict[int, float], stalled: int | None = None, factor: float = 10.0) -> Report:
     scaling = choose(PLAN, real=False, factor=factor)
-    seen = Observations({m.tp: 2.0 for m in PLAN.moves}, [(0.0, 1), (2.0, 0)])
-    rows = batch_results(PLAN, scaling, events_for(durations, stalled), seen)
+    events = events_for(durations, stalled)
+    ends = {e["batch"]: t for t, e in events if e["event"] == "batch_done"}
+    seen = Observations({m.tp: ends[b.index] - 0.1 for b in PLAN.batches if b.index in ends for m in b.moves},
+                        [(0.0, 1), (2.0, 0)])  # each move seen done just before its batch's end
+    rows = batch_results(PLAN, scaling, events, seen)
     measured = None if any(r.measured_seconds is None for r in rows) else sum(r.measured_seconds or 0 for r in rows)
     return Report("prod", "kops", "all", scaling.as_dict(), "batches", rows, PLAN.summary.estimated_seconds, measured,
                   "batch 1 stalled" if stalled else None, 12.0, None, True, [], 3.0)
 
 
 def test_the_verdict_and_exit_code_follow_the_measurements() -> None:
-    exact = {b.index: (b.estimate.seconds or 0) / 10 for b in PLAN.batches}
+    exact = {b.index: (b.estimate.seconds or 0) / 10 + 0.1 for b in PLAN.batches}
     ok = report_of(exact)
     assert ok.exit_code == 0 and ok.verdict().startswith("OK: the plan's estimate of")
-    slow = report_of({**exact, 2: exact[2] * 2})
+    slow = report_of({**exact, 2: (exact[2] - 0.1) * 2 + 0.1})
     assert slow.exit_code == 2 and "batch 2 +100%" in slow.verdict()
+    coarse = {b.index: (b.estimate.seconds or 0) / 100 + 0.1 for b in PLAN.batches}
+    short = report_of({**coarse, 2: (coarse[2] - 0.1) * 1.5 + 0.1}, factor=100)  # under a second on the clone
+    assert not any(b.judged for b in short.batches) and short.exit_code == 0
+    assert "shown, not judged; a smaller --scale judges them" in short.verdict()
     stalled = report_of(exact, stalled=1)
     assert stalled.exit_code == 3 and stalled.verdict().startswith("STOPPED: batch 1 stalled")
-    assert ok.as_dict()["exit_code"] == 0 and ok.as_dict()["batches"][0]["error"] == pytest.approx(0.0)
+    assert ok.as_dict()["exit_code"] == 0 and ok.as_dict()["batches"][0]["error"] == pytest.approx(0.0, abs=1e-6)
 
 
 def test_the_report_renders_a_timeline_and_tables() -> None:
