@@ -64,6 +64,17 @@ def broker_status(client: ZkClient, broker: int) -> dict[str, Any]:
     return call_registered_broker(client, broker, "status")
 
 
+def configs_applied(client: ZkClient, brokers: tuple[int, ...] | None = None, timeout: float = 30.0) -> None:
+    """Until every broker (registered ones by default) has applied every config change notification written so
+    far: brokers follow `config_change_` notifications asynchronously, as Kafka's do."""
+    names = client.children(paths.CONFIG_CHANGES) or []
+    prefix = len(paths.CONFIG_CHANGE_PREFIX)
+    latest = max((int(n[prefix:]) for n in names if n[prefix:].isdigit()), default=-1)
+    ids = brokers or tuple(int(b) for b in client.children(paths.BROKER_IDS) or [] if b.isdigit())
+    wait_until(lambda: all(broker_status(client, b).get("config_sequence", -1) >= latest for b in ids), timeout,
+               what=f"brokers {list(ids)} applying config change {latest}")
+
+
 def replica(client: ZkClient, broker: int, topic: str, partition: int) -> dict[str, Any] | None:
     keys = ("topic", "partition", "role", "online", "start", "end", "hw", "leader", "leader_epoch", "isr",
             "created_at", "caught_up_at", "fetch_error")

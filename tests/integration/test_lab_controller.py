@@ -4,7 +4,6 @@ formats (what kafka-topics.sh / kafka-reassign-partitions.sh / kafka-configs.sh 
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from kops.lab.controller.effects import Effects
 from kops.lab.controller.store import ControllerMoved, ControllerStore
 from kops.model.partitions import TopicPartition
 from kops.rpc import RpcError
-from tests.labtools import broker_status, controller, replica, replicas, running_lab, state, wait_until
+from tests.labtools import broker_status, configs_applied, controller, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -103,7 +102,7 @@ def test_throttled_reassignment_takes_bytes_over_throttle(lab_dir: Path, zk_conn
         for broker in (1, 3):
             admin.alter_config(zk, "brokers", str(broker), {"leader.replication.throttled.rate": str(rate),
                                                             "follower.replication.throttled.rate": str(rate)})
-        time.sleep(0.5)  # brokers apply config_change_ notifications asynchronously, as Kafka's do
+        configs_applied(zk)
         admin.start_reassignment(zk, [ReassignmentTarget("logs", 0, (3, 2))])
         wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, timeout=60, what="reassignment done")
         assert replicas(zk, "logs") == {0: (3, 2)}
@@ -124,9 +123,10 @@ def test_new_controller_finishes_a_reassignment_when_the_old_one_dies(lab_dir: P
         admin.create_topic(zk, "moving", {0: tuple(source)})
         wait_until(lambda: state(zk, "moving", 0), what="partition created")
         wait_until(lambda: traffic.produce(zk, "moving", 100 * MB, 0), what="produce")
+        wait_until(lambda: (r := replica(zk, source[1], "moving", 0)) and r["end"] == 100 * MB, what="follower caught up")
         admin.alter_config(zk, "brokers", str(target), {"follower.replication.throttled.rate": str(20 * MB)})
         admin.alter_config(zk, "topics", "moving", {"follower.replication.throttled.replicas": f"0:{target}"})
-        time.sleep(0.5)
+        configs_applied(zk)
         admin.start_reassignment(zk, [ReassignmentTarget("moving", 0, (target, source[1]))])
         wait_until(lambda: replicas(zk, "moving")[0][0] == target, what="reassignment started")
         lab.kill_broker(active)  # 100 MB at 20 MB/s: 5 simulated seconds, still copying

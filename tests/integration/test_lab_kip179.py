@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from kops.lab import traffic
 from kops.lab.controller.channel import call_registered_broker
 from kops.model.features import KIP179_ADMIN
 from kops.model.partitions import TopicPartition
-from tests.labtools import replicas, running_lab, state, wait_until
+from tests.labtools import configs_applied, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -76,7 +75,7 @@ def test_alter_topics_performs_changes_through_the_controller_and_answers_the_ki
         traffic.produce(zk, "grow", 40 * MB, 1)
         admin.alter_config(zk, "brokers", "1", {"follower.replication.throttled.rate": str(MB)})
         admin.alter_config(zk, "topics", "grow", {"follower.replication.throttled.replicas": "*"})
-        time.sleep(0.3)
+        configs_applied(zk)
         admin.start_reassignment(zk, [ReassignmentTarget("grow", 1, (2, 3, 1))])
         assert errors(api.alter_topics([AlteredTopic("wide", assignment={0: (2, 3)})])) \
             == {"wide": ErrorCode.PARTITION_REASSIGNMENT_IN_PROGRESS}
@@ -88,9 +87,11 @@ def test_replica_status_reports_lag_that_shrinks_as_a_follower_catches_up(tmp_pa
         admin.create_topic(zk, "lag", {0: (1, 2)})
         wait_until(lambda: state(zk, "lag", 0), what="topic created")
         wait_until(lambda: traffic.produce(zk, "lag", 20 * MB, 0), what="produce")
+        # the leader's high watermark at the end first: a new replica at or above it joins the ISR at once
+        wait_until(lambda: (r := replica(zk, 2, "lag", 0)) and r["end"] == 20 * MB, what="follower 2 caught up")
         admin.alter_config(zk, "brokers", "3", {"follower.replication.throttled.rate": str(MB)})  # 1 MB/s simulated
         admin.alter_config(zk, "topics", "lag", {"follower.replication.throttled.replicas": "*"})
-        time.sleep(0.3)
+        configs_applied(zk)
         admin.start_reassignment(zk, [ReassignmentTarget("lag", 0, (1, 2, 3))])
         tp = TopicPartition("lag", 0)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from kops.kafka.codecs.topics import decode_topic
 from kops.kafka.reader import read_snapshot
 from kops.lab import traffic
 from kops.model.features import KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE
-from tests.labtools import controller, replica, replicas, running_lab, state, wait_until
+from tests.labtools import configs_applied, controller, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -26,10 +25,14 @@ def slow_topic(zk: ZkClient, name: str, assignment: dict[int, tuple[int, ...]], 
     wait_until(lambda: all(state(zk, name, p) for p in assignment), what="partitions created")
     for p in assignment:
         wait_until(lambda p=p: traffic.produce(zk, name, 50 * MB, p), what="produce")
+    for p, replicas_ in assignment.items():  # the high watermark at the end: a new replica below it stays out of
+        for b in replicas_:                    # the ISR, and throttled, until it has copied the log
+            wait_until(lambda p=p, b=b: (r := replica(zk, b, name, p)) and r["end"] == 50 * MB,
+                       what=f"{name}-{p} on broker {b} caught up")
     for broker in slow_brokers:
         admin.alter_config(zk, "brokers", str(broker), {"follower.replication.throttled.rate": str(1 * MB)})
     admin.alter_config(zk, "topics", name, {"follower.replication.throttled.replicas": "*"})
-    time.sleep(0.5)
+    configs_applied(zk)
 
 
 def in_flight(zk: ZkClient, name: str) -> dict[int, tuple[int, ...]]:
@@ -73,7 +76,7 @@ def test_cancel_skips_a_partition_that_would_go_offline(tmp_path: Path, zk_conne
         slow_topic(zk, "risky", {0: (1, 2)}, slow_brokers=(3,))
         admin.alter_config(zk, "topics", "risky", {"unclean.leader.election.enable": "true"})  # the operator allows it
         admin.alter_config(zk, "brokers", "4", {"follower.replication.throttled.rate": "1024"})  # 4 stays behind
-        time.sleep(0.5)
+        configs_applied(zk)
         admin.start_reassignment(zk, [ReassignmentTarget("risky", 0, (3, 4))])
         wait_until(lambda: in_flight(zk, "risky") == {0: (3, 4)}, what="move in flight")
         wait_until(lambda: (r := replica(zk, 3, "risky", 0)) and r["end"] > 5 * MB, what="broker 3 holds data")
@@ -102,7 +105,7 @@ def test_freeze_cancels_what_is_pending_and_starts_nothing_while_present(tmp_pat
         assert replicas(zk, "frozen") == {0: (1, 2), 1: (2, 3)} and in_flight(zk, "frozen") == {}
         assert zk.exists(paths.REASSIGN_CANCEL) is not None  # stays until an operator removes it
         zk.delete(paths.REASSIGN_CANCEL)
-        time.sleep(0.3)
+        configs_applied(zk)
         admin.start_reassignment(zk, [ReassignmentTarget("frozen", 1, (2, 3, 1))])
         wait_until(lambda: in_flight(zk, "frozen") == {1: (1,)}, what="moves start again once unfrozen")
 

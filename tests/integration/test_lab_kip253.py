@@ -15,7 +15,7 @@ from kops.kafka.reader import read_snapshot
 from kops.lab import traffic
 from kops.model.features import KIP253_PARTITION_DELETION
 from kops.model.topics import TopicAssignment
-from tests.labtools import replica, running_lab, state, wait_until
+from tests.labtools import broker_status, replica, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -59,7 +59,9 @@ def test_shrink_drain_remove_and_expand_again_with_the_epoch_maps(tmp_path: Path
         wait_until(lambda: state(zk, "keyed", 3).leader_epoch_before_deletion == before, what="partition 3 marked")
         wait_until(lambda: {p: state(zk, "keyed", p).leader_epoch for p in range(3)}
                    == {p: e + 1 for p, e in before.items()}, what="undeleted partitions' epochs bumped")
-        time.sleep(0.3)
+        leader = state(zk, "keyed", 3).leader
+        wait_until(lambda: broker_status(zk, leader)["topic_counts"].get("keyed", [0, 0])[1] == 3,
+                   what=f"broker {leader}, leading partition 3, learning it is marked (undeleted count 3)")
         frozen, growing = end(zk, "keyed", 3), end(zk, "keyed", 0)
         time.sleep(1.0)
         assert end(zk, "keyed", 3) == frozen and end(zk, "keyed", 0) > growing

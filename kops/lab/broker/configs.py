@@ -67,8 +67,8 @@ class ConfigFollower:
             if node is None:
                 continue
             if sequence > self.last_sequence:
-                self.last_sequence = sequence
                 self._apply(path, node.data)
+                self.last_sequence = sequence  # after applying: what the broker's status reports as applied
             if now_ms - node.stat.ctime > EXPIRY_MS:
                 with contextlib.suppress(NodeMissing):
                     self.client.delete(path)

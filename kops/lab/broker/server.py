@@ -198,7 +198,8 @@ class BrokerServer:
 
     def _status(self, _body: dict[str, Any]) -> dict[str, Any]:
         return {"broker": self.id, "sim_time": self.clock.now(), "controller": self.controller.stats(),
-                "replicas": self.replicas.status()}
+                "replicas": self.replicas.status(), "config_sequence": self.configs.last_sequence,
+                "topic_counts": {t: list(c) for t, c in sorted(self.replicas.topic_counts.items())}}
 
     def _controlled_shutdown_request(self, body: dict[str, Any]) -> dict[str, Any]:
         if not self.controller.is_active:
