@@ -19,6 +19,7 @@ from kops.kafka.codecs.reassign_tool import ToolReassignment, read_reassignment_
 from kops.model import plan_format
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
+from kops.planner import tiered
 from kops.planner.markdown import duration, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
@@ -67,6 +68,9 @@ def render_text(plan: Plan, details: bool = True) -> None:
         f"{format_size(s.bytes)} to copy in {len(plan.batches)} batch(es), "
         f"estimated {duration(s.estimated_seconds)} (lower bound {duration(s.lower_bound_seconds)})"
     )
+    said = tiered.describe(plan.moves, s.remote_bytes)
+    if said:
+        out.print(said[0].upper() + said[1:] + ".")
     if plan.election:
         out.print(f"Then a preferred-leader election for {len(plan.election)} partition(s).")
     for note in plan.rollback.irreversible:
@@ -152,9 +156,10 @@ def plan(
     rate = parse_throttle(throttle)
     size_map: dict[TopicPartition, int] = {}
     growth: dict[TopicPartition, float] = {}
+    remote: dict[TopicPartition, int] = {}
     if sizes is not None:
         summary = read_sizes(sizes)
-        size_map, growth = summary.bytes, summary.growth
+        size_map, growth, remote = summary.bytes, summary.growth, summary.remote
     live_sizes: dict[TopicPartition, int] | None = {} if sizes is None and snapshot is None else None
     if import_kafka is not None:
         if playbook is not None:
@@ -168,7 +173,7 @@ def plan(
         size_map = size_map or _said_live(live_sizes)
         targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
         result = plan_targets(snap, targets, cluster=connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster",
-                              policy=Policy(throttle=rate, allow_in_flight=allow_in_flight, growth=growth), sizes=size_map,
+                              policy=Policy(throttle=rate, allow_in_flight=allow_in_flight, growth=growth, remote=remote), sizes=size_map,
                               where=str(import_kafka))
     else:
         if playbook is None:
@@ -180,7 +185,7 @@ def plan(
             console.warning(f"the snapshot is incomplete ({len(snap.problems)} problem(s)); the plan may miss them")
         result = make_plan(desired, snap, size_map,
                            Policy(throttle=rate, allow_in_flight=allow_in_flight, playbook_digest=declarations.digest,
-                                  growth=growth))
+                                  growth=growth, remote=remote))
     if out is not None:
         write_atomically(out, plan_format.dumps(result))
         console.info(f"wrote plan to {out}")

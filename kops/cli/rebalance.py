@@ -119,10 +119,10 @@ def rebalance(
             raise UsageError(f"{option} needs partition sizes to count bytes", hint="pass --sizes PATH")
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
-    size_map, growth = {}, {}
+    size_map, growth, remote = {}, {}, {}
     if sizes is not None:
         summary = read_sizes(sizes)
-        size_map, growth = summary.bytes, summary.growth
+        size_map, growth, remote = summary.bytes, summary.growth, summary.remote
     address = resolve(connection, inventory, limit)
     connect = address.where
     with open_cluster(connection, address) as cluster:
@@ -137,7 +137,7 @@ def rebalance(
         raise NotReady("not rebalancing: " + "; ".join(reasons), where=connect,
                        hint="nothing was done; the next run tries again")
     request = Request(goal.value, Limits(max_moves, byte_limit, seconds_limit), min_improvement)
-    result = plan_rebalance(snapshot, request, size_map, Policy(throttle=rate, growth=growth),
+    result = plan_rebalance(snapshot, request, size_map, Policy(throttle=rate, growth=growth, remote=remote),
                             cluster=limit or connect, execution=Execution(throttle=rate, max_partitions=batch_size))
     if not result.worthwhile:
         _finish(report | {"status": "noop", "reason": _below(result)}, result, started, output_format)

@@ -46,6 +46,9 @@ class MoveDoc(Doc):
     leader: Int = Field(description="the broker serving the copy (the current leader), -1 when none")
     kind: Literal["data", "leader"] = Field(description="`data`: the replica set changes; `leader`: only the order")
     reason: Text = Field(description="why the planner moves it")
+    remote_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "tiered storage (KIP-405, `remote.storage.enable=true`): the partition's bytes in remote storage, which the "
+        "move does not copy (`bytes` is the local log a new replica copies); absent for other topics"))
 
     @model_validator(mode="after")
     def _consistent(self) -> MoveDoc:
@@ -174,6 +177,9 @@ class SummaryDoc(Doc):
     leaders_after: PerBroker
     bytes_before: PerBroker
     bytes_after: PerBroker
+    remote_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "tiered topics' bytes in remote storage that the moves leave there, per new replica (what a tool copying "
+        "whole logs would add to `bytes`); absent when the plan moves no tiered topic"))
 
 
 class FingerprintDoc(Doc):

@@ -22,6 +22,9 @@ class SizesRowDoc(Doc):
                                               description="average growth over the window, bytes/s")
     peak_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None,
                                     description="the largest size seen in the window")
+    remote_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "tiered storage (KIP-405): the partition's bytes in remote storage (Kafka's RemoteLogSizeBytes metric); "
+        "`bytes` stays the local log, what a move copies and what sits on the broker's disk"))
     samples: Size | None = Field(default=None, exclude_if=lambda v: v is None,
                                  description="sample times the summary saw for it")
     last_seen: Long | None = Field(default=None, exclude_if=lambda v: v is None,

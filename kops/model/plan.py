@@ -28,6 +28,7 @@ class Move:
     bytes: int = 0
     leader: int = -1
     reason: str = ""
+    remote_bytes: int | None = None  # tiered storage (KIP-405): the partition's bytes in remote storage, not copied
 
     @property
     def tp(self) -> TopicPartition:
@@ -167,6 +168,7 @@ class Summary:
     leaders_after: dict[int, int]
     bytes_before: dict[int, int]
     bytes_after: dict[int, int]
+    remote_bytes: int | None = None  # tiered topics' bytes in remote storage the moves leave there (per new replica)
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,11 @@ FORMAT = doc_model.FORMAT
 
 
 def _move(m: Move) -> dict[str, Any]:
-    return {"topic": m.topic, "partition": m.partition, "from": list(m.from_replicas), "to": list(m.to_replicas),
-            "bytes": m.bytes, "leader": m.leader, "kind": m.kind, "reason": m.reason}
+    doc = {"topic": m.topic, "partition": m.partition, "from": list(m.from_replicas), "to": list(m.to_replicas),
+           "bytes": m.bytes, "leader": m.leader, "kind": m.kind, "reason": m.reason}
+    if m.remote_bytes is not None:
+        doc["remote_bytes"] = m.remote_bytes
+    return doc
 
 
 def _assignment(a: dict[int, tuple[int, ...]]) -> dict[str, list[int]]:
@@ -109,6 +112,7 @@ def to_document(plan: Plan) -> dict[str, Any]:
             "replicas_before": _int_map(s.replicas_before), "replicas_after": _int_map(s.replicas_after),
             "leaders_before": _int_map(s.leaders_before), "leaders_after": _int_map(s.leaders_after),
             "bytes_before": _int_map(s.bytes_before), "bytes_after": _int_map(s.bytes_after),
+            **({} if s.remote_bytes is None else {"remote_bytes": s.remote_bytes}),
         },
         "warnings": list(plan.warnings),
         **({} if plan.stall_timeout is None else {"stall_timeout": plan.stall_timeout}),
@@ -153,7 +157,7 @@ def edited_sections(doc: Any) -> list[str]:
 # -- reading --------------------------------------------------------------------------------------------------
 
 def _move_of(m: doc_model.MoveDoc) -> Move:
-    return Move(m.topic, m.partition, tuple(m.from_), tuple(m.to), m.bytes, m.leader, m.reason)
+    return Move(m.topic, m.partition, tuple(m.from_), tuple(m.to), m.bytes, m.leader, m.reason, m.remote_bytes)
 
 
 def _ids(d: dict[str, Any]) -> dict[int, Any]:
@@ -186,7 +190,7 @@ def _summary_of(s: doc_model.SummaryDoc) -> Summary:
         lower_bound_seconds=s.lower_bound_seconds, destructive=tuple(s.destructive),
         replicas_before=_ids(s.replicas_before), replicas_after=_ids(s.replicas_after),
         leaders_before=_ids(s.leaders_before), leaders_after=_ids(s.leaders_after),
-        bytes_before=_ids(s.bytes_before), bytes_after=_ids(s.bytes_after),
+        bytes_before=_ids(s.bytes_before), bytes_after=_ids(s.bytes_after), remote_bytes=s.remote_bytes,
     )
 
 

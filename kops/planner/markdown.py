@@ -6,6 +6,7 @@ Pure: returns a string. Destructive changes are flagged at the top, where a revi
 from __future__ import annotations
 
 from kops.model.plan import Plan
+from kops.planner import tiered
 from kops.planner.mermaid import bar_chart
 from kops.units import format_size
 
@@ -34,6 +35,9 @@ def render_markdown(plan: Plan) -> str:
         lines += ["> [!CAUTION]", "> **Destructive changes** — review before applying:"]
         lines += [f"> - {d}" for d in plan.summary.destructive]
         lines.append("")
+    said = tiered.describe(plan.moves, plan.summary.remote_bytes)
+    if said:
+        lines += ["> [!NOTE]", f"> {said[0].upper() + said[1:]}.", ""]
     if plan.warnings:
         lines += ["> [!WARNING]", "> **Review** before applying:"]
         lines += [f"> - {w}" for w in plan.warnings]
@@ -56,6 +60,8 @@ def _summary_table(plan: Plan) -> list[str]:
         f"| replica moves | {s.moves}{ratio} |",
         f"| leader-only changes | {s.leader_moves} |",
         f"| bytes to copy | {format_size(s.bytes)} |",
+        *([f"| not copied (tiered storage) | {format_size(s.remote_bytes)} in remote storage |"]
+          if s.remote_bytes is not None else []),
         f"| batches | {len(plan.batches)} |",
         f"| estimated duration | {duration(s.estimated_seconds)} (lower bound {duration(s.lower_bound_seconds)}) |",
         "",
@@ -113,8 +119,9 @@ def _batches_and_moves(plan: Plan) -> list[str]:
     lines += ["", "</details>", "", "<details><summary>Moves</summary>", "", "| partition | from | to | bytes | why |",
               "|---|---|---|---|---|"]
     for m in plan.moves:
+        remote = "" if m.remote_bytes is None else f" (+{format_size(m.remote_bytes)} remote, not copied)"
         lines.append(f"| `{m.topic}-{m.partition}` | {_ids(m.from_replicas)} | {_ids(m.to_replicas)} | "
-                     f"{format_size(m.copied_bytes)} | {m.reason} |")
+                     f"{format_size(m.copied_bytes)}{remote} | {m.reason} |")
     return lines + ["", "</details>", ""]
 
 

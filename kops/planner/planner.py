@@ -47,7 +47,7 @@ from kops.model.problems import Problem, ProblemsError
 from kops.model.snapshot import Snapshot
 from kops.model.topics import Topic
 from kops.planner import batches as batching
-from kops.planner import placement
+from kops.planner import placement, tiered
 from kops.planner.fingerprint import fingerprint
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
@@ -68,6 +68,8 @@ class Policy:
     playbook_digest: str = ""
     # bytes/s each partition grows (kops sizes summarize): a move is sized for when its batch is expected to start
     growth: Mapping[TopicPartition, float] = field(default_factory=dict)
+    # tiered storage (KIP-405): bytes each partition keeps in remote storage (moves copy only the local log)
+    remote: Mapping[TopicPartition, int] = field(default_factory=dict)
 
     def port_rate(self, declared: int | None = None) -> float:
         """Bytes/s one broker port moves: the throttle (this policy's, else the declared one), at most the
@@ -433,7 +435,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     """The plan from the planned layout: the moves, their batches with throttles and estimates, the election,
     the rollback, the reviewer's warnings and the summary."""
     snapshot, desired = work.snapshot, work.desired
-    moves = _moves(work, original, policy)
+    moves = tiered.annotate(_moves(work, original, policy), snapshot, policy.remote)
     rate = policy.throttle if policy.throttle is not None else desired.execution.throttle
     port_rate = policy.port_rate(desired.execution.throttle)
     sized = any(m.bytes for m in moves)
@@ -558,6 +560,7 @@ def _summary(work: _Work, original: dict[TopicPartition, tuple[int, ...]], batch
         replicas_before=before_counts[0], replicas_after=after_counts[0],
         leaders_before=before_counts[1], leaders_after=after_counts[1],
         bytes_before=before_counts[2], bytes_after=after_counts[2],
+        remote_bytes=tiered.not_copied(data_moves),
     )
 
 

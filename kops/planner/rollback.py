@@ -37,7 +37,7 @@ def invert(batches: Sequence[tuple[int, Sequence[Move]]], now: Callable[[TopicPa
             replicas = now(m.tp)
             if replicas == tuple(m.to_replicas) and m.to_replicas != m.from_replicas:
                 inverse.append(Move(m.topic, m.partition, m.to_replicas, m.from_replicas, m.bytes, m.to_replicas[0],
-                                    reason))
+                                    reason, m.remote_bytes))
                 election.add(m.tp)
             elif replicas is not None and replicas != tuple(m.from_replicas) and set(replicas) == set(m.from_replicas):
                 inverse.append(Move(m.topic, m.partition, replicas, m.from_replicas, 0, replicas[0],

@@ -23,6 +23,7 @@ from kops.model.partitions import TopicPartition
 class Sizes:
     bytes: dict[TopicPartition, int] = field(default_factory=dict)
     growth: dict[TopicPartition, float] = field(default_factory=dict)
+    remote: dict[TopicPartition, int] = field(default_factory=dict)  # tiered storage: bytes in remote storage
     files: list[str] = field(default_factory=list)
     rows: dict[TopicPartition, dict] = field(default_factory=dict)  # every field of the summary row
 
@@ -38,6 +39,8 @@ def _row(row: object, where: str, sizes: Sizes) -> None:
     sizes.rows[tp] = doc.model_dump(mode="json")
     if doc.growth_bytes_per_s is not None:
         sizes.growth[tp] = doc.growth_bytes_per_s
+    if doc.remote_bytes is not None:
+        sizes.remote[tp] = doc.remote_bytes
 
 
 def _json_file(path: Path, sizes: Sizes) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 from kops.model import snapshot_format
@@ -51,6 +52,13 @@ SCENARIOS = {
       replication_factor: 2
 """,
     "decommission": """- name: retire broker 3
+  hosts: golden
+  brokers: {decommission: [3]}
+  execution:
+    throttle: 20MiB/s
+    batch: {max_partitions: 5, max_moves_per_broker: 3}
+""",
+    "decommission-tiered": """- name: retire broker 3, tiered and untiered topics alike
   hosts: golden
   brokers: {decommission: [3]}
   execution:
@@ -106,20 +114,37 @@ def base_snapshot():
     return snapshot(broker_list, topics)
 
 
+def tiered_snapshot():
+    """The base cluster with `events` in tiered storage (KIP-405): most of its bytes are in remote storage."""
+    base = base_snapshot()
+    events = round_robin("events", 6, 3, [1, 2, 3, 4, 5, 6], start=2)
+    events = events.__class__(events.name, events.partitions,
+                              config={"remote.storage.enable": "true", "local.retention.ms": "3600000"})
+    return replace(base, topics={**base.topics, "events": events})
+
+
+SNAPSHOTS = {"decommission-tiered": tiered_snapshot}
+
+
 def sizes_document(snap) -> str:
+    """Sizes of every partition: `bytes` the local log; tiered topics hold twenty times as much remotely."""
     rows = []
     for name, t in sorted(snap.topics.items()):
+        tiered = t.config.get("remote.storage.enable") == "true"
         for p in sorted(t.partitions):
             size = (1 + zlib.crc32(f"{name}-{p}".encode()) % 50) * 10 * 2**20
-            rows.append(json.dumps({"topic": name, "partition": p, "bytes": size, "growth_bytes_per_s": 0.0}))
+            row = {"topic": name, "partition": p, "bytes": size, "growth_bytes_per_s": 0.0}
+            if tiered:
+                row["remote_bytes"] = 20 * size
+            rows.append(json.dumps(row))
     return "\n".join(rows) + "\n"
 
 
 def write_all() -> None:
     from kops.cli.main import main
 
-    snap = base_snapshot()
     for name, playbook in SCENARIOS.items():
+        snap = SNAPSHOTS.get(name, base_snapshot)()
         folder = HERE / name
         folder.mkdir(exist_ok=True)
         (folder / "inventory.yml").write_text(INVENTORY)
