@@ -319,7 +319,8 @@ def _report(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, forward: 
     notes = [e["text"] for _t, e in forward.events if e["event"] == "message"]
     return findings.Report(
         cluster=plan.cluster, engine=engine, sample=chosen.describe(), scaling=scaling.as_dict(), mode=mode,
-        batches=rows, estimate_seconds=plan.summary.estimated_seconds, measured_seconds=measured,
+        batches=rows, estimate_seconds=rows[0].estimate_seconds if mode == "rolling" else plan.summary.estimated_seconds,
+        measured_seconds=measured,
         stopped=forward.stopped(), rollback_seconds=None if back is None else scaling.production_seconds(back),
         rollback_stopped=backward.stopped(), layout_restored=not differences, layout_differences=differences,
         clone_seconds=round(built, 1), latency_seconds=round(delay.one, 3),

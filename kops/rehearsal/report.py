@@ -110,7 +110,7 @@ class Report:
         off = self.off_batches()
         if code == 0:
             return "OK: " + head + self._unjudged()
-        named = ", ".join(f"batch {b.index} {_pct(b.error)}" for b in off[:8]) + (" ..." if len(off) > 8 else "")
+        named = ", ".join(f"{_name(b)} {_pct(b.error)}" for b in off[:8]) + (" ..." if len(off) > 8 else "")
         return "OFF: " + head + (f"; batches off: {named}" if off else "") + self._unjudged()
 
     def _unjudged(self) -> str:
@@ -196,7 +196,8 @@ def rolling_result(plan: Plan, scaling: Scaling, events: Events, seen: Observati
     finished = start is not None and len(ends) >= len(moves)
     measured = _unscaled(max(ends) - start, scaling, latency.one) if finished and start is not None else None
     merged = Batch(0, tuple(moves), plan.batches[0].throttle, plan.batches[0].estimate) if plan.batches else None
-    row = BatchResult(0, len(moves), sum(m.copied_bytes for m in moves), plan.summary.estimated_seconds, measured,
+    estimate = plan.summary.lower_bound_seconds or plan.summary.estimated_seconds  # rolling aims at the bound
+    row = BatchResult(0, len(moves), sum(m.copied_bytes for m in moves), estimate, measured,
                       0.0 if start is not None else None, merged.throttle.rate if merged else None,
                       stalls=[e["text"] for _t, e in events if e["event"] == "stalled"])
     if start is not None:
@@ -231,6 +232,10 @@ def _slowest(row: BatchResult, batch: Batch, seen: Observations, scaling: Scalin
         row.slowest_why = f"its new replica on broker {broker}, which receives {format_size(count)} in this batch"
     else:
         row.slowest_why = "it started last"
+
+
+def _name(b: BatchResult) -> str:
+    return "the rolling run" if b.index == 0 else f"batch {b.index}"
 
 
 def _pct(value: float | None) -> str:

@@ -146,6 +146,15 @@ def test_a_stopped_target_broker_stops_the_rehearsal_naming_its_partitions(kops_
     assert report["batches"][0]["measured_seconds"] is None
 
 
+def test_rolling_execution_rehearses_as_one_stream_of_moves(kops_production: Production) -> None:
+    code, report, err = rehearse(kops_production, "--scale", "20", "--rolling")
+    assert code in (0, 2), (report["verdict"], err[-2000:])
+    assert report["mode"] == "rolling" and len(report["batches"]) == 1 and report["batches"][0]["measured_seconds"]
+    plan = plan_format.loads(kops_production.plan.read_bytes(), "plan")
+    assert report["estimate_seconds"] == pytest.approx(plan.summary.lower_bound_seconds)  # rolling aims at the bound
+    assert report["layout_restored"]
+
+
 def test_a_plan_from_real_kafka_4_rehearses_on_both_engines(tmp_path: Path) -> None:
     with kafka4_cluster(tmp_path / "production") as cluster:
         bootstrap = cluster.bootstrap
