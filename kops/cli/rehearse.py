@@ -32,7 +32,7 @@ from kops.lab import clone as lab_clone
 from kops.lab.engines import ENGINES, KOPS
 from kops.model import plan_format, snapshot_format
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Batch, Plan
+from kops.model.plan import Batch, Plan, Rolling
 from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 from kops.planner.markdown import duration
@@ -170,7 +170,7 @@ def _lab_folder(given: Path | None) -> Iterator[Path]:
 
 
 def _rehearse(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, folder: Path, traffic: dict[str, float],
-              stop_broker: int | None, rolling: Any, poll: float, tolerance: float) -> findings.Report:
+              stop_broker: int | None, rolling: Rolling | None, poll: float, tolerance: float) -> findings.Report:
     racks = {b.id: b.rack or "" for b in chosen.snapshot.brokers}
     if stop_broker is not None and stop_broker not in racks:
         raise UsageError(f"--stop-broker {stop_broker}: the snapshot has no such broker", hint=f"brokers: {sorted(racks)}")
@@ -201,8 +201,7 @@ def _rehearse(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, folder:
         differences = _layout_differences(connection, address, chosen.snapshot, plan)
     finally:
         lab.down()
-    report = _report(plan, chosen, scaling, engine, forward, backward, differences, built, traffic, tolerance, delay)
-    return report
+    return _report(plan, chosen, scaling, engine, forward, backward, differences, built, traffic, tolerance, delay)
 
 
 def _build(lab: lab_clone.CloneLab, connection: Connection, address: Address, chosen: Sample, scaling: Scaling,
