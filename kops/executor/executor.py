@@ -140,7 +140,7 @@ class Executor:
                 rolling = self._rolling_here(rolling or plan.rolling, snapshot)
                 batches = steps.from_plan(plan) if rolling is None else steps.rolling_from_plan(plan, snapshot)
                 record = self._new_record("apply", plan_digest, plan_path, snapshot.cluster_id,
-                                          batches, rate if rate is not None else _plan_rate(plan))
+                                          batches, rate if rate is not None else plan.throttle_rate)
                 record.rolling = rolling
                 record.election = list(plan.election)
                 record.irreversible = list(plan.rollback.irreversible)
@@ -619,11 +619,6 @@ class _LockScope:
     def __exit__(self, *exc: object) -> None:
         self.executor._unfence()
         self.lock.release()
-
-
-def _plan_rate(plan: Plan) -> int | None:
-    rates = [b.throttle.rate for b in plan.batches if b.throttle.rate is not None]
-    return min(rates) if rates else None
 
 
 def _cancel_name(cluster: Cluster) -> str:

@@ -198,6 +198,12 @@ class Plan:
         return [m for b in self.batches for m in b.moves]
 
     @property
+    def throttle_rate(self) -> int | None:
+        """The replication throttle the plan runs at: its batches' lowest rate; None when unthrottled."""
+        rates = [b.throttle.rate for b in self.batches if b.throttle.rate is not None]
+        return min(rates) if rates else None
+
+    @property
     def has_changes(self) -> bool:
         return bool(self.creations or self.deletions or self.partition_additions or self.partition_deletions
                     or self.configs or self.batches or self.election)

@@ -43,11 +43,6 @@ class Scaling:
                 "throttle": self.throttle}
 
 
-def plan_rate(plan: Plan) -> int | None:
-    rates = [b.throttle.rate for b in plan.batches if b.throttle.rate is not None]
-    return min(rates) if rates else None
-
-
 def choose(plan: Plan, real: bool, factor: float | None = None, real_rate: int = REAL_RATE) -> Scaling:
     """The scaling for `plan`: `factor` if given, else the one that makes the rehearsal about five minutes."""
     estimate = plan.summary.estimated_seconds
@@ -58,7 +53,7 @@ def choose(plan: Plan, real: bool, factor: float | None = None, real_rate: int =
         factor = max(1.0, estimate / TARGET_SECONDS)
     if factor <= 0:
         raise UsageError(f"--scale must be positive, not {factor:g}")
-    rate = plan_rate(plan)
+    rate = plan.throttle_rate
     if real:
         rate_divisor = max(1.0, (rate or 0) / real_rate) if rate else 1.0
         clone_rate = round(rate / rate_divisor) if rate else real_rate
