@@ -24,6 +24,7 @@ from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.rebalance import balance_bytes, balance_replicas
+from kops.planner.time_fit import moves_to_drop
 
 GOALS = ("replicas", "leaders", "bytes")
 
@@ -92,43 +93,77 @@ def readiness(snapshot: Snapshot) -> list[str]:
     return reasons
 
 
+FIT_ATTEMPTS = 3  # rounds of trimming the moves that set the batches' durations before the last resort
+
+
 def rebalance(snapshot: Snapshot, request: Request, sizes: dict[TopicPartition, int] | None = None,
               policy: Policy = Policy(), cluster: str = "cluster", execution: Execution | None = None) -> Rebalance:
-    """The bounded rebalance of `snapshot` for `request.goal`, as a plan (possibly empty)."""
+    """The bounded rebalance of `snapshot` for `request.goal`, as a plan (possibly empty).
+
+    The balancer budgets time as bytes per broker port; batching adds to that, so a plan can estimate longer
+    than `max_seconds`: then the moves on the ports that set the batches' durations are trimmed
+    (kops/planner/time_fit.py), re-planned, and checked again."""
     if request.goal not in GOALS:
         raise ValueError(f"unknown goal {request.goal!r}: one of {', '.join(GOALS)}")
+    limits = request.limits
+    brokers = sorted(snapshot.live_broker_ids)
     layout = Layout(snapshot, dict(sizes or {}))
+    before = imbalance(loads(layout, request.goal), brokers)
+    original = _balanced(snapshot, layout, request.goal, limits, policy, execution)
+    result = _plan(snapshot, layout, original, request.goal, policy, cluster, execution)
+    rate = policy.port_rate(execution.throttle if execution else None)
+    def fits(plan: Plan) -> bool:
+        return limits.max_seconds is None or (plan.summary.estimated_seconds or 0.0) <= limits.max_seconds
+
+    for _ in range(FIT_ATTEMPTS):
+        if fits(result) or limits.max_seconds is None:
+            break
+        for tp in moves_to_drop(result.batches, limits.max_seconds, rate):
+            layout.set(tp, original[tp])
+        result = _plan(snapshot, layout, original, request.goal, policy, cluster, execution)
+    if not fits(result):
+        result = _drop_until_it_fits(snapshot, layout, original, request.goal, limits, policy, cluster, execution)
+    after = imbalance(loads(layout, request.goal), brokers)
+    return Rebalance(result, request.goal, before, after, request.min_improvement)
+
+
+def _balanced(snapshot: Snapshot, layout: Layout, goal: str, limits: Limits, policy: Policy,
+              execution: Execution | None) -> dict[TopicPartition, tuple[int, ...]]:
+    """Spend `limits` on the goal's balancer, in `layout`; the replicas it started from."""
     original = dict(layout.replicas)
     brokers = sorted(snapshot.live_broker_ids)
-    before = imbalance(loads(layout, request.goal), brokers)
     rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
     deleting = set(snapshot.pending_deletions)
     movable = {tp for tp in layout.replicas if tp.topic not in deleting}
-    limits = request.limits
-    if request.goal == "leaders":
+    if goal == "leaders":
         balance_leaders(layout, brokers, movable, max_changes=limits.max_moves)
-    else:
-        leaders = {tp: r[0] for tp, r in original.items() if r}
-        budget = Budget(limits, leaders, policy.port_rate(execution.throttle if execution else None))
-        balancer = balance_replicas if request.goal == "replicas" else balance_bytes
-        balancer(layout, brokers, 0.0, movable=movable, rack_aware=rack_aware, budget=budget)
-        changed = {tp for tp, r in layout.replicas.items() if set(r) != set(original[tp])}
-        if changed:
-            balance_leaders(layout, brokers, changed)  # order only: moves nothing more
+        return original
+    leaders = {tp: r[0] for tp, r in original.items() if r}
+    budget = Budget(limits, leaders, policy.port_rate(execution.throttle if execution else None))
+    balancer = balance_replicas if goal == "replicas" else balance_bytes
+    balancer(layout, brokers, 0.0, movable=movable, rack_aware=rack_aware, budget=budget)
+    changed = {tp for tp, r in layout.replicas.items() if set(r) != set(original[tp])}
+    if changed:
+        balance_leaders(layout, brokers, changed)  # order only: moves nothing more
+    return original
 
-    def build() -> Plan:
-        targets = {tp: r for tp, r in layout.replicas.items() if r != original[tp]}
-        return plan_targets(snapshot, targets, cluster, execution=execution, policy=policy, sizes=layout.sizes,
-                            reason=f"rebalance {request.goal}")
 
-    result = build()
-    # Batching can make the estimate longer than the per-port budget assumed: drop the last moves until it fits.
+def _plan(snapshot: Snapshot, layout: Layout, original: dict[TopicPartition, tuple[int, ...]], goal: str,
+          policy: Policy, cluster: str, execution: Execution | None) -> Plan:
+    targets = {tp: r for tp, r in layout.replicas.items() if r != original[tp]}
+    return plan_targets(snapshot, targets, cluster, execution=execution, policy=policy, sizes=layout.sizes,
+                        reason=f"rebalance {goal}")
+
+
+def _drop_until_it_fits(snapshot: Snapshot, layout: Layout, original: dict[TopicPartition, tuple[int, ...]],
+                        goal: str, limits: Limits, policy: Policy, cluster: str, execution: Execution | None) -> Plan:
+    """The last resort: drop the largest tenth of the moves until the estimate fits."""
+    result = _plan(snapshot, layout, original, goal, policy, cluster, execution)
     while limits.max_seconds is not None and (result.summary.estimated_seconds or 0.0) > limits.max_seconds:
         moved = sorted((m for m in result.moves if m.kind == "data"), key=lambda m: (m.copied_bytes, m.tp))
         if not moved:
             break
         for m in moved[-max(1, len(moved) // 10):]:
             layout.set(m.tp, original[m.tp])
-        result = build()
-    after = imbalance(loads(layout, request.goal), brokers)
-    return Rebalance(result, request.goal, before, after, request.min_improvement)
+        result = _plan(snapshot, layout, original, goal, policy, cluster, execution)
+    return result
