@@ -1,7 +1,9 @@
 """`kops rehearse` at three sizes: clones of 6, 24 and 50 brokers with 2,000, 10,000 and 20,000 partitions.
 
 Each size is a snapshot built as bench/planner.py builds them (RF 3 across racks, Zipf sizes), a plan that
-decommissions one broker at 50 MiB/s (`kops plan --snapshot --sizes`, as an operator makes it), then
+decommissions one broker at 50 MiB/s in batches of at most partitions/50 moves (at least 50: 50, 200, 400; a batch's fixed
+cost on a clone of Python brokers sharing two cores is tens of seconds, so the batch count is held near 30 or
+below) (`kops plan --snapshot --sizes`, as an operator makes it), then
 `kops rehearse` on the kops engine in a child process, scaled so the apply takes about `--seconds`. One JSON
 line per size: `brokers`, `partitions`, `moves`,
 `factor` (the scaling), `clone_seconds` (starting the clone's ZooKeeper and brokers, creating its topics, filling
@@ -53,7 +55,7 @@ def scenario(work: Path, brokers: int, partitions: int) -> tuple[Path, Path, flo
                                               "growth_bytes_per_s": 0.0}) + "\n" for tp, b in sorted(sizes.items())))
     book = work / "decommission.yml"
     book.write_text(f"- hosts: all\n  brokers: {{decommission: [{brokers}]}}\n"
-                    f"  execution: {{throttle: {THROTTLE}, batch: {{max_partitions: 50}}}}\n")
+                    f"  execution: {{throttle: {THROTTLE}, batch: {{max_partitions: {max(50, partitions // 50)}}}}}\n")
     plan_file = work / "plan.json"
     done, seconds, _ = kops("plan", str(book), "--snapshot", str(snap_file), "--sizes", str(sizes_file),
                             "-o", str(plan_file), "--format", "json")
