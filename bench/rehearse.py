@@ -10,8 +10,9 @@ line per size: `brokers`, `partitions`, `moves`,
 them), `apply_seconds` and `rollback_seconds` (wall time of each execution on the clone), `peak_rss_mb` (the
 kops process), `estimate_error` (the largest relative error of a batch's measured duration against its
 estimate, over the batches long enough on the clone to be judged: `judged_batches` of `batches`),
-`total_error`, `exit_code`, `wall_seconds`. The baseline in the same run: `plan_seconds`, the time `kops plan`
-takes for the same snapshot (a rehearsal's cost against the planning it checks).
+`total_error`, `exit_code`, `wall_seconds`, `verdict` (the report's first line, cut to 400 characters). The
+baseline in the same run: `plan_seconds`, the time `kops plan` takes for the same snapshot (a rehearsal's cost
+against the planning it checks).
 
 Usage: python bench/rehearse.py [--sizes 6:2000,24:10000,50:20000] [--seconds 60]
 """
@@ -81,7 +82,8 @@ def one(brokers: int, partitions: int, seconds: float) -> dict[str, object]:
             "rollback_seconds": report["rollback_wall_seconds"], "peak_rss_mb": round(peak, 1),
             "estimate_error": round(max(errors), 3) if errors else None, "judged_batches": len(errors),
             "batches": len(report["batches"]), "total_error": report["total_error"], "exit_code": done.returncode,
-            "wall_seconds": round(wall, 1), "plan_seconds": round(plan_seconds, 1)}
+            "wall_seconds": round(wall, 1), "plan_seconds": round(plan_seconds, 1),
+            "verdict": report["verdict"][:400]}
 
 
 def main() -> None:

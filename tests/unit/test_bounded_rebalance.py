@@ -87,6 +87,20 @@ def test_bytes_goal_moves_bytes_toward_the_mean_within_the_byte_limit() -> None:
     assert 0 < result.plan.summary.bytes <= 20_000 and result.imbalance_after < result.imbalance_before
 
 
+def test_a_move_budget_buys_the_largest_moves_that_fit_not_the_heaviest_brokers_crumbs() -> None:
+    # broker 1 is heaviest because of one partition no gap can take, plus crumbs; broker 2 is above the mean
+    # with partitions that fit: under --max-moves the budget goes to those
+    snap = snapshot(brokers(6, racks=None), [topic("giant", [(1,)]), topic("crumbs", [(1,)] * 5),
+                                             topic("mid", [(2,)] * 5), topic("small", [(3,), (4,), (5,), (6,)])])
+    sizes = {TopicPartition("giant", 0): 100_000}
+    sizes |= {TopicPartition("crumbs", p): 10 for p in range(5)}
+    sizes |= {TopicPartition("mid", p): 9_000 for p in range(5)}
+    sizes |= {TopicPartition("small", p): 1_000 for p in range(4)}
+    result = rebalance(snap, Request("bytes", Limits(max_moves=2), 0.0), sizes)
+    assert sorted(m.topic for m in result.plan.moves) == ["mid", "mid"]
+    assert result.imbalance_before - result.imbalance_after == pytest.approx(18_000 / sum(sizes.values()), abs=1e-6)
+
+
 def test_readiness_names_what_is_wrong() -> None:
     snap = skewed()
     assert readiness(snap) == []
