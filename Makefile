@@ -64,7 +64,7 @@ demo: setup
 # Two workers, a module at a time each (one real cluster per module stays one): the lab tests mostly wait on
 # brokers, so two run side by side on two cores.
 test: setup lint
-	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -n 2 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check kops spark bench tests

@@ -23,30 +23,11 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-# The longest modules first, the many short unit modules last: with `--dist loadfile` a worker takes the next
-# module when it is free, so the run ends on a few seconds of unit tests rather than one worker alone on a
-# two-minute real-Kafka module (xdist's own order, by test count, put those last; the Makefile turns it off
-# with --no-loadscope-reorder). Measured with `pytest --durations`, longest module first.
-LONGEST_FIRST = ("test_admin_executor", "test_executor", "test_rehearse", "test_unclean_election",
-                 "test_admin_transport", "test_real_lab_cli", "test_demo", "test_rehearse_real", "test_ci_review",
-                 "test_spark_standalone")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> tuple[int, int]:
-        module = item.path.stem
-        if module in LONGEST_FIRST:
-            return 0, LONGEST_FIRST.index(module)
-        return (1 if "integration" in item.path.parts else 2), 0
-
-    items.sort(key=rank)  # stable: tests keep their order within a module
-
-
 _MODULE_SECONDS: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Seconds per module (setup, call and teardown, module fixtures included), for LONGEST_FIRST."""
+    """Seconds per module (setup, call and teardown, module fixtures included): where CI time goes."""
     module = report.nodeid.split("::", 1)[0]
     _MODULE_SECONDS[module] = _MODULE_SECONDS.get(module, 0.0) + report.duration
 
