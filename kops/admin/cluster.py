@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient
@@ -112,11 +112,7 @@ class AdminCluster:
 
     # -- reading -------------------------------------------------------------------------------------------
 
-    def snapshot(self, only_topics: set[str] | None = None,
-                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
-        if only_partitions is not None:  # DescribeTopics answers whole topics: narrowed after
-            topics = (only_topics or set()) | {tp.topic for tp in only_partitions}
-            return self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, topics)).narrowed(only_partitions)
+    def snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
         return self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, only_topics))
 
     def offers(self) -> dict[str, str]:

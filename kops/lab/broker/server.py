@@ -249,16 +249,13 @@ class BrokerServer:
     # -- periodic work -----------------------------------------------------------------------------------
 
     def _tick_loop(self) -> None:
-        last_retention = last_isr = 0.0
-        # ISR expiry: at most every half second, and twice within the lag window at any clock speed
-        isr_every = min(0.5, self.settings.lag_max / self.clock.scale / 2)
+        last_retention = 0.0
         while not self.stopping.wait(self.settings.tick):
             try:
-                now = time.monotonic()
-                retention, isr = now - last_retention >= 1.0, now - last_isr >= isr_every
-                last_retention = now if retention else last_retention
-                last_isr = now if isr else last_isr
-                self.replicas.tick(retention, isr)
+                retention = time.monotonic() - last_retention >= 1.0
+                if retention:
+                    last_retention = time.monotonic()
+                self.replicas.tick(retention)
                 self._write_isr_updates(self.replicas.take_isr_updates())
                 self._ensure_fetchers()
                 if self.clock.now() >= self._next_logdirs:
