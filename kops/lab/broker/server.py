@@ -34,7 +34,7 @@ from kops.kafka.codecs.partition_state import decode_partition_state, encode_par
 from kops.lab.broker.admin_endpoint import AdminEndpoint
 from kops.lab.broker.clock import SimClock
 from kops.lab.broker.configs import ConfigFollower
-from kops.lab.broker.replicas import FIRST_FETCH_BYTES, MAX_FETCH_WAIT, IsrUpdate, ReplicaManager
+from kops.lab.broker.replicas import FIRST_FETCH_BYTES, IsrUpdate, ReplicaManager
 from kops.lab.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from kops.lab.controller.channel import call_registered_broker
 from kops.lab.controller.controller import LOG_OFFSETS, Controller
@@ -343,15 +343,14 @@ class BrokerServer:
                 address = (known.host, known.port)
                 client = RpcClient(known.host, known.port, timeout=10.0)
             try:
-                reply = client.call("fetch", {"replica_id": self.id, "partitions": plan, "max_wait": MAX_FETCH_WAIT})
+                reply = client.call("fetch", {"replica_id": self.id, "partitions": plan})
             except (RpcUnavailable, RpcError):
                 time.sleep(0.2)
                 continue
             received = self.replicas.apply_fetch(plan, reply)
             asked = sum(min(int(entry[4]), FIRST_FETCH_BYTES // 2) for entry in plan)
-            # a full answer, or one the leader held until something changed: fetch again soon; a quota-limited
-            # one: tokens accrue slowly, do not spin
-            time.sleep(0.02 if reply.get("waited") or (received and received >= 0.9 * asked) else 0.1)
+            # a full answer: fetch again soon; a quota-limited or empty one: tokens accrue slowly, do not spin
+            time.sleep(0.02 if received and received >= 0.9 * asked else 0.1)
         if client is not None:
             client.close()
         self._fetchers.pop(leader, None)
