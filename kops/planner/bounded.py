@@ -107,31 +107,32 @@ def rebalance(snapshot: Snapshot, request: Request, sizes: dict[TopicPartition, 
         raise ValueError(f"unknown goal {request.goal!r}: one of {', '.join(GOALS)}")
     limits = request.limits
     brokers = sorted(snapshot.live_broker_ids)
+    rate = policy.port_rate(execution.throttle if execution else None)
     layout = Layout(snapshot, dict(sizes or {}))
     before = imbalance(loads(layout, request.goal), brokers)
-    original = _balanced(snapshot, layout, request.goal, limits, policy, execution)
+    original = _balanced(snapshot, layout, brokers, request.goal, limits, rate)
     result = _plan(snapshot, layout, original, request.goal, policy, cluster, execution)
-    rate = policy.port_rate(execution.throttle if execution else None)
-    def fits(plan: Plan) -> bool:
-        return limits.max_seconds is None or (plan.summary.estimated_seconds or 0.0) <= limits.max_seconds
-
     for _ in range(FIT_ATTEMPTS):
-        if fits(result) or limits.max_seconds is None:
+        if limits.max_seconds is None or _fits(result, limits):
             break
         for tp in moves_to_drop(result.batches, limits.max_seconds, rate):
             layout.set(tp, original[tp])
         result = _plan(snapshot, layout, original, request.goal, policy, cluster, execution)
-    if not fits(result):
-        result = _drop_until_it_fits(snapshot, layout, original, request.goal, limits, policy, cluster, execution)
+    if not _fits(result, limits):
+        result = _drop_until_it_fits(result, snapshot, layout, original, request.goal, limits, policy, cluster,
+                                     execution)
     after = imbalance(loads(layout, request.goal), brokers)
     return Rebalance(result, request.goal, before, after, request.min_improvement)
 
 
-def _balanced(snapshot: Snapshot, layout: Layout, goal: str, limits: Limits, policy: Policy,
-              execution: Execution | None) -> dict[TopicPartition, tuple[int, ...]]:
+def _fits(plan: Plan, limits: Limits) -> bool:
+    return limits.max_seconds is None or (plan.summary.estimated_seconds or 0.0) <= limits.max_seconds
+
+
+def _balanced(snapshot: Snapshot, layout: Layout, brokers: list[int], goal: str, limits: Limits,
+              port_rate: float) -> dict[TopicPartition, tuple[int, ...]]:
     """Spend `limits` on the goal's balancer, in `layout`; the replicas it started from."""
     original = dict(layout.replicas)
-    brokers = sorted(snapshot.live_broker_ids)
     rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
     deleting = set(snapshot.pending_deletions)
     movable = {tp for tp in layout.replicas if tp.topic not in deleting}
@@ -139,7 +140,7 @@ def _balanced(snapshot: Snapshot, layout: Layout, goal: str, limits: Limits, pol
         balance_leaders(layout, brokers, movable, max_changes=limits.max_moves)
         return original
     leaders = {tp: r[0] for tp, r in original.items() if r}
-    budget = Budget(limits, leaders, policy.port_rate(execution.throttle if execution else None))
+    budget = Budget(limits, leaders, port_rate)
     balancer = balance_replicas if goal == "replicas" else balance_bytes
     balancer(layout, brokers, 0.0, movable=movable, rack_aware=rack_aware, budget=budget)
     changed = {tp for tp, r in layout.replicas.items() if set(r) != set(original[tp])}
@@ -155,11 +156,11 @@ def _plan(snapshot: Snapshot, layout: Layout, original: dict[TopicPartition, tup
                         reason=f"rebalance {goal}")
 
 
-def _drop_until_it_fits(snapshot: Snapshot, layout: Layout, original: dict[TopicPartition, tuple[int, ...]],
-                        goal: str, limits: Limits, policy: Policy, cluster: str, execution: Execution | None) -> Plan:
+def _drop_until_it_fits(result: Plan, snapshot: Snapshot, layout: Layout,
+                        original: dict[TopicPartition, tuple[int, ...]], goal: str, limits: Limits, policy: Policy,
+                        cluster: str, execution: Execution | None) -> Plan:
     """The last resort: drop the largest tenth of the moves until the estimate fits."""
-    result = _plan(snapshot, layout, original, goal, policy, cluster, execution)
-    while limits.max_seconds is not None and (result.summary.estimated_seconds or 0.0) > limits.max_seconds:
+    while not _fits(result, limits):
         moved = sorted((m for m in result.moves if m.kind == "data"), key=lambda m: (m.copied_bytes, m.tp))
         if not moved:
             break

@@ -168,9 +168,11 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
     if not brokers or total == 0:
         return 0
     mean = total / len(brokers)
+    limit = max_moves if max_moves is not None else 4 * sum(layout.replica_count[b] for b in brokers)
+    if budget is not None and budget.limits.max_moves is not None:
+        return _largest_first(layout, brokers, mean, movable, rack_aware, budget, limit)
     high, low = mean * (1 + tolerance), mean * (1 - tolerance)
     candidates = _Candidates(layout, movable)
-    limit = max_moves if max_moves is not None else 4 * sum(layout.replica_count[b] for b in brokers)
     heavy = [(-layout.bytes[b], b) for b in brokers]
     light = [(layout.bytes[b], b) for b in brokers]
     heapq.heapify(heavy)
@@ -182,8 +184,6 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
     smallest = min((size for tp, size in layout.sizes.items() if size > 0 and (movable is None or tp in movable)),
                    default=0)
     full: set[int] = set()
-    if budget is not None and budget.limits.max_moves is not None:
-        return _largest_first(layout, brokers, mean, movable, rack_aware, budget, limit)
     while moved < limit and not (budget and budget.exhausted()):
         source = _pop_current(heavy, lambda b: -layout.bytes[b], stuck)
         if source is None:
