@@ -113,6 +113,30 @@ def test_lagging_follower_leaves_the_isr_after_the_lag_window() -> None:
     assert [u.isr for u in leader.take_isr_updates()] == [(1,)]
 
 
+def test_a_follower_of_a_log_that_grows_between_every_two_fetches_stays_in_the_isr() -> None:
+    """Its fetch offset is never the log end, but always the end as of its previous fetch (Kafka's rule)."""
+    clock, leader, follower = pair()
+    leader.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 1, 1, (1, 2), (1, 2), 1)]))
+    follower.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 1, 1, (1, 2), (1, 2), 1)]))
+    shrinks: list = []
+    for second in range(1, 100):
+        leader.append(TP, 100)
+        clock.t = float(second)
+        fetch_round(leader, follower)
+        leader.tick()
+        shrinks += [u.isr for u in leader.take_isr_updates()]
+    assert leader.replicas[TP].followers[2].leo == 9900 - 100  # never at the log end when it fetches
+    assert shrinks == []
+    for second in range(100, 140):  # the same follower, stopped: it leaves after the lag window
+        leader.append(TP, 100)
+        clock.t = float(second)
+        leader.tick()
+        for update in leader.take_isr_updates():
+            leader.isr_written(update, update.zk_version + 1)
+            shrinks.append((second, update.isr))
+    assert shrinks in ([(129, (1,))], [(130, (1,))])  # 30 s after it was last caught up
+
+
 def test_requests_from_an_older_controller_epoch_are_refused() -> None:
     _clock, leader, _follower = pair()
     with pytest.raises(RpcError, match="stale controller epoch 4"):

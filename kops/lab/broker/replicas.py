@@ -32,6 +32,7 @@ class FollowerProgress:
     leo: int = 0
     caught_up_at: float = 0.0
     fetched_at: float | None = None  # when the follower last fetched (its `leo` is as of then)
+    end_at_last_fetch: int = 0  # the leader's log end when the follower last fetched
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Replica:
     online: bool = True
     followers: dict[int, FollowerProgress] = field(default_factory=dict)
     leader_end: int | None = None  # follower: the leader's log end as of the last fetch
+    leader_growth: int = 0  # follower: how much the leader's log grew between the last two fetches
     in_sync: bool = False  # follower: the leader counts it in the ISR
     caught_up_at: float | None = None  # follower: first time it reached the leader's log end
     fetch_error: str | None = None
@@ -174,9 +176,7 @@ class ReplicaManager:
                 if f is None:
                     out.append([topic, p, "not_a_replica"])
                     continue
-                f.leo, f.fetched_at = offset, now
-                if offset >= r.log.end:
-                    f.caught_up_at = now
+                _note_fetch(f, offset, r.log.end, now)
                 isr = self.pending_isr.get(tp, r.isr)
                 if replica_id not in isr and offset >= r.log.hw:
                     self.pending_isr[tp] = tuple(isr) + (replica_id,)
@@ -296,7 +296,7 @@ class ReplicaManager:
             for tp, r in self.replicas.items():
                 if not r.online or r.leader != leader or leader == self.broker_id:
                     continue
-                wanted = FIRST_FETCH_BYTES if r.leader_end is None else max(0, r.leader_end - r.log.end)
+                wanted = _wanted(r)
                 if wanted and not r.in_sync and self.throttles.follower_throttled(tp.topic, tp.partition):
                     wanted = self.follower_quota.take(wanted, now)
                 wanted = self.bandwidth_in.take(wanted, now)
@@ -336,6 +336,7 @@ class ReplicaManager:
                 r.log.append(grant, now)
                 r.log.hw = min(hw, r.log.end)
                 r.log.advance_start(start)
+                r.leader_growth = max(0, leader_end - r.leader_end) if r.leader_end is not None else 0
                 r.leader_end, r.in_sync = leader_end, in_sync
                 if r.caught_up_at is None and r.log.end >= leader_end:
                     r.caught_up_at = now
@@ -363,6 +364,26 @@ class ReplicaManager:
         with self.lock:
             return [(tp, r.log.size, 0 if r.leader == self.broker_id else max(0, (r.leader_end or r.log.end) - r.log.end))
                     for tp, r in sorted(self.replicas.items())]
+
+
+def _wanted(r: Replica) -> int:
+    """What a follower asks its leader for: the gap it knows of, plus what the leader wrote during the last
+    fetch round. A Kafka follower asks for everything up to the leader's end *now*; one that asked only for
+    the gap seen at its previous fetch would stay a round behind a growing log and never count as caught up
+    (unused bytes go back to the limiters, so the extra costs nothing)."""
+    return max(0, r.leader_end - r.log.end) + r.leader_growth if r.leader_end is not None else FIRST_FETCH_BYTES
+
+
+def _note_fetch(f: FollowerProgress, offset: int, leader_end: int, now: float) -> None:
+    """Kafka's caught-up rule (Replica.updateFetchState): a fetch at the log end is caught up now; a fetch at
+    the end the log had at the follower's previous fetch proves it was caught up then. Without the second
+    half, a follower of a partition that grows between every two fetches would never count as caught up and
+    would leave the ISR however fast it fetches."""
+    if offset >= leader_end:
+        f.caught_up_at = max(f.caught_up_at, now)
+    elif f.fetched_at is not None and offset >= f.end_at_last_fetch:
+        f.caught_up_at = max(f.caught_up_at, f.fetched_at)
+    f.leo, f.fetched_at, f.end_at_last_fetch = offset, now, leader_end
 
 
 def _int(value: str | None, default: int) -> int:
