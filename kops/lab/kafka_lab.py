@@ -27,8 +27,9 @@ from kops.errors import EnvironmentProblem, KopsError, UsageError
 from kops.lab import kafka_config as cfg
 from kops.lab.folder import STATE_FILE, LabFolder, rack_layout
 from kops.lab.kafka_dist import Distribution, require
+from kops.lab.ports import free_port
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
-from kops.lab.zookeeper import ZooKeeperServer, free_port
+from kops.lab.zookeeper import ZooKeeperServer
 
 BOOTSTRAP_FILE = "bootstrap"
 CONNECT_FILE = "zookeeper"

@@ -17,7 +17,8 @@ import urllib.request
 from pathlib import Path
 
 from kops.errors import EnvironmentProblem
-from kops.lab.zookeeper import free_port, java_executable
+from kops.lab.ports import free_port
+from kops.lab.zookeeper import java_executable
 
 
 def spark_home() -> Path:

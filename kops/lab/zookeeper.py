@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from kops.errors import EnvironmentProblem
+from kops.lab.ports import free_port
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
 
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -57,12 +58,6 @@ def java_executable() -> str:
             hint="install one (Debian/Ubuntu: apt-get install -y openjdk-17-jre-headless) or set JAVA_HOME",
         )
     return found
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str | None:

@@ -10,8 +10,8 @@ import pytest
 from kops.cli.main import main
 from kops.kafka.client import ZkClient
 from kops.kafka.writer import write_snapshot
+from kops.lab.ports import free_port
 from kops.lab.sample import sample_snapshot
-from kops.lab.zookeeper import free_port
 from kops.model import snapshot_format
 
 

@@ -16,7 +16,7 @@ from kops.kafka.client import (
     ZkClient,
     ZkSettings,
 )
-from kops.lab.zookeeper import free_port
+from kops.lab.ports import free_port
 
 
 def test_digest_auth_against_the_real_server(zk_connect: str) -> None:
