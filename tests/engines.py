@@ -75,6 +75,10 @@ class EngineLab:
     def create_and_fill(self, zk: ZkClient, layouts: dict[str, dict[int, tuple[int, ...]]], megabytes: float) -> None:
         for name, assignment in layouts.items():
             admin.create_topic(zk, name, assignment)
+        if self.real:
+            assert self.bootstrap is not None
+            fill_real(self.bootstrap, layouts, megabytes)
+            return
         for name, assignment in layouts.items():
             for p in assignment:
                 wait_until(lambda name=name, p=p: state(zk, name, p), what=f"{name}-{p} created")
@@ -90,6 +94,20 @@ class EngineLab:
         assert self.bootstrap is not None
         return {t: {p: row["replicas"] for p, row in parts.items()}  # type: ignore[misc]  # plain JSON rows
                 for t, parts in layout(self.bootstrap).items()}
+
+
+def fill_real(bootstrap: str, layouts: dict[str, dict[int, tuple[int, ...]]], megabytes: float) -> None:
+    """`megabytes` of real records into every partition, through one producer once every leader is elected (a
+    producer per partition cost half a second each)."""
+    from kops.lab.kafka_admin import fill, layout
+
+    def elected() -> bool:
+        found = layout(bootstrap)
+        return all(t in found and len(found[t]) == len(a) and all(p["leader"] != -1 for p in found[t].values())
+                   for t, a in layouts.items())
+
+    wait_until(elected, timeout=60, what="every partition's leader elected")
+    fill(bootstrap, {t: dict.fromkeys(a, int(megabytes * 1024 * 1024)) for t, a in layouts.items()})
 
 
 def every_broker_running(lab: Any) -> None:
@@ -192,5 +210,5 @@ def kafka4_cluster(directory: Path) -> Iterator[EngineLab]:
         assert not lab.pids_alive(), "a Kafka process survived lab.down()"
 
 
-__all__ = ["ENGINES", "EngineLab", "Lab", "engine_cluster", "kafka39_cluster", "kafka4_cluster", "require_real",
+__all__ = ["ENGINES", "EngineLab", "Lab", "engine_cluster", "fill_real", "kafka39_cluster", "kafka4_cluster", "require_real",
            "reset_admin_cluster"]

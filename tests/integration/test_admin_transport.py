@@ -24,7 +24,7 @@ from kops.lab.kafka_admin import first_answer, layout, produce
 from kops.model import plan_format
 from kops.model.plan import Plan
 from kops.model.throttle_keys import ALL_KEYS
-from tests.engines import EngineLab
+from tests.engines import EngineLab, fill_real
 from tests.integration.test_executor import ORIGINAL, kops, targets
 from tests.integration.test_executor import make_plan as plan_live
 from tests.integration.test_no_loss import LEDGER
@@ -46,12 +46,7 @@ def kafka4_only(admin_engine: EngineLab, request: pytest.FixtureRequest, why: st
 def create_and_fill(bootstrap: str, megabytes: float) -> None:
     spec = {name: {"assignments": {p: list(r) for p, r in a.items()}} for name, a in ORIGINAL.items()}
     first_answer(bootstrap, lambda c: c.create_topics(spec))
-    wait_until(lambda: all(p["leader"] >= 0 for t in ORIGINAL for p in layout(bootstrap).get(t, {0: {"leader": -1}}).values()),
-               timeout=60, what="leaders elected")
-    for name, assignment in ORIGINAL.items():
-        for p in assignment:
-            wait_until(lambda name=name, p=p: produce(bootstrap, name, int(megabytes * MB), p) > 0, timeout=60,
-                       what=f"{name}-{p} produced")
+    fill_real(bootstrap, ORIGINAL, megabytes)
 
 
 def replicas(bootstrap: str) -> dict[str, dict[int, tuple[int, ...]]]:
