@@ -12,6 +12,8 @@ import json
 import math
 from typing import Any
 
+import orjson
+
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -44,6 +46,14 @@ def parse_json(data: bytes | str) -> Any:
 def dumps_compact(value: Any) -> bytes:
     """Compact UTF-8 JSON as Jackson writes it (no spaces, non-ASCII kept as UTF-8)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def dumps_document(value: Any) -> bytes:
+    """A kops file's bytes: sorted keys, two-space indentation, UTF-8, a final newline, byte for byte what
+    `json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)` writes. orjson writes it because the
+    standard library's C encoder is bypassed whenever it indents: a million-partition snapshot took 30 s in
+    pure Python. Keys must be strings and numbers finite (the declarations see to both)."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
 def _describe(value: Any) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from kops.errors import DocumentError
 from kops.formats import plan as doc_model
 from kops.formats.base import validate
-from kops.jsondoc import ShapeError, parse_json
+from kops.jsondoc import ShapeError, dumps_document, parse_json
 from kops.model.partitions import TopicPartition
 from kops.model.plan import (
     Batch,
@@ -140,10 +140,12 @@ def seal(doc: dict[str, Any]) -> dict[str, str]:
 
 
 def dumps(plan: Plan) -> bytes:
-    """The file's bytes, serialised through the declaration (a plan kops could not read back is never written)."""
-    doc = doc_model.PlanDoc.model_validate(to_document(plan)).model_dump(mode="json")
+    """The file's bytes: validated against the declaration first (a plan kops could not read back is never
+    written), then written as built (what the declaration serialises: tests/unit/test_declared_documents.py)."""
+    doc = to_document(plan)
+    doc_model.PlanDoc.model_validate(doc)
     doc["seal"] = seal(doc)
-    return (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    return dumps_document(doc)
 
 
 def edited_sections(doc: Any) -> list[str]:
