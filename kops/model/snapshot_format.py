@@ -135,7 +135,7 @@ def _broker_of(b: doc_model.BrokerDoc) -> Broker:
 
 
 def _epochs(d: dict[str, int] | None) -> dict[int, int]:
-    return {int(k): v for k, v in (d or {}).items()}
+    return {int(k): v for k, v in d.items()} if d else {}  # once per partition: no comprehension for none
 
 
 def _partition_of(p: doc_model.PartitionDoc) -> Partition:
