@@ -93,7 +93,7 @@ def produce(bootstrap: str, topic: str, count: int, partition: int | None = None
     """
     if count <= 0:
         raise UsageError("--bytes must be positive")
-    if topic not in first_answer(bootstrap, lambda client: client.list_topics()):
+    if not _known(bootstrap, topic):
         raise UsageError(f"no topic {topic!r} in the lab", hint="create it first (kops apply, or Kafka's tools)")
     out = producer(bootstrap)
     try:
@@ -112,6 +112,18 @@ def produce(bootstrap: str, topic: str, count: int, partition: int | None = None
         raise EnvironmentProblem(f"producing to {topic} failed: {exc}", where=bootstrap) from None
     finally:
         out.close(timeout=10)
+
+
+def _known(bootstrap: str, topic: str, patience: float = 5.0) -> bool:
+    """Whether the brokers know `topic`, waiting `patience` seconds for one just created: each broker learns
+    new topics from the controller on its own, so the broker asked may not know it yet (CI caught a
+    `kops lab produce` refused right after another broker had reported the topic)."""
+    deadline = time.monotonic() + patience
+    while topic not in first_answer(bootstrap, lambda client: client.list_topics()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.25)
+    return True
 
 
 def fill(bootstrap: str, sizes: dict[str, dict[int, int]], record_size: int = 16384) -> int:
