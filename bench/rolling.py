@@ -14,7 +14,7 @@ One JSON line per engine and scenario: engine, scenario, moves, lower_bound_seco
 rolling_seconds, batch_ratio, rolling_ratio. Targets (issue 18): rolling_ratio <= 1.05 on the kops engine,
 <= 1.15 on real Kafka, and no slower than batches in any scenario.
 
-Usage: python bench/rolling.py [--engines kops,kafka-4] [--seconds 20] [--throttle-mib 2]
+Usage: python bench/rolling.py [--engines kops,kafka-4] [--seconds 120] [--time-scale 4] [--scenarios ...]
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from bench.batching import sizes_exponential  # noqa: E402 - after the sys.path 
 from bench.planner import build  # noqa: E402 - after the sys.path line above
 from kops.model import plan_format  # noqa: E402 - after the sys.path line above
 from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
+from kops.model.plan import Plan  # noqa: E402 - after the sys.path line above
 from kops.planner.batches import port_times  # noqa: E402 - after the sys.path line above
 
 BROKERS, RACKS, PARTITIONS, TOPIC = 6, 3, 100, "topic-00000"
-SCALE = 10.0  # the kops engine's time scale
 MODES = ("batches", "rolling")
 SCENARIOS = [(n, d) for n in ("expansion", "decommission", "rebalance") for d in ("exponential", "zipf")]
 
@@ -93,7 +93,8 @@ class Kops:
                    if line.startswith('{"') and line.rstrip().endswith("}")]  # event lines, not a document
         err = process.stderr.read() if process.stderr else ""
         if process.wait() != 0:
-            raise SystemExit(f"kops {' '.join(args[:2])} failed: {err.strip().splitlines()[-1:] }")
+            said = [e for _, e in stamped if e.get("event") in ("error", "stopped", "stalled")] or err.strip()[-500:]
+            raise SystemExit(f"kops {' '.join(args[:2])} exited {process.returncode}: {said}")
         return stamped
 
 
@@ -107,26 +108,29 @@ def makespan(stamped: list[tuple[float, dict]]) -> float:
 # -- engines ---------------------------------------------------------------------------------------------------
 
 @contextmanager
-def kops_engine(work: Path) -> Iterator[dict]:
+def kops_engine(work: Path, scale: float) -> Iterator[dict]:
     from kops.kafka import admin
+    from kops.kafka.reader import read_snapshot
     from kops.lab import traffic
     from kops.lab.cluster import Lab
 
     lab = Lab(work / "kops-lab", detached=False)
-    state = lab.up(brokers=BROKERS + 1, racks=RACKS, time_scale=SCALE)
+    state = lab.up(brokers=BROKERS + 1, racks=RACKS, time_scale=scale)
 
     def prepare(lay: Layout) -> list[str]:
         with lab.client() as zk:
             _fresh_topic_zk(zk, admin, lay)
             for p, size in lay.sizes.items():
                 _retry(lambda p=p, size=size: traffic.produce(zk, TOPIC, size, p))
+            _wait(lambda: all(part.state is not None and set(part.state.isr) == set(part.replicas)
+                              for part in read_snapshot(zk).topics[TOPIC].partitions.values()))  # followers caught up
         sizes_file = work / "sizes.json"
         sizes_file.write_text("".join(json.dumps({"topic": TOPIC, "partition": p, "bytes": b, "growth_bytes_per_s": 0.0})
                                       + "\n" for p, b in lay.sizes.items()))
         return ["-z", state.connect, "--sizes", str(sizes_file)]
 
     try:
-        yield {"prepare": prepare, "connect": lambda: ["-z", state.connect], "scale": SCALE, "rate_mib": 2.0}
+        yield {"prepare": prepare, "connect": lambda: ["-z", state.connect], "scale": scale, "rate_mib": 2.0}
     finally:
         lab.down()
 
@@ -146,7 +150,7 @@ def _fresh_topic_zk(zk, admin, lay: Layout) -> None:  # type: ignore[no-untyped-
 
 @contextmanager
 def kafka4_engine(work: Path) -> Iterator[dict]:
-    from kops.lab.kafka_admin import first_answer, produce
+    from kops.lab.kafka_admin import fill, first_answer
     from kops.lab.kafka_admin import layout as kafka_layout
     from kops.lab.kafka_lab import KafkaLab
 
@@ -163,8 +167,7 @@ def kafka4_engine(work: Path) -> Iterator[dict]:
         spec = {TOPIC: {"assignments": {p: list(r) for p, r in lay.assignment.items()}}}
         first_answer(bootstrap, lambda c: c.create_topics(spec))
         _wait(lambda: all(p["leader"] >= 0 for p in kafka_layout(bootstrap).get(TOPIC, {0: {"leader": -1}}).values()))
-        for p, size in lay.sizes.items():
-            _retry(lambda p=p, size=size: produce(bootstrap, TOPIC, size, p) > 0)
+        fill(bootstrap, {TOPIC: lay.sizes})  # one producer, after every leader is elected (one each took 0.5 s)
         _wait(lambda: all(len(p["isr"]) == len(p["replicas"]) for p in kafka_layout(bootstrap)[TOPIC].values()))
         time.sleep(2.0)  # log segments flushed: DescribeLogDirs reports what was produced
         return ["-b", bootstrap]
@@ -200,38 +203,60 @@ def one(engine: dict, work: Path, name: str, distribution: str, seconds: float) 
     rate = engine["rate_mib"] * 2**20  # bytes per simulated second
     lay = layout(name, distribution, busiest_bytes=rate * seconds * engine["scale"])  # simulated bytes on kops
     book = work / "pb.yml"
-    throttle = f"{engine['rate_mib']:g}MiB/s"
-    book.write_text(lay.playbook + f"  execution: {{throttle: {throttle}, batch: {{max_partitions: 10}}}}\n")
+    book.write_text(lay.playbook + f"  execution: {{throttle: {engine['rate_mib']:g}MiB/s, batch: {{max_partitions: 10}}}}\n")
+    bound = _bound(_plan(engine, work, book, lay, "probe"), rate)
+    lay = scaled(lay, seconds / bound)  # the planner moves the smallest replicas it can: only its plan knows the bound
     timed: dict[str, float] = {}
-    bound = 0.0
     for mode in MODES:
-        where = engine["prepare"](lay)
-        plan_file = work / f"{name}-{distribution}-{mode}.json"
-        Kops.run("plan", str(book), *where, "-o", str(plan_file), "--format", "json")
-        plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
-        _, _, bound = port_times([m for m in plan.moves if m.adding], rate, rate)
+        plan = _plan(engine, work, book, lay, mode)
+        bound = _bound(plan, rate)
         extra = ["--rolling"] if mode == "rolling" else []
-        stamped = Kops.run("apply", str(plan_file), *engine["connect"](), "--yes", "--format", "json", "--poll", "0.2",
+        stamped = Kops.run("apply", str(plan.path), *engine["connect"](), "--yes", "--format", "json", "--poll", "0.2",
                            *extra)
         timed[mode] = makespan(stamped) * engine["scale"]
-        moves = len(plan.moves)
-    return {"scenario": f"{name}-{distribution}", "moves": moves, "lower_bound_seconds": round(bound, 1),
+    return {"scenario": f"{name}-{distribution}", "moves": len(plan.plan.moves), "lower_bound_seconds": round(bound, 1),
             "batch_seconds": round(timed["batches"], 1), "rolling_seconds": round(timed["rolling"], 1),
             "batch_ratio": round(timed["batches"] / bound, 3), "rolling_ratio": round(timed["rolling"] / bound, 3)}
+
+
+@dataclass
+class Planned:
+    path: Path
+    plan: Plan
+
+
+def _plan(engine: dict, work: Path, book: Path, lay: Layout, mode: str) -> Planned:
+    """A fresh topic with the layout's bytes, then `kops plan` of the playbook against it."""
+    where = engine["prepare"](lay)
+    path = work / f"{mode}.json"
+    Kops.run("plan", str(book), *where, "-o", str(path), "--format", "json")
+    return Planned(path, plan_format.loads(path.read_bytes(), str(path)))
+
+
+def _bound(planned: Planned, rate: float) -> float:
+    """The per-port lower bound of the plan's copies, simulated seconds."""
+    return port_times([m for m in planned.plan.moves if m.adding], rate, rate)[2]
+
+
+def scaled(lay: Layout, factor: float) -> Layout:
+    return Layout(lay.assignment, {p: max(64 * 1024, int(b * factor)) for p, b in lay.sizes.items()}, lay.brokers,
+                  lay.playbook)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", default="kops,kafka-4")
-    parser.add_argument("--seconds", type=float, default=20.0, help="the busiest port's lower bound, about")
+    parser.add_argument("--seconds", type=float, default=120.0, help="the busiest port's lower bound, about")
+    parser.add_argument("--time-scale", type=float, default=4.0,
+                        help="the kops engine's clock: faster runs, but kops's own latencies grow with it")
     parser.add_argument("--scenarios", default=",".join(f"{n}-{d}" for n, d in SCENARIOS))
     args = parser.parse_args()
     random.seed(3)
     wanted = args.scenarios.split(",")
     for engine_name in args.engines.split(","):
         with tempfile.TemporaryDirectory(prefix=f"kops-rolling-{engine_name}-") as tmp:
-            opened = kops_engine if engine_name == "kops" else kafka4_engine
-            with opened(Path(tmp)) as engine:
+            opened = kops_engine(Path(tmp), args.time_scale) if engine_name == "kops" else kafka4_engine(Path(tmp))
+            with opened as engine:
                 for name, distribution in SCENARIOS:
                     if f"{name}-{distribution}" in wanted:
                         line = one(engine, Path(tmp), name, distribution, args.seconds)

@@ -44,6 +44,7 @@ Reporter = Callable[[dict[str, Any]], None]
 FULL_READ_SECONDS = 10.0  # polls read the batch's topics; the whole cluster (health of the rest) this often
 PROGRESS_SAVE_SECONDS = 5.0  # a batch's last progress is saved at most this often
 THROTTLE_SETTLE_SECONDS = 0.5
+CONFIG_SETTLE_SECONDS = 5.0  # a config seen neither as written nor as found is re-read this long before it is drift
 
 
 class Stale(KopsError):
@@ -583,12 +584,17 @@ class Executor:
         self.journal.save(forward)
         return self.read_snapshot()
 
+    def _configs_now(self, forward: ExecutionRecord) -> dict[str, dict[str, str]]:
+        return {f"{c.entity_type}/{c.entity}": self.cluster.read_config(c.entity_type, c.entity)
+                for c in forward.configs}
+
     def _rollback_record(self, forward: ExecutionRecord, plan_path: str, plan_digest: str,
                          snapshot: Snapshot) -> ExecutionRecord:
-        configs_now = {}
-        for c in forward.configs:
-            configs_now[f"{c.entity_type}/{c.entity}"] = self.cluster.read_config(c.entity_type, c.entity)
-        undo = steps.rollback_of(forward, snapshot, configs_now)
+        undo = steps.rollback_of(forward, snapshot, self._configs_now(forward))
+        settle_until = self.clock.monotonic() + CONFIG_SETTLE_SECONDS
+        while any(d.startswith("config of") for d in undo.drift) and self.clock.monotonic() < settle_until:
+            self.clock.sleep(0.5)  # a KRaft broker answers from its metadata image, which may lag the write
+            undo = steps.rollback_of(forward, snapshot, self._configs_now(forward))
         if undo.drift:
             raise Stale(f"cannot roll back {forward.id}: " + "; ".join(undo.drift[:3])
                         + (f" (and {len(undo.drift) - 3} more)" if len(undo.drift) > 3 else ""),

@@ -110,7 +110,9 @@ def run_rolling(ex: Executor, record: ExecutionRecord) -> None:
         pending = [b for b in record.batches if b.status in (PENDING, CANCELLED)]
         _report(ex, record, snapshot, state)
         if not running and (not pending or state.stopping):
-            if pending:
+            if pending:  # the brokers' rates kept for the moves left (_rates_still_needed) go now
+                throttles.restore(ex.cluster, record)
+                ex.save(record)
                 raise Stop(state.stop_reason)
             return
         _obey_requests(ex, record, snapshot, state)
@@ -161,15 +163,26 @@ def _finish_done(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> N
 
 
 def _rewrite_throttles(ex: Executor, record: ExecutionRecord, snapshot: Snapshot,
-                       adding: list[Move] | None = None) -> None:
-    """Throttles covering exactly the moves in flight (and `adding`, about to be submitted)."""
+                       adding: list[Move] | None = None) -> bool:
+    """Throttles covering exactly the moves in flight (and `adding`, about to be submitted). Whether a
+    broker's rate was written (the brokers then get a moment before the moves start)."""
     moves = [m for b in record.in_flight for m in b.moves] + list(adding or [])
     fresh = ex.read_snapshot() if adding is None else snapshot  # configs as they are now
     wanted = throttles.in_flight_throttles(record, moves, fresh)
     ex.save(record)  # the values found are safe before anything is written
     ours = {m.tp for m in moves}
-    throttles.write_in_flight(ex.cluster, record, wanted, throttles.busy_entities(fresh, ours))
+    busy = throttles.busy_entities(fresh, ours) | _rates_still_needed(record)
+    rates = throttles.write_in_flight(ex.cluster, record, wanted, busy)
     ex.save(record)
+    return rates
+
+
+def _rates_still_needed(record: ExecutionRecord) -> set[str]:
+    """Brokers a move still to submit works: their rates stay between moves (a rate throttles only the
+    replicas listed, so it holds nothing back meanwhile), which spares the brokers a new rate, and the moment
+    it takes, at each submission. The run's end restores them."""
+    return {throttles.entity_key("brokers", str(b)) for batch in record.batches if batch.status in (PENDING, CANCELLED)
+            for m in batch.moves for b in (*m.from_replicas, *m.to_replicas)}
 
 
 def _report(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, state: _State) -> None:
@@ -286,8 +299,8 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
     if gone:
         raise Stop(f"the next moves need brokers {gone}, which are not registered")
     chosen = {m.tp for m in chosen_moves}
-    _rewrite_throttles(ex, record, snapshot, chosen_moves)
-    ex.settle_throttles()
+    if _rewrite_throttles(ex, record, snapshot, chosen_moves):
+        ex.settle_throttles()
     ex.submit(chosen_moves, snapshot, "the next moves")
     now = ex.clock.now()
     for batch in ready:

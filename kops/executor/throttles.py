@@ -61,12 +61,22 @@ def in_flight_throttles(record: ExecutionRecord, moves: list[Move], snapshot: Sn
 
 
 def write_in_flight(cluster: Cluster, record: ExecutionRecord, wanted: dict[str, dict[str, str]],
-                    busy: set[str]) -> list[str]:
+                    busy: set[str]) -> bool:
     """Rolling execution: write what changed of `wanted`, restore every other entity kops throttled (except
-    `busy` ones, which something else still moves through). Returns the entities restored."""
+    `busy` ones, which something else still moves through). Whether a broker's rate was written: only then
+    must the brokers be given a moment before the moves start (see `rates_written`)."""
     changed = {key: values for key, values in wanted.items() if record.throttles_written.get(key) != values}
     write(cluster, record, changed)
-    return restore(cluster, record, busy | set(wanted))
+    restore(cluster, record, busy | set(wanted))
+    return rates_written(changed)
+
+
+def rates_written(changed: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether a write set a broker's throttle rate. A change of a topic's replica lists alone needs no wait
+    before the reassignment, as in Kafka's own tool: KRaft brokers apply the config record before the
+    partition change that follows it in the metadata log, and a ZooKeeper-mode broker gets the config
+    notification, written first, before the controller's LeaderAndIsr for the new replica."""
+    return any(key.startswith("brokers/") for key in changed)
 
 
 def _remember(record: ExecutionRecord, key: str, values: dict[str, str], found: Mapping[str, str]) -> None:

@@ -39,7 +39,7 @@ from kops.lab.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from kops.lab.controller.channel import call_registered_broker
 from kops.lab.controller.controller import LOG_OFFSETS, Controller
 from kops.lab.controller.events import ControlledShutdown
-from kops.lab.controller.wire import decode_batch
+from kops.lab.controller.wire import ControllerBatch, decode_batch
 from kops.model.brokers import Broker, FeatureRange
 from kops.model.features import KIP179_ADMIN, KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION
 from kops.model.partitions import PartitionState, TopicPartition
@@ -183,6 +183,7 @@ class BrokerServer:
 
     def _controller_batch(self, body: dict[str, Any]) -> dict[str, Any]:
         batch = decode_batch(body)
+        self._refresh_moving_topics(batch)
         reply = self.replicas.handle_controller_batch(batch)
         # A topic created after startup sent no config notification (Kafka's topic creation does not):
         # read its config when its first replica arrives, as a Kafka broker does when it creates the log.
@@ -191,6 +192,19 @@ class BrokerServer:
             self._work.put(functools.partial(self._refresh_topic_config, topic))
         self._ensure_fetchers()
         return reply
+
+    def _refresh_moving_topics(self, batch: ControllerBatch) -> None:
+        """A partition whose replica set changes here follows its topic's throttle lists as written before the
+        reassignment: its config is read now, before the first fetch. A Kafka broker gets the config
+        notification, written first, before the controller's request in practice; this broker queues
+        notifications behind other ZooKeeper work, so it reads the znode itself rather than copy unthrottled."""
+        with self.replicas.lock:
+            hosted = self.replicas.replicas
+            changed = {e.tp.topic for e in batch.leader_and_isr
+                       if self.id in e.replicas and e.tp.topic in self.replicas.topic_configs
+                       and (e.tp not in hosted or hosted[e.tp].replicas != tuple(e.replicas))}
+        for topic in sorted(changed):
+            self._refresh_topic_config(topic)
 
     def _produce(self, body: dict[str, Any]) -> dict[str, Any]:
         end = self.replicas.append(TopicPartition(str(body["topic"]), int(body["partition"])), int(body["bytes"]))
