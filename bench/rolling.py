@@ -2,14 +2,16 @@
 
 Scenarios: expansion (one broker added), decommission (one removed), rebalance (a skewed layout), each with
 exponential and Zipf sizes, built as bench/planner.py builds them (6 brokers in 3 racks, 100 partitions at RF 3)
-and scaled so the busiest port's lower bound is about `--seconds` at the throttle. Per engine, scenario and mode:
+and scaled so the busiest port's lower bound is `--seconds` at the throttle (the planner moves the smallest
+replicas that do the job, so a first plan gives the bound and the sizes are rescaled from it). Per engine, scenario and mode:
 a fresh topic with that layout and those bytes, `kops plan` of the playbook, then `kops apply` in batches or
 `kops apply --rolling` (same throttle, same plan). Makespan: from the first submission's checkpoint to the last
 move done (event times as kops prints them), over the per-port lower bound of the plan's moves (max over brokers
 of bytes in or out / throttle, kops.planner.batches.port_times).
 
-Engines: `kops` (the lab's controller and brokers on a real ZooKeeper, time x10, simulated bytes; the ratio uses
-simulated seconds) and `kafka-4` (real Kafka 4 in KRaft through the Admin API, real bytes, fewer of them).
+Engines: `kops` (the lab's controller and brokers on a real ZooKeeper, time x4 by
+default, simulated bytes; the ratio uses simulated seconds: kops's own latencies, in wall seconds, weigh more the
+faster the clock) and `kafka-4` (real Kafka 4 in KRaft through the Admin API, real bytes, fewer of them).
 One JSON line per engine and scenario: engine, scenario, moves, lower_bound_seconds, batch_seconds,
 rolling_seconds, batch_ratio, rolling_ratio. Targets (issue 18): rolling_ratio <= 1.05 on the kops engine,
 <= 1.15 on real Kafka, and no slower than batches in any scenario.
@@ -20,6 +22,7 @@ Usage: python bench/rolling.py [--engines kops,kafka-4] [--seconds 120] [--time-
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import subprocess
@@ -40,7 +43,9 @@ from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.p
 from kops.model.plan import Plan  # noqa: E402 - after the sys.path line above
 from kops.planner.batches import port_times  # noqa: E402 - after the sys.path line above
 
-BROKERS, RACKS, PARTITIONS, TOPIC = 6, 3, 100, "topic-00000"
+BROKERS, RACKS, PARTITIONS, TOPIC = 6, 3, 100, "topic-00000"  # TOPIC: bench/planner.py's name for it
+PREFIX = "rolling-"  # each run's topic: rolling-<n>
+RUNS = itertools.count(1)
 MODES = ("batches", "rolling")
 SCENARIOS = [(n, d) for n in ("expansion", "decommission", "rebalance") for d in ("exponential", "zipf")]
 
@@ -68,7 +73,7 @@ def layout(name: str, distribution: str, busiest_bytes: float) -> Layout:
     scaled = {p: max(64 * 1024, int(b * scale)) for p, b in raw.items()}
     changes = {"expansion": f"brokers: {{add: [{BROKERS + 1}]}}\n", "decommission": "brokers: {decommission: [1]}\n",
                "rebalance": "rebalance: {goal: replicas, tolerance: 5%}\n"}[name]
-    playbook = f"- hosts: all\n  topics: [{{name: {TOPIC}}}]\n  {changes}"
+    playbook = "- hosts: all\n  topics: [{name: NAME}]\n  " + changes
     return Layout(assignment, scaled, BROKERS + extra, playbook)
 
 
@@ -117,17 +122,14 @@ def kops_engine(work: Path, scale: float) -> Iterator[dict]:
     lab = Lab(work / "kops-lab", detached=False)
     state = lab.up(brokers=BROKERS + 1, racks=RACKS, time_scale=scale)
 
-    def prepare(lay: Layout) -> list[str]:
+    def prepare(lay: Layout, topic: str, data: bool = True) -> list[str]:  # simulated bytes: always
         with lab.client() as zk:
-            _fresh_topic_zk(zk, admin, lay)
+            _fresh_topic_zk(zk, admin, lay, topic)
             for p, size in lay.sizes.items():
-                _retry(lambda p=p, size=size: traffic.produce(zk, TOPIC, size, p))
+                _retry(lambda p=p, size=size: traffic.produce(zk, topic, size, p))
             _wait(lambda: all(part.state is not None and set(part.state.isr) == set(part.replicas)
-                              for part in read_snapshot(zk).topics[TOPIC].partitions.values()))  # followers caught up
-        sizes_file = work / "sizes.json"
-        sizes_file.write_text("".join(json.dumps({"topic": TOPIC, "partition": p, "bytes": b, "growth_bytes_per_s": 0.0})
-                                      + "\n" for p, b in lay.sizes.items()))
-        return ["-z", state.connect, "--sizes", str(sizes_file)]
+                              for part in read_snapshot(zk).topics[topic].partitions.values()))  # followers caught up
+        return ["-z", state.connect, "--sizes", sizes_file(work, lay, topic)]
 
     try:
         yield {"prepare": prepare, "connect": lambda: ["-z", state.connect], "scale": scale, "rate_mib": 2.0}
@@ -135,17 +137,29 @@ def kops_engine(work: Path, scale: float) -> Iterator[dict]:
         lab.down()
 
 
-def _fresh_topic_zk(zk, admin, lay: Layout) -> None:  # type: ignore[no-untyped-def]  # the lab's own client
+def sizes_file(work: Path, lay: Layout, topic: str) -> str:
+    """The layout's sizes as `kops sizes` writes them."""
+    path = work / "sizes.json"
+    path.write_text("".join(json.dumps({"topic": topic, "partition": p, "bytes": b, "growth_bytes_per_s": 0.0}) + "\n"
+                            for p, b in lay.sizes.items()))
+    return str(path)
+
+
+def _fresh_topic_zk(zk, admin, lay: Layout, topic: str) -> None:  # type: ignore[no-untyped-def]  # the lab's client
+    """The earlier runs' topics deleted, then `topic` created: a new name each run, so no broker can hold a
+    stale log of it (a lab broker may keep one of a deleted topic a while, and its copy would start ahead)."""
     from kops.kafka.reader import read_snapshot
 
-    if TOPIC in read_snapshot(zk).topics:
-        admin.delete_topic(zk, TOPIC)
-        _wait(lambda: TOPIC not in read_snapshot(zk).topics)
+    def ours() -> list[str]:
+        return [t for t in read_snapshot(zk).topics if t.startswith(PREFIX)]
+    for old in ours():
+        admin.delete_topic(zk, old)
+    _wait(lambda: not ours())
     if zk.exists("/kops") is not None:
         zk.delete("/kops", recursive=True)
-    admin.create_topic(zk, TOPIC, lay.assignment)
+    admin.create_topic(zk, topic, lay.assignment)
     _wait(lambda: all(p.state is not None and p.state.leader >= 0
-                      for p in read_snapshot(zk).topics[TOPIC].partitions.values()))
+                      for p in read_snapshot(zk).topics[topic].partitions.values()))
 
 
 @contextmanager
@@ -158,17 +172,20 @@ def kafka4_engine(work: Path) -> Iterator[dict]:
     state = lab.up("kafka-4", brokers=BROKERS + 1, racks=RACKS)
     bootstrap = state.bootstrap
 
-    def prepare(lay: Layout) -> list[str]:
+    def prepare(lay: Layout, topic: str, data: bool = True) -> list[str]:
+        """Without `data`, the sizes come from a file: enough to plan (the probe), no bytes to produce."""
         def ours() -> list[str]:
-            return [t for t in first_answer(bootstrap, lambda c: c.list_topics()) if t in (TOPIC, "__kops")]
+            return [t for t in first_answer(bootstrap, lambda c: c.list_topics()) if t.startswith(PREFIX) or t == "__kops"]
         if ours():
             first_answer(bootstrap, lambda c: c.delete_topics(ours()))
             _wait(lambda: not ours())
-        spec = {TOPIC: {"assignments": {p: list(r) for p, r in lay.assignment.items()}}}
+        spec = {topic: {"assignments": {p: list(r) for p, r in lay.assignment.items()}}}
         first_answer(bootstrap, lambda c: c.create_topics(spec))
-        _wait(lambda: all(p["leader"] >= 0 for p in kafka_layout(bootstrap).get(TOPIC, {0: {"leader": -1}}).values()))
-        fill(bootstrap, {TOPIC: lay.sizes})  # one producer, after every leader is elected (one each took 0.5 s)
-        _wait(lambda: all(len(p["isr"]) == len(p["replicas"]) for p in kafka_layout(bootstrap)[TOPIC].values()))
+        _wait(lambda: all(p["leader"] >= 0 for p in kafka_layout(bootstrap).get(topic, {0: {"leader": -1}}).values()))
+        if not data:
+            return ["-b", bootstrap, "--sizes", sizes_file(work, lay, topic)]
+        fill(bootstrap, {topic: lay.sizes})  # one producer, after every leader is elected (one each took 0.5 s)
+        _wait(lambda: all(len(p["isr"]) == len(p["replicas"]) for p in kafka_layout(bootstrap)[topic].values()))
         time.sleep(2.0)  # log segments flushed: DescribeLogDirs reports what was produced
         return ["-b", bootstrap]
 
@@ -202,8 +219,7 @@ def _retry(action, attempts: int = 50) -> None:  # type: ignore[no-untyped-def] 
 def one(engine: dict, work: Path, name: str, distribution: str, seconds: float) -> dict:
     rate = engine["rate_mib"] * 2**20  # bytes per simulated second
     lay = layout(name, distribution, busiest_bytes=rate * seconds * engine["scale"])  # simulated bytes on kops
-    book = work / "pb.yml"
-    book.write_text(lay.playbook + f"  execution: {{throttle: {engine['rate_mib']:g}MiB/s, batch: {{max_partitions: 10}}}}\n")
+    book = lay.playbook + f"  execution: {{throttle: {engine['rate_mib']:g}MiB/s, batch: {{max_partitions: 10}}}}\n"
     bound = _bound(_plan(engine, work, book, lay, "probe"), rate)
     lay = scaled(lay, seconds / bound)  # the planner moves the smallest replicas it can: only its plan knows the bound
     timed: dict[str, float] = {}
@@ -225,9 +241,12 @@ class Planned:
     plan: Plan
 
 
-def _plan(engine: dict, work: Path, book: Path, lay: Layout, mode: str) -> Planned:
+def _plan(engine: dict, work: Path, template: str, lay: Layout, mode: str) -> Planned:
     """A fresh topic with the layout's bytes, then `kops plan` of the playbook against it."""
-    where = engine["prepare"](lay)
+    topic = f"{PREFIX}{next(RUNS)}"
+    where = engine["prepare"](lay, topic, mode != "probe")
+    book = work / "pb.yml"
+    book.write_text(template.replace("NAME", topic))
     path = work / f"{mode}.json"
     Kops.run("plan", str(book), *where, "-o", str(path), "--format", "json")
     return Planned(path, plan_format.loads(path.read_bytes(), str(path)))

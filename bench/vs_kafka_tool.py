@@ -4,6 +4,8 @@ Scenarios (each run on a freshly created topic with the same layout and the same
   decommission   6 brokers, a topic spread over all six; move everything off broker 6
   add-brokers    6 brokers, a topic on brokers 1-4 only; spread it over all six (brokers 5 and 6 are "added")
 kops:  `kops plan` of the playbook, then `kops apply` (batches, throttle, election of preferred leaders).
+kops-rolling: the same plan applied `--rolling` through the Admin API (KIP-455 accepts moves while others run;
+       through ZooKeeper, Kafka 3.9 has no KIP-236 queue and kops would run batches).
 kafka: `--generate` for the broker list, `--execute --throttle`, `--verify` until done (it clears its throttles).
 
 One JSON line per tool and scenario: tool, scenario, replicas_moved, bytes_moved (the moved replicas' sizes
@@ -130,12 +132,12 @@ def measure(tool: str, scenario: str, run, before: dict[int, tuple[int, ...]], b
             "seconds": round(seconds, 2), "urp_seconds": round(sampler.total, 2), "max_leaders": max(leaders.values())}
 
 
-def run_kops(work: Path, connect: str, scenario: str, throttle: str) -> None:
+def run_kops(work: Path, where: list[str], scenario: str, throttle: str, *extra: str) -> None:
     book = work / f"{scenario}.yml"
     book.write_text(playbook(scenario, throttle))
     plan = work / f"{scenario}.plan.json"
-    assert kops(["plan", str(book), "-z", connect, "-o", str(plan), "--format", "json"]) == 0
-    assert kops(["apply", str(plan), "-z", connect, "--yes", "--format", "json", "--poll", "0.25"]) == 0
+    assert kops(["plan", str(book), *where, "-o", str(plan), "--format", "json"]) == 0
+    assert kops(["apply", str(plan), *where, "--yes", "--format", "json", "--poll", "0.25", *extra]) == 0
 
 
 def run_kafka(lab: KafkaLab, work: Path, bootstrap: str, scenario: str, throttle: str) -> None:
@@ -168,12 +170,15 @@ def main() -> None:
         try:
             assert state.connect is not None
             for scenario in ("decommission", "add-brokers"):
-                for tool in ("kops", "kafka"):
+                for tool in ("kops", "kops-rolling", "kafka"):
                     prepare(lab, state.connect, state.bootstrap, scenario, args.partitions, args.megabytes)
                     before = {p: row["replicas"] for p, row in layout(state.bootstrap)[TOPIC].items()}
                     size = sizes(state.bootstrap)
                     if tool == "kops":
-                        run = lambda s=scenario: run_kops(work, state.connect, s, args.throttle)  # noqa: E731 - bound per scenario
+                        run = lambda s=scenario: run_kops(work, ["-z", state.connect], s, args.throttle)  # noqa: E731 - bound per scenario
+                    elif tool == "kops-rolling":
+                        run = lambda s=scenario: run_kops(work, ["-b", state.bootstrap], s, args.throttle,  # noqa: E731 - bound per scenario
+                                                          "--rolling")
                     else:
                         run = lambda s=scenario: run_kafka(lab, work, state.bootstrap, s, args.throttle)  # noqa: E731 - bound per scenario
                     print(json.dumps(measure(tool, scenario, run, before, state.bootstrap, size)), flush=True)

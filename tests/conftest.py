@@ -74,12 +74,23 @@ def zk(zk_connect: str) -> Iterator[ZkClient]:
 
 # -- lab engines: the kops engine and real Kafka (tests/engines.py) ----------------------------------------
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kafka39(zookeeper_server: str, tmp_path_factory: pytest.TempPathFactory):
-    """One real Kafka 3.9 cluster (ZooKeeper mode, 4 brokers) per test module that asks for it."""
+    """One real Kafka 3.9 cluster (ZooKeeper mode, 4 brokers) per pytest worker, started by the first module
+    that asks for it and shared by the next ones: each test resets it first (tests/engines.py,
+    reset_real_cluster). A cluster per module started ten sets of four JVMs per run."""
     from tests.engines import kafka39_cluster
 
     with kafka39_cluster(tmp_path_factory.mktemp("kafka39"), zookeeper_server) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka4(tmp_path_factory: pytest.TempPathFactory):
+    """One real Kafka 4 cluster (KRaft, 4 brokers) per pytest worker, shared as kafka39 is (reset_admin_cluster)."""
+    from tests.engines import kafka4_cluster
+
+    with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
         yield cluster
 
 
@@ -101,22 +112,21 @@ def engine_lab(engine: str, tmp_path, zk_connect: str, request: pytest.FixtureRe
 
 
 @pytest.fixture(scope="module", params=["kafka-4", "kafka-3.9"])
-def admin_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def admin_engine(request: pytest.FixtureRequest) -> Any:
     """A real cluster reached through its brokers only (kafka-4: KRaft; kafka-3.9: the same API on ZooKeeper)."""
-    if request.param == "kafka-3.9":
-        yield request.getfixturevalue("kafka39")
-        return
-    from tests.engines import kafka4_cluster
-
-    with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
-        yield cluster
+    return request.getfixturevalue("kafka39" if request.param == "kafka-3.9" else "kafka4")
 
 
 @pytest.fixture
 def admin_cluster(admin_engine: Any) -> Any:
-    """The module's admin engine, emptied."""
-    from tests.engines import reset_admin_cluster
+    """The module's admin engine, emptied. On ZooKeeper through ZooKeeper: a ZooKeeper-mode broker drops a topic
+    from its metadata as soon as its deletion starts, so the Admin API calls it gone while a create of the same
+    name still fails with TopicAlreadyExists until the controller finishes."""
+    from tests.engines import reset_admin_cluster, reset_real_cluster
 
     assert admin_engine.bootstrap is not None
-    reset_admin_cluster(admin_engine.lab, admin_engine.bootstrap)
+    if admin_engine.zk_connect:
+        reset_real_cluster(admin_engine.lab, admin_engine.zk_connect)
+    else:
+        reset_admin_cluster(admin_engine.lab, admin_engine.bootstrap)
     return admin_engine
