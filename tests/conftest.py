@@ -74,23 +74,14 @@ def zk(zk_connect: str) -> Iterator[ZkClient]:
 
 # -- lab engines: the kops engine and real Kafka (tests/engines.py) ----------------------------------------
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kafka39(zookeeper_server: str, tmp_path_factory: pytest.TempPathFactory):
-    """One real Kafka 3.9 cluster (ZooKeeper mode, 4 brokers) per pytest worker, started by the first module
-    that asks for it and shared by the next ones: each test resets it first (tests/engines.py,
-    reset_real_cluster). A cluster per module started ten sets of four JVMs per run."""
+    """One real Kafka 3.9 cluster (ZooKeeper mode, 4 brokers) per test module that asks for it. (One per pytest
+    worker, shared by its modules, saved a minute of 21 but let state of one module's tests reach another's:
+    cluster-wide dynamic configs, internal topics.)"""
     from tests.engines import kafka39_cluster
 
     with kafka39_cluster(tmp_path_factory.mktemp("kafka39"), zookeeper_server) as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="session")
-def kafka4(tmp_path_factory: pytest.TempPathFactory):
-    """One real Kafka 4 cluster (KRaft, 4 brokers) per pytest worker, shared as kafka39 is (reset_admin_cluster)."""
-    from tests.engines import kafka4_cluster
-
-    with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
         yield cluster
 
 
@@ -112,9 +103,15 @@ def engine_lab(engine: str, tmp_path, zk_connect: str, request: pytest.FixtureRe
 
 
 @pytest.fixture(scope="module", params=["kafka-4", "kafka-3.9"])
-def admin_engine(request: pytest.FixtureRequest) -> Any:
+def admin_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real cluster reached through its brokers only (kafka-4: KRaft; kafka-3.9: the same API on ZooKeeper)."""
-    return request.getfixturevalue("kafka39" if request.param == "kafka-3.9" else "kafka4")
+    if request.param == "kafka-3.9":
+        yield request.getfixturevalue("kafka39")
+        return
+    from tests.engines import kafka4_cluster
+
+    with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
+        yield cluster
 
 
 @pytest.fixture

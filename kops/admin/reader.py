@@ -19,6 +19,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import KafkaError
 
+from kops.bulk import collector_paused
 from kops.errors import ConnectionFailed
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState
@@ -32,6 +33,7 @@ BROKER_SOURCES = {"DYNAMIC_BROKER_CONFIG"}
 MIGRATING = "zookeeper.metadata.migration.enable"
 
 
+@collector_paused()
 def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | None = None) -> Snapshot:
     """The whole cluster, or (`only_topics`) the brokers plus those topics: what an executor's poll needs."""
     try:

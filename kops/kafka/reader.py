@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from kops.bulk import collector_paused
 from kops.errors import NotAKafkaCluster, ZnodeFormatError
 from kops.kafka import paths
 from kops.kafka.client import ZkClient
@@ -96,6 +97,7 @@ class _Entities:
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
+@collector_paused()
 def read_snapshot(client: ZkClient, progress: Progress | None = None,
                   only_topics: Collection[str] | None = None) -> Snapshot:
     """The whole cluster; with `only_topics`, a poll's view: the brokers, the controller and reassignment

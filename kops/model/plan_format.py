@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from kops.bulk import collector_paused
 from kops.errors import DocumentError
 from kops.formats import plan as doc_model
 from kops.formats.base import validate
@@ -139,6 +140,7 @@ def seal(doc: dict[str, Any]) -> dict[str, str]:
             for name in SEALED}
 
 
+@collector_paused()
 def dumps(plan: Plan) -> bytes:
     """The file's bytes: validated against the declaration first (a plan kops could not read back is never
     written), then written as built (what the declaration serialises: tests/unit/test_declared_documents.py)."""
@@ -237,6 +239,7 @@ class EditedPlan(DocumentError):
     """The plan file was changed after kops wrote it."""
 
 
+@collector_paused()
 def loads(data: bytes | str, where: str, accept_edited: bool = False) -> Plan:
     """The plan, checked whole: shapes, ranges, cross-references and the seal (an edited plan is refused,
     naming what changed, unless `accept_edited`; the plan then says which sections were edited)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kops.bulk import collector_paused
 from kops.errors import DocumentError
 from kops.formats import snapshot as doc_model
 from kops.formats.base import validate
@@ -116,6 +117,7 @@ def to_document(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+@collector_paused()
 def dumps(snapshot: Snapshot) -> bytes:
     """The file's bytes: the document is validated against the declaration before it is written (a snapshot
     kops could not read back is never written), and written as built, which is what the declaration would
@@ -177,6 +179,7 @@ def from_document(raw: Any) -> Snapshot:
     )
 
 
+@collector_paused()
 def loads(data: bytes | str, where: str) -> Snapshot:
     """Parse a snapshot file's content; errors name the file and the field."""
     try:

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from kops import __version__
+from kops.bulk import collector_paused
 from kops.model import topic_configs
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
 from kops.model.features import KIP253_PARTITION_DELETION
@@ -105,6 +106,7 @@ class _Work:
         self.problems.append(Problem(location, message, hint))
 
 
+@collector_paused()
 def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, int] | None = None,
          policy: Policy = Policy()) -> Plan:
     """The plan, in order: brokers checked, every declared topic, decommissions, new brokers' share, the
