@@ -114,6 +114,7 @@ def makespan(stamped: list[tuple[float, dict]]) -> float:
 
 @contextmanager
 def kops_engine(work: Path, scale: float) -> Iterator[dict]:
+    from kops.cluster.zookeeper import ZkCluster
     from kops.kafka import admin
     from kops.kafka.reader import read_snapshot
     from kops.lab import traffic
@@ -128,13 +129,21 @@ def kops_engine(work: Path, scale: float) -> Iterator[dict]:
             for p, size in lay.sizes.items():
                 _retry(lambda p=p, size=size: traffic.produce(zk, topic, size, p))
             _wait(lambda: all(part.state is not None and set(part.state.isr) == set(part.replicas)
-                              for part in read_snapshot(zk).topics[topic].partitions.values()))  # followers caught up
+                              for part in read_snapshot(zk).topics[topic].partitions.values()))
+            _wait_caught_up(ZkCluster(zk), topic, lay)
         return ["-z", state.connect, "--sizes", sizes_file(work, lay, topic)]
 
     try:
         yield {"prepare": prepare, "connect": lambda: ["-z", state.connect], "scale": scale, "rate_mib": 2.0}
     finally:
         lab.down()
+
+
+def _wait_caught_up(cluster, topic: str, lay: Layout) -> None:  # type: ignore[no-untyped-def]  # the cluster port
+    """Every follower holds its leader's whole log (a full ISR is not enough: a follower still copying the fill
+    keeps the high watermark behind, and a new replica at it joins the ISR at once and copies unthrottled)."""
+    replicas = [(TopicPartition(topic, p), b) for p, r in lay.assignment.items() for b in r]
+    _wait(lambda: not any(lag > 0 for lag in cluster.lags(replicas).values()))
 
 
 def sizes_file(work: Path, lay: Layout, topic: str) -> str:

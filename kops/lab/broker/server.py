@@ -194,17 +194,21 @@ class BrokerServer:
         return reply
 
     def _refresh_moving_topics(self, batch: ControllerBatch) -> None:
-        """A partition whose replica set changes here follows its topic's throttle lists as written before the
-        reassignment: its config is read now, before the first fetch. A Kafka broker gets the config
-        notification, written first, before the controller's request in practice; this broker queues
-        notifications behind other ZooKeeper work, so it reads the znode itself rather than copy unthrottled."""
+        """A partition whose replica set changes here, or that is new here, follows its topic's throttle lists
+        as written before the reassignment: its config is read now, before the first fetch. A Kafka broker
+        processes every topic's config notifications, hosted or not, and gets the one written first before the
+        controller's request in practice; this broker queues notifications behind other ZooKeeper work, so it
+        reads the znode itself rather than copy unthrottled. (A topic new to this broker counts too: the
+        destination of a move has usually never hosted the topic, and reading it later let bench/rolling.py's
+        new replicas copy unthrottled until the read landed.)"""
         with self.replicas.lock:
             hosted = self.replicas.replicas
             changed = {e.tp.topic for e in batch.leader_and_isr
-                       if self.id in e.replicas and e.tp.topic in self.replicas.topic_configs
-                       and (e.tp not in hosted or hosted[e.tp].replicas != tuple(e.replicas))}
+                       if self.id in e.replicas and (e.tp not in hosted or hosted[e.tp].replicas != tuple(e.replicas))}
         for topic in sorted(changed):
             self._refresh_topic_config(topic)
+        if changed:  # and this broker's rates, written before the lists, for the same reason
+            self._broker_config(self.configs.read_entity("brokers", str(self.id)))
 
     def _produce(self, body: dict[str, Any]) -> dict[str, Any]:
         end = self.replicas.append(TopicPartition(str(body["topic"]), int(body["partition"])), int(body["bytes"]))
@@ -244,10 +248,13 @@ class BrokerServer:
             self.replicas.throttles.update_topic(topic, config)
 
     def _broker_config(self, config: dict[str, str]) -> None:
+        quotas = (self.replicas.leader_quota, self.replicas.follower_quota)
+        before = [q.rate for q in quotas]
         self.replicas.leader_quota.set_rate(parse_rate(config.get(LEADER_RATE)))
         self.replicas.follower_quota.set_rate(parse_rate(config.get(FOLLOWER_RATE)))
-        log.info("broker config applied: leader rate %s, follower rate %s",
-                 config.get(LEADER_RATE), config.get(FOLLOWER_RATE))
+        if [q.rate for q in quotas] != before:
+            log.info("broker config applied: leader rate %s, follower rate %s",
+                     config.get(LEADER_RATE), config.get(FOLLOWER_RATE))
 
     def _ingest(self, node: Node | None) -> None:
         rates: dict[str, float] = {}
