@@ -2,9 +2,16 @@
 
 Reassignments are KIP-455 (AlterPartitionReassignments; a null target cancels and returns the partition to its
 original replicas), with KIP-860's replication-factor guard where the cluster offers it; throttles and configs
-are IncrementalAlterConfigs, each write read back until the cluster shows it (KRaft brokers apply configs from
-the metadata log asynchronously, and restoring a throttle from a stale read would leave it behind); preferred
-leaders through ElectLeaders; lag in bytes from DescribeLogDirs. The lock and the records live in `__kops`.
+are IncrementalAlterConfigs, each write read back until the cluster shows it; preferred leaders through
+ElectLeaders; lag in bytes from DescribeLogDirs. The lock and the records live in `__kops`.
+
+Reads see kops's own writes. Each broker answers DescribeConfigs from its own metadata image (KRaft) or config
+cache (ZooKeeper mode), both updated asynchronously, and kafka-python sends a topic's DescribeConfigs to whichever
+node is least loaded: a read that follows a write can come from a broker that has not applied it yet. A batch
+planned on such a read would take the previous batch's throttle list for "what was there" and restore it at its
+end, leaving a throttle behind. So the values kops wrote are remembered, and a config read (alone or in a
+snapshot) that does not show them is read again, for up to STALE_READ_SECONDS; one that still differs then is
+someone else's change, and is taken as the truth.
 
 kafka-python sends each request to one node and does not fail over when that node is dead or paused: every
 call here goes through `_ask`, which tries the next bootstrap server on its own until one answers.
@@ -42,6 +49,7 @@ T = TypeVar("T")
 RESOURCE = {"topics": "TOPIC", "brokers": "BROKER"}
 SOURCES = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFIG"}
 READ_BACK_SECONDS = 15.0
+STALE_READ_SECONDS = 5.0  # how long a read that does not show kops's own last write is taken for a lagging broker
 LAG_EVERY = 1.0  # seconds between two DescribeLogDirs for progress
 
 
@@ -60,6 +68,7 @@ class AdminCluster:
         self._records = LogRecords(self.log)
         self._guard: bool | None = None  # KIP-860 offered (AlterPartitionReassignments v1)
         self._sizes_read: tuple[float, dict[str, list[int]], dict[TopicPartition, dict[int, int]]] | None = None
+        self._written: dict[str, dict[str, str | None]] = {}  # "topics/t" -> what kops last wrote (None: deleted)
 
     # -- connection ------------------------------------------------------------------------------------------
 
@@ -113,7 +122,8 @@ class AdminCluster:
     # -- reading -------------------------------------------------------------------------------------------
 
     def snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
-        return self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, only_topics))
+        return self._fresh(lambda: self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, only_topics)),
+                           _config_in_snapshot)
 
     def offers(self) -> dict[str, str]:
         """ApiVersions and finalized features: what this cluster lets kops do."""
@@ -138,6 +148,30 @@ class AdminCluster:
         return current_holder(self.log, self.claims, int(time.time() * 1000))
 
     def read_config(self, entity_type: str, name: str) -> dict[str, str]:
+        asked = f"{entity_type}/{name}"
+        return self._fresh(lambda: self._describe_config(entity_type, name),
+                           lambda found, key: found if key == asked else None)
+
+    def _fresh(self, read: Callable[[], T], config_of: Callable[[T, str], Mapping[str, str] | None]) -> T:
+        """`read()` again while a config in it ("topics/t" -> its config, None if the read has no such entity)
+        does not show what kops last wrote there, for up to STALE_READ_SECONDS; then what still differs is
+        someone else's change and is no longer waited for."""
+        deadline = time.monotonic() + STALE_READ_SECONDS
+        while True:
+            found = read()
+            stale = [key for key in self._written if not self._shows_writes(key, config_of(found, key))]
+            if not stale:
+                return found
+            if time.monotonic() > deadline:
+                for key in stale:
+                    self._written.pop(key, None)
+                return found
+            time.sleep(0.1)
+
+    def _shows_writes(self, key: str, config: Mapping[str, str] | None) -> bool:
+        return config is None or all(config.get(k) == v for k, v in self._written[key].items())
+
+    def _describe_config(self, entity_type: str, name: str) -> dict[str, str]:
         resource = _resource(entity_type, name)
         found = self._ask("DescribeConfigs", lambda c: c.describe_configs([resource]))
         values: dict[str, dict[str, Any]] = next(iter(found.get(resource.resource_type.name.lower(), {}).values()), {})
@@ -190,6 +224,7 @@ class AdminCluster:
 
     def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]], config: Mapping[str, str]) -> bool:
         spec = {name: {"assignments": {p: list(r) for p, r in assignment.items()}, "configs": dict(config)}}
+        self._written.pop(f"topics/{name}", None)
         try:
             self._ask("CreateTopics", lambda c: c.create_topics(spec), answers=(TopicAlreadyExistsError,))
         except TopicAlreadyExistsError:
@@ -210,6 +245,7 @@ class AdminCluster:
                         where=self.where, hint="plan without partition removal")
 
     def delete_topic(self, name: str) -> None:
+        self._written.pop(f"topics/{name}", None)
         with contextlib.suppress(UnknownTopicOrPartitionError):  # already gone
             self._ask("DeleteTopics", lambda c: c.delete_topics([name]), answers=(UnknownTopicOrPartitionError,))
 
@@ -227,8 +263,9 @@ class AdminCluster:
                             hint="check the key and value (kafka-configs.sh --describe shows what is allowed)")
         deadline = time.monotonic() + READ_BACK_SECONDS
         while True:
-            now = self.read_config(entity_type, name)
+            now = self._describe_config(entity_type, name)
             if all(now.get(k) == v for k, v in updates.items()):
+                self._written.setdefault(f"{entity_type}/{name}", {}).update(updates)
                 return
             if time.monotonic() > deadline:
                 raise KopsError(f"the config change of {entity_type}/{name} is not visible after "
@@ -304,6 +341,15 @@ class AdminCluster:
             if not failed or time.monotonic() > deadline:
                 return not failed
             time.sleep(0.5)
+
+
+def _config_in_snapshot(snapshot: Snapshot, key: str) -> Mapping[str, str] | None:
+    """A topic's config as the snapshot read it (None: not in it). Broker configs are left out: each broker is
+    asked for its own, which shows a write to it once it has shown it once, and a snapshot of some topics
+    reads none."""
+    entity_type, _, name = key.partition("/")
+    topic = snapshot.topics.get(name) if entity_type == "topics" else None
+    return None if topic is None else topic.config
 
 
 def _resource(entity_type: str, name: str, configs: dict[str, Any] | None = None) -> ConfigResource:

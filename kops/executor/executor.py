@@ -30,7 +30,7 @@ from kops.cluster.port import Cluster, Fenced, Lock
 from kops.errors import ExitCode, KopsError, Refused
 from kops.executor import health, progress, stall, steps, throttles
 from kops.executor.journal import Journal
-from kops.executor.record import CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord
+from kops.executor.record import CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord, joined
 from kops.executor.rolling import run_rolling
 from kops.executor.stall import DEFAULT_STALL_SECONDS, StallWatch
 from kops.executor.stopping import Stop
@@ -562,24 +562,28 @@ class Executor:
     # -- rollback ------------------------------------------------------------------------------------------
 
     def _settle_forward(self, forward: ExecutionRecord, snapshot: Snapshot) -> Snapshot:
-        """Step 0 of a rollback: nothing of `forward` may still be moving (cancel it, or wait for it)."""
-        current = forward.current
-        if current is None or not snapshot.requested_moves:
+        """Step 0 of a rollback: nothing of `forward` may still be moving (cancel it, or wait for it). A rolling
+        execution may have left several moves in flight, each its own batch: all of them."""
+        running = forward.in_flight
+        if not running or not snapshot.requested_moves:
             self.refuse_foreign_reassignment(snapshot, None)
             return snapshot
+        current = joined(running)
         self.refuse_foreign_reassignment(snapshot, current)
+        what = f"batch {running[0].index}" if len(running) == 1 else f"the {len(running)} moves"
         if self.cluster.can_cancel(snapshot):
-            self.emit({"event": "message", "text": f"cancelling batch {current.index} of {forward.id} in flight "
+            self.emit({"event": "message", "text": f"cancelling {what} of {forward.id} in flight "
                                                    f"({_cancel_name(self.cluster)})"})
             self.cluster.cancel([m.tp for m in current.moves], 60.0)
         else:
-            self.emit({"event": "message", "text": f"waiting for batch {current.index} of {forward.id} to finish "
+            self.emit({"event": "message", "text": f"waiting for {what} of {forward.id} to finish "
                                                    f"(the cluster cannot cancel it)"})
             while self.read_snapshot().requested_moves:
                 if self.controls.stop.is_set():
                     raise KopsError("interrupted while waiting for the batch in flight", hint="run the rollback again")
                 self.clock.sleep(self.poll)
-        current.status = CANCELLED
+        for batch in running:
+            batch.status = CANCELLED
         forward.status = STOPPED
         self.journal.save(forward)
         return self.read_snapshot()

@@ -99,6 +99,11 @@ class ExecutionRecord:
         return self.status == DONE
 
 
+def joined(batches: list[BatchRecord]) -> BatchRecord:
+    """Batches as one, for what looks at all their moves at once (a rolling execution's moves in flight)."""
+    return BatchRecord(0, [m for b in batches for m in b.moves], RUNNING)
+
+
 def _move(m: Move) -> list[Any]:
     return [m.topic, m.partition, list(m.from_replicas), list(m.to_replicas), m.bytes]
 

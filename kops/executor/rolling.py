@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from kops.cluster.port import Cluster, Lock
 from kops.executor import health, progress, stall, throttles
 from kops.executor.journal import Journal
-from kops.executor.record import CANCELLED, DONE, PENDING, RUNNING, BatchRecord, ExecutionRecord
+from kops.executor.record import CANCELLED, DONE, PENDING, RUNNING, BatchRecord, ExecutionRecord, joined
 from kops.executor.stall import StallWatch
 from kops.executor.stopping import Stop
 from kops.holder import LockLost
@@ -97,7 +97,7 @@ def run_rolling(ex: Executor, record: ExecutionRecord) -> None:
     """Every move of `record` to its target, within the caps; raises Stop where a batch run would."""
     assert record.rolling is not None
     snapshot = ex.read_snapshot()
-    ex.refuse_foreign_reassignment(snapshot, _as_batch(record.in_flight))
+    ex.refuse_foreign_reassignment(snapshot, joined(record.in_flight))
     _settle_resumed(ex, record, snapshot)
     now = ex.clock.monotonic()
     state = _State(record.rolling, health.baseline(snapshot), StallWatch(ex.stall_timeout, now), now, now,
@@ -121,10 +121,6 @@ def run_rolling(ex: Executor, record: ExecutionRecord) -> None:
             snapshot = _submit_next(ex, record, pending, state)
         ex.clock.sleep(ex.poll)
         snapshot = _read(ex, record, state)
-
-
-def _as_batch(batches: list[BatchRecord]) -> BatchRecord:
-    return BatchRecord(0, [m for b in batches for m in b.moves], RUNNING)
 
 
 def _read(ex: Executor, record: ExecutionRecord, state: _State) -> Snapshot:
@@ -287,7 +283,7 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
                                                    f"execution's started; `kops apply --resume` once it is done")
         ex.emit({"event": "message", "text": state.stop_reason})
         return snapshot
-    todo = {m.tp for m in ex.todo(_as_batch(pending), snapshot)}
+    todo = {m.tp for m in ex.todo(joined(pending), snapshot)}
     for batch in pending:  # at their target already (someone else moved them): done
         if batch.moves[0].tp not in todo:
             batch.status, batch.finished_at = DONE, ex.clock.now()

@@ -52,6 +52,14 @@ def _replicas(snapshot: Snapshot, tp: TopicPartition) -> tuple[int, ...] | None:
     return None if part is None else part.replicas
 
 
+def _config_difference(written: dict[str, str], now: dict[str, str]) -> str:
+    """The first few keys where the cluster's config differs from what the execution wrote, for the drift line."""
+    keys = sorted(k for k in written.keys() | now.keys() if written.get(k) != now.get(k))
+    shown = [f"{k} is {now[k]!r}" if k in now else f"{k} is unset" for k in keys[:3]]
+    return ", ".join(shown) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "") + \
+        ", where the execution set " + (", ".join(f"{k}={written[k]!r}" for k in keys[:3] if k in written) or "nothing")
+
+
 def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: dict[str, dict[str, str]]) -> RollbackSteps:
     """What undoes `forward` on a cluster in the state `snapshot` (nothing may be in flight on its partitions)."""
     started = [b for b in forward.batches if b.status != PENDING]
@@ -71,7 +79,8 @@ def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: d
         if now_config == c.after:
             configs.append(ConfigRecord(c.entity_type, c.entity, before=c.after, after=c.before))
         elif now_config != c.before:
-            drift.append(f"config of {c.entity_type}/{c.entity} changed since the execution set it")
+            drift.append(f"config of {c.entity_type}/{c.entity} changed since the execution set it "
+                         f"({_config_difference(c.after, now_config)})")
     irreversible = []  # what the execution did, not what its plan could have done (no note twice)
     for step in forward.steps_done:
         kind, _, name = step.partition(":")

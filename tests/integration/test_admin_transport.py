@@ -319,6 +319,35 @@ def test_topic_writes_through_the_port_are_answers_not_failures(admin_engine: En
         port.close()
 
 
+def test_reads_show_kops_writes_whichever_broker_answers_and_a_later_foreign_change_wins(
+        admin_cluster: EngineLab) -> None:
+    """Each broker answers a topic's DescribeConfigs from its own view, updated asynchronously, and kafka-python
+    asks whichever node is least loaded: a throttle list written and restored batch after batch must read
+    back as written (else a batch takes its predecessor's list for "what was there" and restores it at its
+    end). Someone else's change after kops's write is taken as the truth once it persists."""
+    bootstrap = admin_cluster.bootstrap
+    assert bootstrap is not None
+    create_and_fill(bootstrap, 0.01)
+    key = "leader.replication.throttled.replicas"
+    port = AdminCluster(AdminSettings(bootstrap))
+    try:
+        for n in range(12):  # a write, a restore: what each batch does, as fast as kops does it
+            written = f"{n % 6}:{1 + n % 3}"
+            port.alter_config("topics", "pay", {key: written})
+            assert port.snapshot({"pay"}).topics["pay"].config.get(key) == written
+            port.alter_config("topics", "pay", {key: None})
+            assert key not in port.snapshot({"pay"}).topics["pay"].config
+            assert key not in port.read_config("topics", "pay")
+        port.alter_config("topics", "pay", {key: "0:1"})
+        first_answer(bootstrap, lambda c: c.alter_configs(  # an operator's change after kops's
+            [ConfigResource("TOPIC", "pay", configs={key: ("SET", "5:3")})], incremental=True, raise_on_unknown=False))
+        wait_until(lambda: port.read_config("topics", "pay").get(key) == "5:3", timeout=30,
+                   what="the operator's value read as the truth")
+        assert port.snapshot({"pay"}).topics["pay"].config.get(key) == "5:3"
+    finally:
+        port.close()
+
+
 def test_sasl_credentials_come_from_the_command_config_and_a_wrong_password_is_one_line(
         tmp_path: Path, admin_engine: EngineLab, capsys) -> None:
     """The lab's brokers also listen with SASL_PLAINTEXT (PLAIN): kops reads through it with the client properties

@@ -66,7 +66,8 @@ def test_configs_come_back_only_where_the_execution_left_them() -> None:
     record = forward([("done", [])], [changed, touched])
     undo = rollback_of(record, snapshot({}), {"topics/t": {"retention.ms": "2"}, "topics/u": {"cleanup.policy": "delete"}})
     assert undo.configs == [ConfigRecord("topics", "t", before={"retention.ms": "2"}, after={"retention.ms": "1"})]
-    assert undo.drift == ["config of topics/u changed since the execution set it"]
+    assert undo.drift == ["config of topics/u changed since the execution set it "
+                          "(cleanup.policy is 'delete', where the execution set cleanup.policy='compact')"]
 
 
 def test_records_round_trip_and_refuse_garbage() -> None:
