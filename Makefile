@@ -36,8 +36,10 @@ kafka: maven $(STAMP)
 	fi
 
 # The Mermaid CLI renders the charts of plans and rehearsal reports in a test (a syntax error fails it): npm's
-# @mermaid-js/mermaid-cli driving Debian's Chromium (Puppeteer's own browser download cannot work here).
-MERMAID_CLI := @mermaid-js/mermaid-cli@11.17.0
+# @mermaid-js/mermaid-cli driving Debian's Chromium (Puppeteer's own browser download cannot work here). Installed
+# once per machine into ~/.cache/kops (as Kafka's jars are; 500 MB a clone need not copy), linked as .kops/mermaid.
+MERMAID_VERSION := 11.17.0
+MERMAID_HOME := $(HOME)/.cache/kops/mermaid/$(MERMAID_VERSION)
 MMDC := .kops/mermaid/node_modules/.bin/mmdc
 mermaid: $(MMDC)
 $(MMDC):
@@ -46,8 +48,12 @@ $(MMDC):
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi
 	@if command -v npm >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1; then \
-	  echo "installing $(MERMAID_CLI) into .kops/mermaid"; \
-	  PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix .kops/mermaid --no-audit --no-fund --loglevel=error $(MERMAID_CLI) >/dev/null; \
+	  if [ ! -x "$(MERMAID_HOME)/node_modules/.bin/mmdc" ]; then \
+	    echo "installing @mermaid-js/mermaid-cli@$(MERMAID_VERSION) into $(MERMAID_HOME)"; \
+	    PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$(MERMAID_HOME)" --no-audit --no-fund --loglevel=error \
+	      @mermaid-js/mermaid-cli@$(MERMAID_VERSION) >/dev/null; \
+	  fi; \
+	  mkdir -p .kops && { [ -L .kops/mermaid ] || rm -rf .kops/mermaid; } && ln -sfn "$(MERMAID_HOME)" .kops/mermaid; \
 	else \
 	  echo "note: npm or Chromium is missing, so the Mermaid rendering test is skipped"; \
 	fi

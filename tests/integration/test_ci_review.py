@@ -86,7 +86,7 @@ def test_a_plan_with_changes_is_rehearsed_and_its_report_posted(tmp_path: Path) 
     repo = repository(tmp_path, "decommission")
     assert run_step("plan", repo, False).returncode == 0
     assert "changes=true" in (repo / "github-output").read_text()
-    rehearsed = run_step("rehearse", repo, False, REHEARSAL_SCALE="20")
+    rehearsed = run_step("rehearse", repo, False, REHEARSAL_SCALE="60")
     assert rehearsed.returncode == 0, rehearsed.stderr[-2000:]
     report = (repo / "rehearsal.md").read_text()
     assert report.startswith("### kops rehearsal of the plan for `golden`") and "```mermaid\ngantt" in report

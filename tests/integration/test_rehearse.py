@@ -126,7 +126,7 @@ def test_a_decommission_rehearses_within_its_estimates_and_rolls_back(kops_produ
 
 def test_a_throttle_too_low_for_the_background_traffic_is_named(kops_production: Production) -> None:
     growth = kops_production.sizes_with_growth(500_000.0)
-    code, report, err = rehearse(kops_production, "--scale", "20", "--sizes", str(growth))
+    code, report, err = rehearse(kops_production, "--scale", "40", "--sizes", str(growth))
     assert code == 2, (report["verdict"], err[-2000:])
     last = max(b["index"] for b in report["batches"] if b["bytes"])  # the logs have grown most by then
     assert report["verdict"].startswith("OFF:") and f"batch {last} +" in report["verdict"]
