@@ -160,8 +160,9 @@ def _finish_done(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> N
 
 def _rewrite_throttles(ex: Executor, record: ExecutionRecord, snapshot: Snapshot,
                        adding: list[Move] | None = None) -> bool:
-    """Throttles covering exactly the moves in flight (and `adding`, about to be submitted). Whether a
-    broker's rate was written (the brokers then get a moment before the moves start)."""
+    """Throttles covering exactly the moves in flight (and `adding`; given, even empty, the configs are taken
+    from `snapshot`, just read). Whether a broker's rate was written (the brokers then get a moment before the
+    moves start). The record is saved before anything is written."""
     moves = [m for b in record.in_flight for m in b.moves] + list(adding or [])
     fresh = ex.read_snapshot() if adding is None else snapshot  # configs as they are now
     wanted = throttles.in_flight_throttles(record, moves, fresh)
@@ -295,14 +296,15 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
     if gone:
         raise Stop(f"the next moves need brokers {gone}, which are not registered")
     chosen = {m.tp for m in chosen_moves}
-    if _rewrite_throttles(ex, record, snapshot, chosen_moves):
+    starting = [b for b in ready if b.moves[0].tp in chosen]
+    now = ex.clock.now()
+    for batch in starting:  # in the record before anything is written (saved below): if kops dies or loses
+        batch.status, batch.started_at = RUNNING, now  # the lock after the submission, resume and rollback know
+    if _rewrite_throttles(ex, record, snapshot, []):
         ex.settle_throttles()
     ex.submit(chosen_moves, snapshot, "the next moves")
-    now = ex.clock.now()
-    for batch in ready:
-        if batch.moves[0].tp in chosen:
-            batch.status, batch.started_at = RUNNING, now
-            ex.emit({"event": "move_start", "topic": batch.moves[0].topic, "partition": batch.moves[0].partition,
-                     "bytes": batch.moves[0].copied_bytes, "in_flight": len(in_flight) + len(chosen)})
+    for batch in starting:
+        ex.emit({"event": "move_start", "topic": batch.moves[0].topic, "partition": batch.moves[0].partition,
+                 "bytes": batch.moves[0].copied_bytes, "in_flight": len(in_flight) + len(chosen)})
     ex.save(record)
     return snapshot
