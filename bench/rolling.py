@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.batching import sizes_exponential  # noqa: E402 - after the sys.path line above
 from bench.planner import build  # noqa: E402 - after the sys.path line above
+from kops.cluster.port import Cluster  # noqa: E402 - after the sys.path line above
 from kops.model import plan_format  # noqa: E402 - after the sys.path line above
 from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
 from kops.model.plan import Plan  # noqa: E402 - after the sys.path line above
@@ -139,7 +140,7 @@ def kops_engine(work: Path, scale: float) -> Iterator[dict]:
         lab.down()
 
 
-def _wait_caught_up(cluster, topic: str, lay: Layout) -> None:  # type: ignore[no-untyped-def]  # the cluster port
+def _wait_caught_up(cluster: Cluster, topic: str, lay: Layout) -> None:
     """Every follower holds its leader's whole log (a full ISR is not enough: a follower still copying the fill
     keeps the high watermark behind, and a new replica at it joins the ISR at once and copies unthrottled)."""
     replicas = [(TopicPartition(topic, p), b) for p, r in lay.assignment.items() for b in r]

@@ -155,16 +155,16 @@ def _finish_done(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> N
         batch.status, batch.finished_at = DONE, ex.clock.now()
         ex.emit({"event": "move_done", "topic": batch.moves[0].topic, "partition": batch.moves[0].partition,
                  "seconds": round(batch.finished_at - (batch.started_at or batch.finished_at), 3)})
-    _rewrite_throttles(ex, record, snapshot)
+    _rewrite_throttles(ex, record)
 
 
-def _rewrite_throttles(ex: Executor, record: ExecutionRecord, snapshot: Snapshot,
-                       adding: list[Move] | None = None) -> bool:
-    """Throttles covering exactly the moves in flight (and `adding`; given, even empty, the configs are taken
-    from `snapshot`, just read). Whether a broker's rate was written (the brokers then get a moment before the
-    moves start). The record is saved before anything is written."""
-    moves = [m for b in record.in_flight for m in b.moves] + list(adding or [])
-    fresh = ex.read_snapshot() if adding is None else snapshot  # configs as they are now
+def _rewrite_throttles(ex: Executor, record: ExecutionRecord, fresh: Snapshot | None = None) -> bool:
+    """Throttles covering exactly the moves in flight (the record marks those about to be submitted in flight
+    first), from the configs of `fresh`, a snapshot just read (None: read one now). Whether a broker's rate was
+    written (the brokers then get a moment before the moves start). The record is saved before anything is
+    written."""
+    moves = [m for b in record.in_flight for m in b.moves]
+    fresh = ex.read_snapshot() if fresh is None else fresh
     wanted = throttles.in_flight_throttles(record, moves, fresh)
     ex.save(record)  # the values found are safe before anything is written
     ours = {m.tp for m in moves}
@@ -300,7 +300,7 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
     now = ex.clock.now()
     for batch in starting:  # in the record before anything is written (saved below): if kops dies or loses
         batch.status, batch.started_at = RUNNING, now  # the lock after the submission, resume and rollback know
-    if _rewrite_throttles(ex, record, snapshot, []):
+    if _rewrite_throttles(ex, record, snapshot):
         ex.settle_throttles()
     ex.submit(chosen_moves, snapshot, "the next moves")
     for batch in starting:
