@@ -376,22 +376,26 @@ def test_a_batch_without_progress_stops_naming_what_each_partition_waits_for(tmp
                                                                              capsys) -> None:
     """A hung broker (SIGSTOP, its ZooKeeper session kept alive by a long timeout): registered, copying nothing."""
     from tests.engines import EngineLab
-    from tests.labtools import controller, running_lab
+    from tests.labtools import running_lab
 
     with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=4.0, session_timeout=120.0) as lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
         EngineLab("kops", lab, zk_connect).create_and_fill(zk, ORIGINAL, 4)
         plan_file, plan = make_plan(tmp_path, zk_connect, throttle="1MiB/s")
         first = plan.batches[0].moves
-        victim = next(b for m in first for b in m.adding if b != controller(zk))
+        # Broker 4 holds no replica yet, so hanging it under-replicates nothing outside the batch (that would be a
+        # health stop, not a stall); it must not be the controller, which has to act on the request.
+        victim = 4
+        _controller_other_than(zk, victim)
         stuck_tps = {str(m.tp) for m in first if victim in m.adding}
+        assert stuck_tps
         slow = kops("apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
                     "--stall-timeout", "35")
         wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
         assert batch_status(zk, 1) == "running"
         lab.pause_broker(victim)
         try:
-            wait_until(lambda: _status(zk_connect, capsys)["execution"].get("stalled_seconds"), timeout=60,
+            wait_until(lambda: _stalled_while_running(slow, zk_connect, capsys), timeout=240,
                        what="kops status to call the batch stalled")
             out, err = slow.communicate(timeout=120)
         finally:
@@ -404,6 +408,30 @@ def test_a_batch_without_progress_stops_naming_what_each_partition_waits_for(tmp
         assert {line.split(":")[0] for line in stuck} == stuck_tps, stuck
         assert all(f"waits for broker {victim} to join the ISR (broker {victim} is alive)" in line for line in stuck)
         assert resume(plan_file, zk_connect) == 0 and layout(zk) == targets(plan) and throttle_configs(zk) == {}
+
+
+def _controller_other_than(zk: ZkClient, broker: int) -> None:
+    """Make the controller resign until another broker wins the election."""
+    from tests.labtools import controller
+
+    for _attempt in range(20):
+        current = wait_until(lambda: controller(zk), what="a controller")
+        if current != broker:
+            return
+        epoch = read_snapshot(zk).controller.epoch
+        zk.delete(paths.CONTROLLER)
+        wait_until(lambda before=epoch: (c := read_snapshot(zk).controller).epoch is not None and c.epoch > before,
+                   what="a new controller")
+    raise AssertionError(f"broker {broker} won 20 controller elections in a row")
+
+
+def _stalled_while_running(apply: subprocess.Popen, zk_connect: str, capsys) -> int | None:
+    """kops status's stalled_seconds, while the apply still runs. The quiet starts when the batch's other moves
+    finish copying (tens of seconds on a loaded machine), so only the apply's own stop bounds the wait."""
+    stalled = _status(zk_connect, capsys)["execution"].get("stalled_seconds")
+    if stalled is None and apply.poll() is not None:
+        raise AssertionError(f"the apply ended (exit {apply.returncode}) before kops status called the batch stalled")
+    return stalled
 
 
 def _status(zk_connect: str, capsys) -> dict:
