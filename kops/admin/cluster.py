@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient
@@ -121,9 +121,14 @@ class AdminCluster:
 
     # -- reading -------------------------------------------------------------------------------------------
 
-    def snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
-        return self._fresh(lambda: self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, only_topics)),
-                           _config_in_snapshot)
+    def snapshot(self, only_topics: set[str] | None = None,
+                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
+        topics = only_topics
+        if only_partitions is not None:  # DescribeTopics answers whole topics: narrowed after
+            topics = (only_topics or set()) | {tp.topic for tp in only_partitions}
+        found = self._fresh(lambda: self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, topics)),
+                            _config_in_snapshot)
+        return found if only_partitions is None else found.narrowed(only_partitions)
 
     def offers(self) -> dict[str, str]:
         """ApiVersions and finalized features: what this cluster lets kops do."""

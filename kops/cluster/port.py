@@ -7,7 +7,7 @@ any 2.4+ broker). The executor holds a `Fenced` view while it holds the lock: ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from kops.errors import Refused
@@ -49,7 +49,8 @@ class Cluster(Protocol):
     transport: str  # "zookeeper" or "admin"
     where: str  # the connect string or bootstrap servers, for messages
 
-    def snapshot(self, only_topics: set[str] | None = None) -> Snapshot: ...
+    def snapshot(self, only_topics: set[str] | None = None,
+                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot: ...
     def offers(self) -> dict[str, str]: ...
     def sizes(self) -> dict[TopicPartition, int]: ...
     def records(self) -> RecordStore: ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from kops.adminapi.client import AdminApiClient
@@ -40,8 +40,9 @@ class ZkCluster:
         self._records = ZkRecords(client)
         self._api: AdminApiClient | None = None
 
-    def snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
-        return read_snapshot(self.client, only_topics=only_topics)
+    def snapshot(self, only_topics: set[str] | None = None,
+                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
+        return read_snapshot(self.client, only_topics=only_topics, only_partitions=only_partitions)
 
     def offers(self) -> dict[str, str]:
         """What this transport can do here: KIP-236 cancel and KIP-179 lag where the cluster advertises them."""

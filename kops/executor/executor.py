@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 
 Reporter = Callable[[dict[str, Any]], None]
-FULL_READ_SECONDS = 10.0  # polls read the batch's topics; the whole cluster (health of the rest) this often
+FULL_READ_SECONDS = 10.0  # polls read the batch's partitions; the whole cluster (health of the rest) this often
 PROGRESS_SAVE_SECONDS = 5.0  # a batch's last progress is saved at most this often
 THROTTLE_SETTLE_SECONDS = 0.5
 CONFIG_SETTLE_SECONDS = 5.0  # a config seen neither as written nor as found is re-read this long before it is drift
@@ -183,9 +183,9 @@ class Executor:
                                                "API, no KIP-236 queue): running the plan's batches instead"})
         return None
 
-    def read_snapshot(self, only_topics: set[str] | None = None) -> Snapshot:
-        """The whole cluster, or a poll's view of a batch's topics (brokers and reassignment included)."""
-        return self.cluster.snapshot(only_topics)
+    def read_snapshot(self, partitions: Collection[TopicPartition] | None = None) -> Snapshot:
+        """The whole cluster, or a poll's view of a batch's partitions (brokers and reassignment included)."""
+        return self.cluster.snapshot(only_partitions=partitions)
 
     def _refuse_unsafe(self, snapshot: Snapshot, cluster_id: str | None) -> None:
         if snapshot.migration:
@@ -466,10 +466,10 @@ class Executor:
             if f.timeout is not None and elapsed > f.timeout:
                 raise Stop(f"batch {batch.index} timed out after {elapsed:.0f} s; it stays with the controller")
             self.clock.sleep(self.poll)
-            if self.clock.monotonic() - f.last_full >= FULL_READ_SECONDS:  # health beyond the batch's topics
+            if self.clock.monotonic() - f.last_full >= FULL_READ_SECONDS:  # health beyond the batch's partitions
                 snapshot, f.last_full = self.read_snapshot(), self.clock.monotonic()
             else:
-                snapshot = self.read_snapshot({m.topic for m in batch.moves})
+                snapshot = self.read_snapshot(batch.tps)
 
     def _batch_started(self, batch: BatchRecord) -> float:
         """The batch's start on the monotonic clock (it may have started in an earlier, interrupted run)."""

@@ -16,7 +16,7 @@ state, so `--resume` and `kops rollback` work after a kill -9 as they do for bat
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -66,7 +66,7 @@ class Executor(Protocol):
 
     @property
     def lock_held(self) -> Lock | None: ...
-    def read_snapshot(self, only_topics: set[str] | None = None) -> Snapshot: ...
+    def read_snapshot(self, partitions: Collection[TopicPartition] | None = None) -> Snapshot: ...
     def save(self, record: ExecutionRecord) -> None: ...
     def checkpoint(self, record: ExecutionRecord) -> None: ...
     def refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None: ...
@@ -128,7 +128,7 @@ def _read(ex: Executor, record: ExecutionRecord, state: _State) -> Snapshot:
     if now - state.last_full >= FULL_READ_SECONDS or not record.in_flight:
         state.last_full = now
         return ex.read_snapshot()
-    return ex.read_snapshot({m.topic for b in record.in_flight for m in b.moves})
+    return ex.read_snapshot([m.tp for b in record.in_flight for m in b.moves])
 
 
 def _settle_resumed(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> None:
@@ -273,7 +273,7 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
     running = record.in_flight
     in_flight = [b.moves[0] for b in running]
     if len(in_flight) >= (state.limits.max_moves or len(record.batches) + 1):
-        return ex.read_snapshot({m.topic for m in in_flight})
+        return ex.read_snapshot([m.tp for m in in_flight])
     ex.checkpoint(record)
     snapshot = ex.read_snapshot()
     state.last_full = ex.clock.monotonic()

@@ -98,13 +98,16 @@ class _Entities:
 
 
 @collector_paused()
-def read_snapshot(client: ZkClient, progress: Progress | None = None,
-                  only_topics: Collection[str] | None = None) -> Snapshot:
+def read_snapshot(client: ZkClient, progress: Progress | None = None, only_topics: Collection[str] | None = None,
+                  only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
     """The whole cluster; with `only_topics`, a poll's view: the brokers, the controller and reassignment
     znodes and just those topics (their assignments and partition states, no configs), at a cost that grows
     with the topics asked for, not with the cluster (bench/poll.py). Three pipelined rounds: the listing and the
-    cluster-wide znodes, then every broker, topic and config, then every partition state."""
+    cluster-wide znodes, then every broker, topic and config, then every partition state. With `only_partitions`,
+    the states of just those partitions (Snapshot.narrowed): a poll's cost then grows with the batch."""
     note = progress or (lambda _msg: None)
+    if only_partitions is not None:
+        only_topics = set(only_topics or ()) | {tp.topic for tp in only_partitions}
     if only_topics is None:
         check_is_kafka(client)
     c = _Collector()
@@ -113,12 +116,15 @@ def read_snapshot(client: ZkClient, progress: Progress | None = None,
     listing = _list(client, only_topics)
     note(f"reading {len(listing.broker_ids)} brokers and {len(listing.topics)} topics")
     found = _read_entities(client, c, listing)
-    state_keys = [(name, p) for name, a in found.assignments.items() for p in sorted(a.replicas)]
+    wanted = set(only_partitions or ())
+    state_keys = [(name, p) for name, a in found.assignments.items() for p in sorted(a.replicas)
+                  if only_partitions is None or TopicPartition(name, p) in wanted]
     note(f"reading {len(state_keys)} partition states")
     state_nodes = client.get_many([paths.partition_state(t, p) for t, p in state_keys])
     states = {(name, number): c.decode(decode_partition_state, node, paths.partition_state(name, number))
               for (name, number), node in zip(state_keys, state_nodes)}
-    return _assemble(client, c, singles, listing, found, states)
+    snapshot = _assemble(client, c, singles, listing, found, states)
+    return snapshot if only_partitions is None else snapshot.narrowed(only_partitions)
 
 
 def _list(client: ZkClient, only_topics: Collection[str] | None) -> _Listing:

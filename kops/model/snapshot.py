@@ -6,7 +6,8 @@ offline planning. The planner only ever sees this type, never ZooKeeper.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from kops.model.brokers import Broker
@@ -82,6 +83,16 @@ class Snapshot:
 
     def broker(self, broker_id: int) -> Broker | None:
         return next((b for b in self.brokers if b.id == broker_id), None)
+
+    def narrowed(self, partitions: Collection[TopicPartition]) -> Snapshot:
+        """A poll's view: only `partitions`, in their topics (brokers, configs and requests as read). What a batch
+        in flight needs, at a cost that grows with the batch, not with its topics."""
+        wanted: dict[str, set[int]] = {}
+        for tp in partitions:
+            wanted.setdefault(tp.topic, set()).add(tp.partition)
+        topics = {name: replace(t, partitions={p: part for p, part in t.partitions.items() if p in wanted[name]})
+                  for name, t in self.topics.items() if name in wanted}
+        return replace(self, topics=topics)
 
     def partition(self, tp: TopicPartition) -> Partition | None:
         topic = self.topics.get(tp.topic)

@@ -35,13 +35,12 @@ class Observations:
 
 
 class Observer:
-    """A daemon thread reading the clone until `stop()`: the topics of the moves it is told to `watch` (the
-    batch in flight; a whole cluster's read would make its clock coarse on a large clone)."""
+    """A daemon thread reading the clone until `stop()`: the partitions of the moves it is told to `watch` (the
+    batch in flight; reading whole topics, let alone the cluster, made its clock coarse on a large clone)."""
 
     def __init__(self, cluster: Cluster, moves: list[Move], interval: float = 0.2) -> None:
         self.cluster = cluster
         self.moves = moves
-        self.topics = {m.topic for m in moves}
         self._lock = threading.Lock()
         self.interval = interval
         self.seen = Observations()
@@ -60,7 +59,7 @@ class Observer:
 
     def watch(self, moves: list[Move]) -> None:
         with self._lock:
-            self.moves, self.topics = moves, {m.topic for m in moves}
+            self.moves = moves
 
     def _run(self) -> None:
         while not self._halt.is_set():
@@ -72,13 +71,12 @@ class Observer:
 
     def _look(self) -> None:
         with self._lock:
-            moves, topics = self.moves, self.topics
+            moves = self.moves
         if not moves:
             return
-        snapshot = self.cluster.snapshot(only_topics=topics)
+        snapshot = self.cluster.snapshot(only_partitions=[m.tp for m in moves])
         now = time.monotonic()
-        urp = sum(1 for name in topics if name in snapshot.topics
-                  for part in snapshot.topics[name].partitions.values() if part.is_under_replicated())
+        urp = len(snapshot.under_replicated())
         self.seen.under_replicated.append((now, urp))
         requested = {(m.topic, m.partition) for m in snapshot.requested_moves}
         for move in moves:

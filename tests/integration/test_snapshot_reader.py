@@ -156,6 +156,17 @@ def test_portable_read_path_gives_the_same_snapshot(zk: ZkClient) -> None:
     assert portable == fast
 
 
+def test_a_poll_of_some_partitions_reads_just_those(zk: ZkClient) -> None:
+    expected = sample_snapshot()
+    write_snapshot(zk, expected)
+    wanted = sorted(TopicPartition(name, p) for name, t in expected.topics.items() for p in t.partitions)[::3]
+    poll = read_snapshot(zk, only_partitions=wanted)
+    assert sorted(TopicPartition(n, p) for n, t in poll.topics.items() for p in t.partitions) == wanted
+    whole = read_snapshot(zk).narrowed(wanted)
+    assert {n: t.partitions for n, t in poll.topics.items()} == {n: t.partitions for n, t in whole.topics.items()}
+    assert poll.brokers and poll.requested_moves == expected.requested_moves
+
+
 def test_get_many_keeps_order_and_reports_missing(zk: ZkClient) -> None:
     for i in range(1200):
         zk.create(f"/n/{i:04d}", str(i).encode(), makepath=True)

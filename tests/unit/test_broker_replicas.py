@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from kops.jsondoc import dumps_compact
 from kops.kafka.codecs.partition_state import encode_partition_state
+from kops.lab.broker import replicas
 from kops.lab.broker.quotas import RateLimiter
 from kops.lab.broker.replicas import ReplicaManager
 from kops.lab.broker.simlog import SimulatedLog
@@ -38,7 +41,7 @@ def pair(rate: float | None = None) -> tuple[FakeClock, ReplicaManager, ReplicaM
 
 
 def fetch_round(leader: ReplicaManager, follower: ReplicaManager) -> int:
-    plan = follower.fetch_plan(1)
+    plan, _generation = follower.fetch_plan(1)
     return follower.apply_fetch(plan, leader.handle_fetch({"replica_id": 2, "partitions": plan}))
 
 
@@ -135,6 +138,66 @@ def test_a_follower_of_a_log_that_grows_between_every_two_fetches_stays_in_the_i
             leader.isr_written(update, update.zk_version + 1)
             shrinks.append((second, update.isr))
     assert shrinks in ([(129, (1,))], [(130, (1,))])  # 30 s after it was last caught up
+
+
+def _in_sync_pair(monkeypatch: pytest.MonkeyPatch) -> tuple[ReplicaManager, ReplicaManager]:
+    """A leader and a caught-up follower in its ISR, whose idle fetch could park for minutes."""
+    monkeypatch.setattr(replicas, "MAX_FETCH_WAIT", 600.0)
+    clock = FakeClock()
+    leader = ReplicaManager(1, clock, None, lag_max=10_000.0)  # type: ignore[arg-type]  # no ZooKeeper here
+    follower = ReplicaManager(2, clock, None, lag_max=10_000.0)  # type: ignore[arg-type]  # as above
+    in_sync = ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 1, 1, (1, 2), (1, 2), 1)])
+    for rm in (leader, follower):
+        rm.handle_controller_batch(in_sync)
+    leader.append(TP, 100)
+    fetch_round(leader, follower)
+    fetch_round(leader, follower)
+    assert follower.take_gained() == {1: 1}
+    return leader, follower
+
+
+def _parked_fetch(leader: ReplicaManager, plan: list, generation: int) -> tuple[threading.Thread, list[dict]]:
+    answers: list[dict] = []
+    body = {"replica_id": 2, "partitions": plan, "generation": generation, "max_wait": 600.0}
+    thread = threading.Thread(target=lambda: answers.append(leader.handle_fetch(body)), daemon=True)
+    thread.start()
+    return thread, answers
+
+
+def test_a_parked_fetch_answers_when_its_follower_is_given_another_partition(monkeypatch) -> None:
+    """An idle follower's fetch waits at the leader; a partition it starts following there must not wait with it."""
+    leader, follower = _in_sync_pair(monkeypatch)
+    plan, generation = follower.fetch_plan(1)
+    thread, answers = _parked_fetch(leader, plan, generation)
+    thread.join(0.3)
+    assert thread.is_alive(), "an idle, in-sync follower's fetch parks at the leader"
+    moved = TopicPartition("t", 1)
+    new = ControllerBatch(1, 5, [LeaderAndIsrEntry(moved, 1, 0, (1,), (1, 2), 0, True)])
+    for rm in (leader, follower):
+        rm.handle_controller_batch(new)
+    gained = follower.take_gained()
+    assert gained == {1: generation + 1} and follower.take_gained() == {}
+    leader.wake_fetch({"replica_id": 2, "generation": gained[1]})
+    thread.join(30)
+    assert not thread.is_alive() and answers[0]["waited"]
+    plan, _ = follower.fetch_plan(1)
+    assert [entry[:2] for entry in plan] == [["t", 0], ["t", 1]]
+
+
+def test_a_wake_that_arrives_before_the_fetch_it_wakes_is_not_lost(monkeypatch) -> None:
+    """The follower's fetcher built its plan before it gained the partition and sends it after the wake."""
+    leader, follower = _in_sync_pair(monkeypatch)
+    stale_plan, stale_generation = follower.fetch_plan(1)
+    leader.wake_fetch({"replica_id": 2, "generation": stale_generation + 1})
+    thread, answers = _parked_fetch(leader, stale_plan, stale_generation)
+    thread.join(30)
+    assert not thread.is_alive() and answers[0]["waited"] is False
+    thread, answers = _parked_fetch(leader, stale_plan, stale_generation + 1)  # as new as the wake: parks
+    thread.join(0.3)
+    assert thread.is_alive()
+    leader.append(TP, 10)  # the log grows: the parked fetch answers with it
+    thread.join(30)
+    assert not thread.is_alive() and answers[0]["partitions"][0][4] == 110
 
 
 def test_requests_from_an_older_controller_epoch_are_refused() -> None:

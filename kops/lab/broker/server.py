@@ -34,7 +34,7 @@ from kops.kafka.codecs.partition_state import decode_partition_state, encode_par
 from kops.lab.broker.admin_endpoint import AdminEndpoint
 from kops.lab.broker.clock import SimClock
 from kops.lab.broker.configs import ConfigFollower
-from kops.lab.broker.replicas import FIRST_FETCH_BYTES, IsrUpdate, ReplicaManager
+from kops.lab.broker.replicas import FIRST_FETCH_BYTES, MAX_FETCH_WAIT, IsrUpdate, ReplicaManager
 from kops.lab.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from kops.lab.controller.channel import call_registered_broker
 from kops.lab.controller.controller import LOG_OFFSETS, Controller
@@ -86,6 +86,7 @@ class BrokerServer:
         self.rpc = RpcServer({
             "controller_batch": self._controller_batch,
             "fetch": self.replicas.handle_fetch,
+            "wake_fetch": self.replicas.wake_fetch,
             "produce": self._produce,
             "status": self._status,
             LOG_OFFSETS: self.replicas.log_offsets,
@@ -191,7 +192,28 @@ class BrokerServer:
             self.replicas.topic_configs.setdefault(topic, {})
             self._work.put(functools.partial(self._refresh_topic_config, topic))
         self._ensure_fetchers()
+        self._wake_parked_fetches()
         return reply
+
+    def _wake_parked_fetches(self) -> None:
+        """Tell each leader this broker now follows more partitions of that its parked fetch may not name them,
+        from a thread of its own: a leader that does not answer must not hold up the controller's request."""
+        gained = self.replicas.take_gained()
+        if gained:
+            self._start_thread(self._send_wakes, "wake-fetches", gained)
+
+    def _send_wakes(self, gained: dict[int, int]) -> None:
+        for leader, generation in sorted(gained.items()):
+            known = self.replicas.brokers.get(leader)
+            if known is None or self.stopping.is_set():
+                continue
+            client = RpcClient(known.host, known.port, timeout=2.0)
+            try:
+                client.call("wake_fetch", {"replica_id": self.id, "generation": generation})
+            except (RpcUnavailable, RpcError):
+                pass  # the parked fetch answers by itself within MAX_FETCH_WAIT
+            finally:
+                client.close()
 
     def _refresh_moving_topics(self, batch: ControllerBatch) -> None:
         """A partition whose replica set changes here, or that is new here, follows its topic's throttle lists
@@ -270,13 +292,16 @@ class BrokerServer:
     # -- periodic work -----------------------------------------------------------------------------------
 
     def _tick_loop(self) -> None:
-        last_retention = 0.0
+        last_retention = last_isr = 0.0
+        # ISR expiry: at most every half second, and twice within the lag window at any clock speed
+        isr_every = min(0.5, self.settings.lag_max / self.clock.scale / 2)
         while not self.stopping.wait(self.settings.tick):
             try:
-                retention = time.monotonic() - last_retention >= 1.0
-                if retention:
-                    last_retention = time.monotonic()
-                self.replicas.tick(retention)
+                now = time.monotonic()
+                retention, isr = now - last_retention >= 1.0, now - last_isr >= isr_every
+                last_retention = now if retention else last_retention
+                last_isr = now if isr else last_isr
+                self.replicas.tick(retention, isr)
                 self._write_isr_updates(self.replicas.take_isr_updates())
                 self._ensure_fetchers()
                 if self.clock.now() >= self._next_logdirs:
@@ -347,7 +372,7 @@ class BrokerServer:
         address = None
         idle_since = time.monotonic()
         while not self.stopping.is_set():
-            plan = self.replicas.fetch_plan(leader)
+            plan, generation = self.replicas.fetch_plan(leader)
             if not plan:
                 if time.monotonic() - idle_since > 5.0:
                     break  # nothing follows this leader any more; restarted on demand
@@ -364,14 +389,16 @@ class BrokerServer:
                 address = (known.host, known.port)
                 client = RpcClient(known.host, known.port, timeout=10.0)
             try:
-                reply = client.call("fetch", {"replica_id": self.id, "partitions": plan})
+                reply = client.call("fetch", {"replica_id": self.id, "partitions": plan, "generation": generation,
+                                              "max_wait": MAX_FETCH_WAIT})
             except (RpcUnavailable, RpcError):
                 time.sleep(0.2)
                 continue
             received = self.replicas.apply_fetch(plan, reply)
             asked = sum(min(int(entry[4]), FIRST_FETCH_BYTES // 2) for entry in plan)
-            # a full answer: fetch again soon; a quota-limited or empty one: tokens accrue slowly, do not spin
-            time.sleep(0.02 if received and received >= 0.9 * asked else 0.1)
+            # a full answer, or one the leader held until something changed: fetch again soon; a quota-limited
+            # one: tokens accrue slowly, do not spin
+            time.sleep(0.02 if reply.get("waited") or (received and received >= 0.9 * asked) else 0.1)
         if client is not None:
             client.close()
         self._fetchers.pop(leader, None)
