@@ -39,6 +39,7 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import Move, Plan, Rolling
 from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
+from kops.units import format_size
 
 Reporter = Callable[[dict[str, Any]], None]
 FULL_READ_SECONDS = 10.0  # polls read the batch's partitions; the whole cluster (health of the rest) this often
@@ -126,6 +127,8 @@ class Executor:
         with self._locked(plan_path) as lock:
             if resume:
                 record = self._resumable(plan_digest, "apply")
+                if rate is not None and rate != record.rate:
+                    self._change_rate(record, rate)
             else:
                 previous = self.journal.latest(plan_digest, "apply")
                 if previous is not None and not previous.finished:
@@ -151,6 +154,21 @@ class Executor:
                 self.journal.create(record)
             lock.update(execution=record.id)
             return self._run(record, plan)
+
+    def _change_rate(self, record: ExecutionRecord, rate: int) -> None:
+        """`--resume --throttle`: the rest of the execution at `rate`, the moves still in flight included (as
+        re-running Kafka's tool with a new --throttle changes a running reassignment's rate). Their values are
+        computed without kops's own earlier entries, so a lower rate someone else set is still kept."""
+        before, record.rate = record.rate, rate
+        snapshot = self.read_snapshot()
+        moving = [m for b in record.in_flight for m in b.moves
+                  if (part := snapshot.partition(m.tp)) is not None and part.replicas != tuple(m.to_replicas)]
+        wanted = throttles.in_flight_throttles(record, moving, snapshot) if moving else {}
+        self.save(record)  # the values found are safe before anything is written
+        throttles.write(self.cluster, record, wanted)
+        self.save(record)
+        self.emit({"event": "message", "text": f"throttle {_rate_text(rate)} for the rest of this execution "
+                                               f"(was {_rate_text(before)}; {len(moving)} moves in flight re-throttled)"})
 
     def rollback(self, plan_path: str, plan_digest: str, cluster_id: str | None, execution_id: str | None = None,
                  resume: bool = False) -> Outcome:
@@ -629,6 +647,10 @@ class _LockScope:
     def __exit__(self, *exc: object) -> None:
         self.executor._unfence()
         self.lock.release()
+
+
+def _rate_text(rate: int | None) -> str:
+    return "unthrottled" if rate is None else f"{format_size(rate)}/s"
 
 
 def _cancel_name(cluster: Cluster) -> str:

@@ -255,6 +255,40 @@ def test_kill_9_then_resume_reaches_the_planned_layout(engine: str, request: pyt
     assert Journal(ZkRecords(zk)).latest().status == "done"
 
 
+def test_resume_with_a_new_throttle_rethrottles_the_batch_in_flight(engine: str, tmp_path: Path,
+                                                                   request: pytest.FixtureRequest) -> None:
+    """`--resume --throttle` changes the rest of the execution, the batch that was in flight included (as
+    re-running Kafka's tool with a new --throttle does): its brokers show the new rate while it still runs."""
+    if engine != "kops":
+        pytest.skip("the executor rewrites the rates through the same cluster port on every engine")
+    with request.getfixturevalue("engine_lab")(time_scale=4.0) as cluster, \
+            ZkClient(ZkSettings(cluster.zk_connect)) as zk:
+        cluster.create_and_fill(zk, ORIGINAL, 4)
+        plan_file, plan = make_plan(tmp_path, cluster.zk_connect, throttle="256KiB/s")  # batch 1: 12 MB, ~12 s
+        proc = apply_in_background(plan_file, cluster.zk_connect)
+        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        faster = str(plan.throttle_rate * 4)
+        brokers = {f"brokers/{b}" for m in plan.batches[0].moves for b in m.from_replicas + m.adding}
+
+        def rethrottled_in_flight() -> bool:
+            found = throttle_configs(zk)
+            return batch_status(zk, 1) == "running" and zk.exists(paths.REASSIGN_PARTITIONS) is not None and all(
+                found.get(key, {}).get(name) == faster for key in brokers
+                for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate"))
+
+        resumed = apply_in_background(plan_file, cluster.zk_connect, "--resume", "--throttle", faster)
+        wait_until(rethrottled_in_flight, what="the batch in flight at the new rate")
+        out, err = resumed.communicate(timeout=120)
+        assert resumed.returncode == 0, err
+        said = [json.loads(line).get("text", "") for line in out.splitlines() if line.startswith("{")]
+        assert any("for the rest of this execution" in text and "3 moves in flight re-throttled" in text
+                   for text in said), said
+        assert Journal(ZkRecords(zk)).latest().rate == int(faster)
+        assert judged(cluster, zk, targets(plan)) and throttle_configs(zk) == {}
+
+
 def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, capsys) -> None:
     cluster, zk, plan_file, plan = slow_lab
     zk_connect = cluster.zk_connect
