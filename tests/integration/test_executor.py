@@ -166,8 +166,10 @@ def apply_in_background(plan_file: Path, zk_connect: str, *extra: str) -> subpro
 
 
 def resume(plan_file: Path, zk_connect: str) -> int:
+    """The rest of an interrupted execution, at a rate that makes it quick: what a test checks after a resume is
+    where the layout and the throttles end up, not how long the rest of the plan takes."""
     return main(["apply", "--resume", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
-                 "--session-timeout", "4"])
+                 "--session-timeout", "4", "--throttle", "20MiB/s"])
 
 
 def batch_status(zk: ZkClient, index: int) -> str | None:

@@ -122,7 +122,7 @@ def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path) -> Non
         assert all(now[m.topic][m.partition] == m.to_replicas for m in record_moves(plan_file, index))
     # Resuming finishes the rest, like any apply.
     assert main(["apply", "--resume", str(plan_file), "-z", zk_connect, "--yes", "--format", "json",
-                 "--poll", "0.2"]) == 0
+                 "--poll", "0.2", "--throttle", "20MiB/s"]) == 0
     plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
     expected = {t: dict(a) for t, a in SKEWED.items()}
     for m in plan.moves:

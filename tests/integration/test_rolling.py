@@ -133,7 +133,7 @@ def test_sigint_stops_after_the_moves_in_flight_kill_9_then_resume_finishes(tmp_
     resumed.wait()
     assert resumed.returncode == -signal.SIGKILL
     assert main(["apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json",
-                 "--poll", "0.2"]) == 0
+                 "--poll", "0.2", "--throttle", "20MiB/s"]) == 0
     assert replicas(bootstrap) == targets(plan) and throttles(bootstrap) == {}
     record = latest_record(bootstrap)
     assert record is not None and record.status == "done" and all(b.status == "done" for b in record.batches)
