@@ -45,7 +45,7 @@ from kops.rehearsal.scaling import REAL_RATE, Scaling, choose, clone_plan
 from kops.sizes.reader import read_sizes
 from kops.units import format_size, parse_rate
 
-READY_SECONDS = 180.0
+READY_SECONDS = 180.0  # how long the clone may go without getting closer to settled before the rehearsal gives up
 THROTTLE_SETTLE = 2.0  # brokers apply throttles from config notifications, asynchronously: a moment that is
 # negligible in production is a large share of a time-compressed batch, so the clone waits longer for them
 MIN_STALL_SECONDS = 20.0  # clone seconds: below this a clone's own start-up hiccups would read as stalls
@@ -223,9 +223,23 @@ def _build(lab: lab_clone.CloneLab, connection: Connection, address: Address, ch
         return cluster.snapshot(only_topics=set()).cluster_id
 
 
+class _Settling:
+    """A deadline that moves while the clone gets closer: a large clone on a small machine settles slowly, and
+    only one that stops getting closer for READY_SECONDS has not settled."""
+
+    def __init__(self) -> None:
+        self.best: float | None = None
+        self.deadline = time.monotonic() + READY_SECONDS
+
+    def stuck(self, remaining: float) -> bool:
+        if self.best is None or remaining < self.best:
+            self.best, self.deadline = remaining, time.monotonic() + READY_SECONDS
+        return time.monotonic() > self.deadline
+
+
 def _wait_ready(cluster: Cluster, topics: set[str]) -> None:
     """Until every partition of `topics` has a leader and all its replicas in sync."""
-    deadline = time.monotonic() + READY_SECONDS
+    settling = _Settling()
     while True:
         snap = cluster.snapshot(only_topics=topics)
         waiting = [f"{name}-{p}" for name in sorted(topics) for p, part in
@@ -233,9 +247,10 @@ def _wait_ready(cluster: Cluster, topics: set[str]) -> None:
                    if part is None or part.state is None or part.leader < 0 or set(part.replicas) - set(part.isr)]
         if not waiting:
             return
-        if time.monotonic() > deadline:
+        if settling.stuck(len(waiting)):
             raise EnvironmentProblem(f"the clone did not settle: {len(waiting)} partition(s) without a leader or "
-                                     f"with replicas out of sync, e.g. {waiting[0]}", hint="see the lab's logs (--dir)")
+                                     f"with replicas out of sync, none closer for {READY_SECONDS:.0f} s, e.g. "
+                                     f"{waiting[0]}", hint="see the lab's logs (--dir)")
         time.sleep(0.5)
 
 
@@ -244,15 +259,16 @@ def _wait_caught_up(cluster: Cluster, snap: Snapshot) -> None:
     replica join the ISR at once (its offset at the high watermark) and copy unthrottled."""
     replicas = [(TopicPartition(name, p), b) for name, topic in sorted(snap.topics.items())
                 for p, part in sorted(topic.partitions.items()) for b in part.replicas]
-    deadline = time.monotonic() + READY_SECONDS
+    settling = _Settling()
     while True:
         behind = {k: v for k, v in cluster.lags(replicas).items() if v > 0}
         if not behind:
             return
-        if time.monotonic() > deadline:
+        if settling.stuck(sum(behind.values())):
             (tp, broker), lag = next(iter(behind.items()))
-            raise EnvironmentProblem(f"the clone's followers did not catch up: {len(behind)} replica(s) behind, e.g. "
-                                     f"{tp} on broker {broker} by {format_size(lag)}", hint="see the lab's logs (--dir)")
+            raise EnvironmentProblem(f"the clone's followers did not catch up: {len(behind)} replica(s) behind, none "
+                                     f"closer for {READY_SECONDS:.0f} s, e.g. {tp} on broker {broker} by "
+                                     f"{format_size(lag)}", hint="see the lab's logs (--dir)")
         time.sleep(0.5)
 
 

@@ -19,6 +19,9 @@ from kops.lab.kafka_lab import KafkaLab
 
 KOPS_BANDWIDTH = 100 * 1024 * 1024  # the kops engine's port speed, per simulated second, at least
 HEADROOM = 4  # the port runs this many times faster than the throttle, so the throttle is what binds
+# Kafka's default zookeeper.session.timeout.ms (2.5+), as production brokers run; the lab's own default of 6 s let
+# brokers of a 50-broker clone on two cores lose their sessions while the clone was being built
+SESSION_TIMEOUT = 18.0
 
 
 @dataclass
@@ -59,7 +62,7 @@ def start(directory: Path, engine: str, racks: Mapping[int, str], *, time_scale:
     if engine == KOPS:
         lab = Lab(directory, detached=False)
         bandwidth = max(KOPS_BANDWIDTH, HEADROOM * (throttle or 0))
-        state = lab.up(time_scale=time_scale, bandwidth=float(bandwidth), rack_of=racks)
+        state = lab.up(time_scale=time_scale, bandwidth=float(bandwidth), rack_of=racks, session_timeout=SESSION_TIMEOUT)
         return CloneLab(lab, engine, state.connect, None)
     real = KafkaLab(directory, detached=False)
     real_state = real.up(engine, heap_mb=heap_mb, rack_of=racks)

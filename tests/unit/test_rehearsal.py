@@ -155,3 +155,19 @@ def test_mermaid_blocks_quote_their_labels() -> None:
     assert "    bar [1.5, 2]" in chart and "    line [1.75, 1.75]" in chart
     timeline = gantt("t", [("Estimated", [("batch 1", 0.0, 59.6)])])
     assert "    batch 1 : s0b0, 0, 60" in timeline
+
+
+def test_a_clone_that_keeps_getting_closer_is_waited_for_and_one_that_stops_is_not(monkeypatch) -> None:
+    """A large clone on two cores settles slowly: the wait gives up only after READY_SECONDS without progress."""
+    from kops.cli import rehearse
+
+    now = [0.0]
+    monkeypatch.setattr(rehearse.time, "monotonic", lambda: now[0])
+    settling = rehearse._Settling()
+    for step, remaining in enumerate(range(20_000, 0, -1_000)):  # closer every 150 s: never stuck
+        now[0] = step * 150.0
+        assert not settling.stuck(remaining)
+    now[0] += rehearse.READY_SECONDS  # the same count for exactly the window: not yet
+    assert not settling.stuck(1_000)
+    now[0] += 1.0
+    assert settling.stuck(1_000) and settling.stuck(5_000)  # worse is not closer
