@@ -59,6 +59,11 @@ def parse_duration(value: object) -> float:
     return float(match.group(1)) * _SECONDS[match.group(2)]
 
 
+def format_rate(per_second: float) -> str:
+    """Human-readable binary rate: 50.0 MiB/s."""
+    return f"{format_size(per_second)}/s"
+
+
 def format_size(count: float) -> str:
     """Human-readable binary size: 1.5 GiB."""
     value = float(count)

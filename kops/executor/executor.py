@@ -39,7 +39,7 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import Move, Plan, Rolling
 from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
-from kops.units import format_size
+from kops.units import format_rate
 
 Reporter = Callable[[dict[str, Any]], None]
 FULL_READ_SECONDS = 10.0  # polls read the batch's partitions; the whole cluster (health of the rest) this often
@@ -160,15 +160,14 @@ class Executor:
         re-running Kafka's tool with a new --throttle changes a running reassignment's rate). Their values are
         computed without kops's own earlier entries, so a lower rate someone else set is still kept."""
         before, record.rate = record.rate, rate
-        snapshot = self.read_snapshot()
-        moving = [m for b in record.in_flight for m in b.moves
-                  if (part := snapshot.partition(m.tp)) is not None and part.replicas != tuple(m.to_replicas)]
-        wanted = throttles.in_flight_throttles(record, moving, snapshot) if moving else {}
+        moving = [m for b in record.in_flight for m in b.moves]  # what their throttles cover, as at their start
+        wanted = throttles.in_flight_throttles(record, moving, self.read_snapshot()) if moving else {}
         self.save(record)  # the values found are safe before anything is written
         throttles.write(self.cluster, record, wanted)
         self.save(record)
-        self.emit({"event": "message", "text": f"throttle {_rate_text(rate)} for the rest of this execution "
-                                               f"(was {_rate_text(before)}; {len(moving)} moves in flight re-throttled)"})
+        self.emit({"event": "message", "text": f"throttle {format_rate(rate)} for the rest of this execution "
+                                               f"(was {'unthrottled' if before is None else format_rate(before)}; "
+                                               f"{len(moving)} moves in flight re-throttled)"})
 
     def rollback(self, plan_path: str, plan_digest: str, cluster_id: str | None, execution_id: str | None = None,
                  resume: bool = False) -> Outcome:
@@ -647,10 +646,6 @@ class _LockScope:
     def __exit__(self, *exc: object) -> None:
         self.executor._unfence()
         self.lock.release()
-
-
-def _rate_text(rate: int | None) -> str:
-    return "unthrottled" if rate is None else f"{format_size(rate)}/s"
 
 
 def _cancel_name(cluster: Cluster) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kops.model.plan import Plan
 from kops.planner import tiered
 from kops.planner.mermaid import bar_chart
-from kops.units import format_size
+from kops.units import format_rate, format_size
 
 
 def duration(seconds: float | None) -> str:
@@ -114,7 +114,7 @@ def _batches_and_moves(plan: Plan) -> list[str]:
     lines = ["<details><summary>Batches</summary>", "", "| batch | partitions | bytes | estimate | throttle |",
              "|---|---|---|---|---|"]
     for b in plan.batches:
-        rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
+        rate = format_rate(b.throttle.rate) if b.throttle.rate else "none"
         lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} | {duration(b.estimate.seconds)} | {rate} |")
     lines += ["", "</details>", "", "<details><summary>Moves</summary>", "", "| partition | from | to | bytes | why |",
               "|---|---|---|---|---|"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kops.planner.markdown import duration
 from kops.planner.mermaid import gantt
 from kops.rehearsal.report import BatchResult, Report
-from kops.units import format_size
+from kops.units import format_rate, format_size
 
 MAX_TIMELINE_BARS = 40  # beyond this a Gantt chart is unreadable; the table has every batch
 
@@ -28,7 +28,7 @@ def _setup(r: Report) -> list[str]:
              f"to complete an empty move, {r.latency_batch_seconds:.2f} s for as many as the largest batch). "
              f"Execution: {r.mode}."]
     if r.traffic:
-        lines.append("Background traffic: " + ", ".join(f"`{t}` {format_size(v)}/s" for t, v in sorted(r.traffic.items()))
+        lines.append("Background traffic: " + ", ".join(f"`{t}` {format_rate(v)}" for t, v in sorted(r.traffic.items()))
                      + ".")
     return lines + [""]
 
@@ -60,7 +60,7 @@ def _batch_table(r: Report) -> list[str]:
         busiest = "-"
         if b.peak_broker is not None and b.peak_rate is not None:
             share = f" ({b.peak_rate / b.throttle:.0%} of throttle)" if b.throttle else ""
-            busiest = f"broker {b.peak_broker}: {format_size(b.peak_rate)}/s{share}"
+            busiest = f"broker {b.peak_broker}: {format_rate(b.peak_rate)}{share}"
         slowest = "-" if b.slowest is None else f"`{b.slowest}`: {b.slowest_why}"
         measured = duration(b.measured_seconds) if b.measured_seconds is not None else (
             "not run" if b.started_at is None else "did not finish")
