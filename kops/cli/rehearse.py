@@ -9,6 +9,7 @@ measured with the plan's estimates, in production time.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -41,7 +42,7 @@ from kops.rehearsal.calibration import Latency, measure
 from kops.rehearsal.markdown import render_markdown
 from kops.rehearsal.observer import Observations, Observer
 from kops.rehearsal.sampling import DEFAULT_MAX_PARTITIONS, Sample, sample, without_internal
-from kops.rehearsal.scaling import REAL_RATE, Scaling, choose, clone_plan
+from kops.rehearsal.scaling import REAL_RATE, Scaling, choose, clone_plan, machine_time_scale
 from kops.sizes.reader import read_sizes
 from kops.units import format_size, parse_rate
 
@@ -120,7 +121,8 @@ def rehearse(
     plan, skipped = without_internal(plan)
     sizes, traffic = _sizes(plan, sizes_file)
     scaling = choose(plan, real=engine != KOPS, factor=scale,
-                     real_rate=int(parse_option(parse_rate, real_rate, "--lab-rate")) if engine != KOPS else REAL_RATE)
+                     real_rate=int(parse_option(parse_rate, real_rate, "--lab-rate")) if engine != KOPS else REAL_RATE,
+                     machine=machine_time_scale(len(snap.brokers), len(os.sched_getaffinity(0))))
     chosen = sample(snap, plan, sizes, max_partitions)
     with _lab_folder(lab_dir) as folder:
         report = _rehearse(plan, chosen, scaling, engine, folder, traffic, stop_broker,
@@ -332,6 +334,10 @@ def _report(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, forward: 
     measured = None if any(r.measured_seconds is None for r in rows) else sum(r.measured_seconds or 0 for r in rows)
     back = backward.seconds()
     notes = [e["text"] for _t, e in forward.events if e["event"] == "message"]
+    if engine == KOPS and scaling.time_scale < 1:
+        notes.append(f"slow motion: {len(chosen.snapshot.brokers)} brokers are more than this machine's "
+                     f"{len(os.sched_getaffinity(0))} core(s) run at full speed, so the clone's clock ran at "
+                     f"{scaling.time_scale:.2f}x wall time, its bytes divided by as much more")
     return findings.Report(
         cluster=plan.cluster, engine=engine, sample=chosen.describe(), scaling=scaling.as_dict(), mode=mode,
         batches=rows, estimate_seconds=rows[0].estimate_seconds if mode == "rolling" else plan.summary.estimated_seconds,

@@ -3,7 +3,10 @@
 A batch's duration is its bytes over the rate they move at, so dividing bytes by S and rates by R divides its
 duration by F = S / R, and a clone second measured times F is a production second. The kops engine simulates
 bytes, so it keeps production's rates (R = 1) and runs its clock up to `MAX_TIME_SCALE` times faster; what is
-left of F divides the bytes. Real Kafka moves real bytes on this machine: its throttle is the lab's rate (R =
+left of F divides the bytes. Its brokers are processes of this machine, and every broker fetches from every other,
+so a clone's work grows with the square of its brokers: beyond what the machine's cores carry at full speed, its
+clock runs slower than wall time (slow motion: its brokers' rounds stretch with it) and the bytes shrink by as
+much more, so F, and the rehearsal's length, stay as chosen. Real Kafka moves real bytes on this machine: its throttle is the lab's rate (R =
 production throttle / lab rate) and the bytes shrink by F·R. Background traffic scales with the rates, so the
 share of the throttle it takes is production's.
 """
@@ -18,6 +21,9 @@ from kops.model.plan import Batch, Estimate, Move, Plan, Rollback, Summary
 TARGET_SECONDS = 300.0  # the default rehearsal takes about five minutes at the plan's throttle
 MAX_TIME_SCALE = 10.0  # the kops engine's clock speed-up beyond which its timing gets coarse
 REAL_RATE = 2 * 1024 * 1024  # bytes/s per broker a real-Kafka clone replicates at on a small machine
+# (leader, follower) broker pairs one core carries at full speed: 24 brokers per two cores, the largest clone
+# measured to keep its followers in the ISR at full speed; 50 on two cores starved (bench/RESULTS.md)
+FULL_SPEED_PAIRS_PER_CORE = 276
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,17 @@ class Scaling:
                 "throttle": self.throttle}
 
 
-def choose(plan: Plan, real: bool, factor: float | None = None, real_rate: int = REAL_RATE) -> Scaling:
-    """The scaling for `plan`: `factor` if given, else the one that makes the rehearsal about five minutes."""
+def machine_time_scale(brokers: int, cores: int) -> float:
+    """The fastest clock a kops-engine clone of `brokers` runs at on `cores` cores: 1, or slow motion beyond
+    what the cores carry at full speed."""
+    pairs = brokers * (brokers - 1)
+    return 1.0 if pairs <= 0 else min(1.0, FULL_SPEED_PAIRS_PER_CORE * max(1, cores) / pairs)
+
+
+def choose(plan: Plan, real: bool, factor: float | None = None, real_rate: int = REAL_RATE,
+           machine: float = 1.0) -> Scaling:
+    """The scaling for `plan`: `factor` if given, else the one that makes the rehearsal about five minutes;
+    the kops engine's clock no faster than `machine` when that is below 1 (`machine_time_scale`)."""
     estimate = plan.summary.estimated_seconds
     if not estimate:
         raise UsageError("the plan carries no duration estimate, so there is nothing to rehearse it against",
@@ -59,6 +74,8 @@ def choose(plan: Plan, real: bool, factor: float | None = None, real_rate: int =
         clone_rate = round(rate / rate_divisor) if rate else real_rate
         return Scaling(factor, 1.0, factor * rate_divisor, rate_divisor, clone_rate)
     time_scale = min(MAX_TIME_SCALE, factor)
+    if machine < 1:  # slow motion (a faster clock costs the machine nothing more: the brokers' rhythm keeps wall time)
+        time_scale = min(time_scale, machine)
     return Scaling(factor, time_scale, factor / time_scale, 1.0, rate)
 
 

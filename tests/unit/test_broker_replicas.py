@@ -9,6 +9,7 @@ import pytest
 from kops.jsondoc import dumps_compact
 from kops.kafka.codecs.partition_state import encode_partition_state
 from kops.lab.broker import replicas
+from kops.lab.broker.clock import SimClock
 from kops.lab.broker.quotas import RateLimiter
 from kops.lab.broker.replicas import ReplicaManager
 from kops.lab.broker.simlog import SimulatedLog
@@ -27,6 +28,7 @@ class FakeClock:
     def __init__(self) -> None:
         self.t = 0.0
         self.scale = 1.0
+        self.stretch = 1.0
 
     def now(self) -> float:
         return self.t
@@ -86,6 +88,21 @@ def test_follower_catches_up_and_joins_the_isr() -> None:
     assert [(u.tp, u.isr, u.zk_version) for u in updates] == [(TP, (1, 2), 0)]
     leader.isr_written(updates[0], 1)
     assert leader.replicas[TP].isr == (1, 2) and leader.replicas[TP].zk_version == 1
+
+
+def test_a_seeded_follower_is_in_sync_without_copying() -> None:
+    """A rehearsal's clone: the leader's bytes appended, its followers brought to the same end at once."""
+    _clock, leader, follower = pair()
+    leader.append(TP, 5000)
+    assert follower.seed_followers([["t", 0, 5000], ["t", 9, 5000]]) == [["t", 9]]  # not a replica of t-9
+    assert leader.seed_followers([["t", 0, 5000]]) == [["t", 0]]  # the leader is not its own follower
+    assert follower.replicas[TP].log.end == 5000
+    assert fetch_round(leader, follower) == 0  # nothing to copy: its first fetch is at the log end
+    assert [u.isr for u in leader.take_isr_updates()] == [(1, 2)]
+
+
+def test_a_slowed_clock_stretches_the_brokers_rhythm_and_a_faster_one_does_not() -> None:
+    assert SimClock(0.25).stretch == 4.0 and SimClock(1.0).stretch == SimClock(10.0).stretch == 1.0
 
 
 def test_leader_and_follower_throttles_limit_an_out_of_sync_follower() -> None:

@@ -19,7 +19,7 @@ from kops.rehearsal.markdown import render_markdown
 from kops.rehearsal.observer import Observations
 from kops.rehearsal.report import Report, batch_results
 from kops.rehearsal.sampling import sample, without_internal
-from kops.rehearsal.scaling import MAX_TIME_SCALE, choose, clone_plan
+from kops.rehearsal.scaling import MAX_TIME_SCALE, choose, clone_plan, machine_time_scale
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "decommission"
 PLAN = plan_format.loads((GOLDEN / "expected-plan.json").read_bytes(), "plan")
@@ -85,6 +85,19 @@ def test_scaling_divides_durations_by_the_factor_on_both_engines() -> None:
         assert (1e9 / s.bytes_divisor) / (rate / s.rate_divisor) / s.time_scale * s.factor == pytest.approx(1e9 / rate)
     with pytest.raises(UsageError, match="no duration estimate"):
         choose(replace(PLAN, summary=replace(PLAN.summary, estimated_seconds=None)), real=False)
+
+
+def test_a_clone_too_large_for_the_machine_runs_in_slow_motion_at_the_same_factor() -> None:
+    assert machine_time_scale(6, 2) == machine_time_scale(24, 2) == 1.0
+    slow = machine_time_scale(50, 2)
+    assert 0.2 < slow < 0.25 and machine_time_scale(50, 9) == 1.0 and machine_time_scale(1, 1) == 1.0
+    assert machine_time_scale(100, 2) < slow  # the work grows with every pair of brokers
+    full, slowed = choose(PLAN, real=False, factor=4), choose(PLAN, real=False, factor=4, machine=slow)
+    assert (full.time_scale, slowed.time_scale, slowed.factor) == (4.0, slow, 4)
+    rate = min(b.throttle.rate for b in PLAN.batches if b.throttle.rate)
+    for s in (full, slowed):  # a batch's clone wall seconds are the same: the bytes shrink with the clock
+        assert (1e9 / s.bytes_divisor) / rate / s.time_scale == pytest.approx(1e9 / rate / 4)
+    assert choose(PLAN, real=True, factor=4, machine=slow).time_scale == 1.0  # real Kafka keeps wall time
 
 
 def test_the_clone_plan_is_a_valid_plan_file_for_the_clone() -> None:

@@ -19,6 +19,14 @@ class SimClock:
         """Simulated seconds since the lab's origin."""
         return (time.monotonic() - self.origin) * self.scale
 
+    @property
+    def stretch(self) -> float:
+        """Wall seconds per second of the broker's rhythm (fetch waits, fetch rounds, ticks). A clock slower than
+        wall time stretches them with it, so a slowed lab is the same lab in slow motion and costs the machine
+        that much less (how a rehearsal fits a large clone on a small machine); a faster clock keeps them, as a
+        broker cannot poll faster than its machine lets it."""
+        return max(1.0, 1.0 / self.scale)
+
     def real_seconds(self, simulated: float) -> float:
         return simulated / self.scale
 

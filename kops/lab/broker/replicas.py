@@ -205,7 +205,7 @@ class ReplicaManager:
         again (Kafka's fetch purgatory does the same)."""
         replica_id = int(body["replica_id"])
         generation = int(body.get("generation", 0))
-        wait = min(float(body.get("max_wait", 0.0)), MAX_FETCH_WAIT, self.lag_max / self.clock.scale / 4)
+        wait = min(float(body.get("max_wait", 0.0)), MAX_FETCH_WAIT * self.clock.stretch, self.lag_max / self.clock.scale / 4)
         deadline = time.monotonic() + wait
         with self.lock:
             first, idle = self._answer_fetch(replica_id, body["partitions"])
@@ -273,6 +273,21 @@ class ReplicaManager:
             self._update_hw(r)
             self.changed.notify_all()
             return r.log.end
+
+    def seed_followers(self, entries: list[list[Any]]) -> list[list[Any]]:
+        """Extend follower replicas' logs to their leaders' ends ([topic, partition, end]) as if fetched: a
+        clone's followers start in sync. Entries this broker does not follow come back (missing)."""
+        now = self.clock.now()
+        missing: list[list[Any]] = []
+        with self.lock:
+            for topic, p, end in entries:
+                r = self.replicas.get(TopicPartition(str(topic), int(p)))
+                if r is None or not r.online or r.leader == self.broker_id:
+                    missing.append([topic, p])
+                    continue
+                r.log.append(int(end) - r.log.end, now)
+                r.leader_end = max(r.leader_end or 0, int(end))
+        return missing
 
     def tick(self, retention: bool = True, isr: bool = True) -> None:
         """Ingest at every tick; ISR shrink for lagging followers and retention when asked (less often).

@@ -88,6 +88,7 @@ class BrokerServer:
             "fetch": self.replicas.handle_fetch,
             "wake_fetch": self.replicas.wake_fetch,
             "produce": self._produce,
+            "seed_followers": lambda body: {"missing": self.replicas.seed_followers(body["partitions"])},
             "status": self._status,
             LOG_OFFSETS: self.replicas.log_offsets,
             ALTER_TOPICS: self.admin.alter_topics,
@@ -294,11 +295,12 @@ class BrokerServer:
     def _tick_loop(self) -> None:
         last_retention = last_isr = 0.0
         # ISR expiry: at most every half second, and twice within the lag window at any clock speed
-        isr_every = min(0.5, self.settings.lag_max / self.clock.scale / 2)
-        while not self.stopping.wait(self.settings.tick):
+        stretch = self.clock.stretch
+        isr_every = min(0.5 * stretch, self.settings.lag_max / self.clock.scale / 2)
+        while not self.stopping.wait(self.settings.tick * stretch):
             try:
                 now = time.monotonic()
-                retention, isr = now - last_retention >= 1.0, now - last_isr >= isr_every
+                retention, isr = now - last_retention >= stretch, now - last_isr >= isr_every
                 last_retention = now if retention else last_retention
                 last_isr = now if isr else last_isr
                 self.replicas.tick(retention, isr)
@@ -371,6 +373,7 @@ class BrokerServer:
         client: RpcClient | None = None
         address = None
         idle_since = time.monotonic()
+        stretch = self.clock.stretch
         while not self.stopping.is_set():
             plan, generation = self.replicas.fetch_plan(leader)
             if not plan:
@@ -387,18 +390,18 @@ class BrokerServer:
                 if client is not None:
                     client.close()
                 address = (known.host, known.port)
-                client = RpcClient(known.host, known.port, timeout=10.0)
+                client = RpcClient(known.host, known.port, timeout=10.0 + MAX_FETCH_WAIT * stretch)
             try:
                 reply = client.call("fetch", {"replica_id": self.id, "partitions": plan, "generation": generation,
-                                              "max_wait": MAX_FETCH_WAIT})
+                                              "max_wait": MAX_FETCH_WAIT * stretch})
             except (RpcUnavailable, RpcError):
-                time.sleep(0.2)
+                time.sleep(0.2 * stretch)
                 continue
             received = self.replicas.apply_fetch(plan, reply)
             asked = sum(min(int(entry[4]), FIRST_FETCH_BYTES // 2) for entry in plan)
             # a full answer, or one the leader held until something changed: fetch again soon; a quota-limited
             # one: tokens accrue slowly, do not spin
-            time.sleep(0.02 if reply.get("waited") or (received and received >= 0.9 * asked) else 0.1)
+            time.sleep((0.02 if reply.get("waited") or (received and received >= 0.9 * asked) else 0.1) * stretch)
         if client is not None:
             client.close()
         self._fetchers.pop(leader, None)
