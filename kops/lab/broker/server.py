@@ -100,6 +100,9 @@ class BrokerServer:
         self.stopping = threading.Event()
         self._work: queue.Queue[Callable[[], None]] = queue.Queue()
         self._fetchers: dict[int, threading.Thread] = {}
+        # controller requests and the tick loop both start fetchers: unguarded, they started two for one leader
+        # (seen on a 50-broker clone: a fifth of its fetchers twice, each copying and truncating the other's bytes)
+        self._fetchers_lock = threading.Lock()
         self._next_logdirs = 0.0
         self.broker_epoch: int | None = None
 
@@ -364,10 +367,11 @@ class BrokerServer:
     # -- follower fetching -------------------------------------------------------------------------------
 
     def _ensure_fetchers(self) -> None:
-        for leader in self.replicas.leaders_followed():
-            thread = self._fetchers.get(leader)
-            if thread is None or not thread.is_alive():
-                self._fetchers[leader] = self._start_thread(self._fetch_loop, f"fetcher-{leader}", leader)
+        with self._fetchers_lock:
+            for leader in self.replicas.leaders_followed():
+                thread = self._fetchers.get(leader)
+                if thread is None or not thread.is_alive():
+                    self._fetchers[leader] = self._start_thread(self._fetch_loop, f"fetcher-{leader}", leader)
 
     def _fetch_loop(self, leader: int) -> None:
         client: RpcClient | None = None
@@ -404,4 +408,6 @@ class BrokerServer:
             time.sleep((0.02 if reply.get("waited") or (received and received >= 0.9 * asked) else 0.1) * stretch)
         if client is not None:
             client.close()
-        self._fetchers.pop(leader, None)
+        with self._fetchers_lock:
+            if self._fetchers.get(leader) is threading.current_thread():
+                del self._fetchers[leader]
