@@ -217,6 +217,26 @@ def test_a_wake_that_arrives_before_the_fetch_it_wakes_is_not_lost(monkeypatch) 
     assert not thread.is_alive() and answers[0]["partitions"][0][4] == 110
 
 
+def test_a_parked_fetch_wakes_only_for_partitions_its_follower_replicates(monkeypatch) -> None:
+    """Every wake makes a parked fetch answer again: a leader's append wakes only that partition's followers."""
+    leader, follower = _in_sync_pair(monkeypatch)
+    other = TopicPartition("u", 0)  # led here, replicated by broker 3, not by the parked follower
+    leader.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(other, 1, 0, (1, 3), (1, 3), 0, True)]))
+    answered: list[int] = []
+    answer = leader._answer_fetch
+    monkeypatch.setattr(leader, "_answer_fetch", lambda rid, parts: (answered.append(rid), answer(rid, parts))[1])
+    plan, generation = follower.fetch_plan(1)
+    thread, answers = _parked_fetch(leader, plan, generation)
+    thread.join(0.3)
+    for _ in range(20):
+        leader.append(other, 10)
+    thread.join(0.3)
+    assert thread.is_alive() and answered == [2], "the other partition's appends did not wake it"
+    leader.append(TP, 10)
+    thread.join(30)
+    assert not thread.is_alive() and answers[0]["partitions"][0][4] == 110
+
+
 def test_requests_from_an_older_controller_epoch_are_refused() -> None:
     _clock, leader, _follower = pair()
     with pytest.raises(RpcError, match="stale controller epoch 4"):

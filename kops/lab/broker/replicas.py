@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +78,10 @@ class ReplicaManager:
         self.clock = clock
         self.lag_max = lag_max
         self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)  # a led log grew or leadership moved: parked fetches answer
+        # per follower, its parked fetch's condition (all on `lock`): a led log grew, its ISR or high watermark
+        # moved or leadership moved, and only the fetches of that partition's replicas wake (on a 50-broker
+        # clone, one condition for all woke 49 parked fetches at every append, each answering again)
+        self.parked: dict[int, threading.Condition] = {}
         self.replicas: dict[TopicPartition, Replica] = {}
         self.controller_epoch = 0
         self.brokers: dict[int, BrokerAddress] = {}
@@ -106,6 +110,7 @@ class ReplicaManager:
 
     def handle_controller_batch(self, batch: ControllerBatch) -> dict[str, Any]:
         with self.lock:
+            moved: set[int] = set()
             if batch.controller_epoch < self.controller_epoch:
                 raise RpcError(f"stale controller epoch {batch.controller_epoch} from controller "
                                f"{batch.controller_id}; broker {self.broker_id} has seen {self.controller_epoch}")
@@ -123,12 +128,14 @@ class ReplicaManager:
                     if e.leader_epoch < r.leader_epoch:
                         ignored.append(str(e.tp))
                     continue
+                moved.update(e.replicas, r.replicas if r is not None else ())
                 self._become(r, e.tp, e.leader, e.leader_epoch, e.isr, e.replicas, e.zk_version,
                              batch.controller_epoch, now)
             for tp, delete in batch.stop_replica:
                 r = self.replicas.get(tp)
                 if r is None:
                     continue
+                moved.update(r.replicas)
                 if delete:
                     del self.replicas[tp]
                 else:
@@ -136,7 +143,7 @@ class ReplicaManager:
                 self.pending_isr.pop(tp, None)
                 self.leading.discard(tp)
                 self._unfollow(tp, r.leader)
-            self.changed.notify_all()  # fetches parked on a partition that moved answer now
+            self._wake(moved)  # fetches parked on a partition that moved answer now
             return {"stale_partitions": ignored}
 
     def _become(self, r: Replica | None, tp: TopicPartition, leader: int, epoch: int, isr: tuple[int, ...],
@@ -196,7 +203,14 @@ class ReplicaManager:
         r.log.hw = max(r.log.hw, min(ends)) if ends else r.log.end
         r.log.hw = min(r.log.hw, r.log.end)
         if r.log.hw != before:
-            self.changed.notify_all()
+            self._wake(r.followers)
+
+    def _wake(self, brokers: Iterable[int]) -> None:
+        """Answer the parked fetches of `brokers` (their partitions changed here)."""
+        for b in brokers:
+            parked = self.parked.get(b)
+            if parked is not None:
+                parked.notify_all()
 
     def handle_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
         """A follower's fetch. One already at the log end of every partition and in their ISRs waits here, up to
@@ -212,7 +226,7 @@ class ReplicaManager:
             out, waited = first, False
             while idle and self.announced.get(replica_id, 0) <= generation \
                     and (remaining := deadline - time.monotonic()) > 0:
-                self.changed.wait(remaining)
+                self.parked.setdefault(replica_id, threading.Condition(self.lock)).wait(remaining)
                 out, idle = self._answer_fetch(replica_id, body["partitions"])
                 idle, waited = idle and out == first, True
             return {"partitions": out, "waited": waited}
@@ -222,7 +236,7 @@ class ReplicaManager:
         with self.lock:
             replica_id = int(body["replica_id"])
             self.announced[replica_id] = max(self.announced.get(replica_id, 0), int(body["generation"]))
-            self.changed.notify_all()
+            self._wake((replica_id,))
         return {}
 
     def _answer_fetch(self, replica_id: int, partitions: list[list[Any]]) -> tuple[list[list[Any]], bool]:
@@ -271,7 +285,7 @@ class ReplicaManager:
                                f"producers no longer write to it")
             r.log.append(count, self.clock.now())
             self._update_hw(r)
-            self.changed.notify_all()
+            self._wake(r.followers)
             return r.log.end
 
     def seed_followers(self, entries: list[list[Any]]) -> list[list[Any]]:
@@ -303,8 +317,7 @@ class ReplicaManager:
             grew = self._ingest_tick(now)
             if isr:
                 self._shrink_lagging(now)
-            if grew:
-                self.changed.notify_all()
+            self._wake(grew)
 
     def _apply_retention(self, now: float) -> None:
         for tp, r in self.replicas.items():
@@ -313,16 +326,17 @@ class ReplicaManager:
                 self.deleted_bytes += r.log.apply_retention(
                     now, _int(config.get("retention.ms"), DEFAULT_RETENTION_MS), _int(config.get("retention.bytes"), -1))
 
-    def _ingest_tick(self, now: float) -> bool:
-        """Append each led partition's share of its topic's ingest since the last tick; whether a log grew."""
-        grew = False
+    def _ingest_tick(self, now: float) -> set[int]:
+        """Append each led partition's share of its topic's ingest since the last tick; the followers of the
+        logs that grew."""
+        grew: set[int] = set()
         for tp in self.leading:
             r = self.replicas[tp]
             rate = self._ingest_rate(tp) if self.ingest else 0.0
             if rate and r.last_ingest is not None:
                 r.log.append(int(rate * (now - r.last_ingest)), now)
                 self._update_hw(r)
-                grew = True
+                grew.update(r.followers)
             r.last_ingest = now
         return grew
 
@@ -386,7 +400,7 @@ class ReplicaManager:
             if r is not None and r.leader_epoch == update.leader_epoch and r.zk_version == update.zk_version:
                 r.isr, r.zk_version = update.isr, new_version
                 self._update_hw(r)
-                self.changed.notify_all()
+                self._wake(r.followers)
 
     # -- follower side -----------------------------------------------------------------------------------
 
