@@ -10,7 +10,10 @@ line per size: `brokers`, `partitions`, `moves`,
 them), `apply_seconds` and `rollback_seconds` (wall time of each execution on the clone), `peak_rss_mb` (the
 kops process), `estimate_error` (the largest relative error of a batch's measured duration against its
 estimate, over the batches long enough on the clone to be judged: `judged_batches` of `batches`),
-`total_error`, `exit_code`, `wall_seconds`, `verdict` (the report's first line, cut to 400 characters). The
+`total_error`, `exit_code`, `wall_seconds`, `time_scale` (the clone's clock: below 1 in slow motion),
+`latency_seconds` / `latency_batch_seconds` (the clone's own latency, one move and the largest batch's count),
+`batch_seconds` ([estimated, measured] per batch, production seconds), `verdict` (the report's first line, cut
+to 400 characters). The
 baseline in the same run: `plan_seconds`, the time `kops plan` takes for the same snapshot (a rehearsal's cost
 against the planning it checks).
 
@@ -83,6 +86,9 @@ def one(brokers: int, partitions: int, seconds: float) -> dict[str, object]:
             "estimate_error": round(max(errors), 3) if errors else None, "judged_batches": len(errors),
             "batches": len(report["batches"]), "total_error": report["total_error"], "exit_code": done.returncode,
             "wall_seconds": round(wall, 1), "plan_seconds": round(plan_seconds, 1),
+            "time_scale": report["scaling"]["time_scale"], "latency_seconds": report["latency_seconds"],
+            "latency_batch_seconds": report["latency_batch_seconds"],
+            "batch_seconds": [[b["estimate_seconds"], b["measured_seconds"]] for b in report["batches"]],
             "verdict": report["verdict"][:400]}
 
 
