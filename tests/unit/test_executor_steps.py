@@ -7,6 +7,7 @@ import json
 import pytest
 
 from kops.executor import record as records
+from kops.executor.executor import Executor, Stale
 from kops.executor.record import BatchRecord, ConfigRecord, ExecutionRecord
 from kops.executor.steps import rollback_of
 from kops.model.brokers import Broker
@@ -94,3 +95,13 @@ def test_throttles_an_interrupted_batch_left_are_not_config_drift() -> None:
     current = {"topics/t": {"retention.ms": "2", "leader.replication.throttled.replicas": "0:1,0:2,0:3"}}
     undo = rollback_of(record, snapshot({0: (4, 2, 3)}), current)
     assert undo.drift == [] and undo.configs == [ConfigRecord("topics", "t", before={"retention.ms": "2"}, after={})]
+
+
+def test_a_resume_follows_a_move_shown_mid_flight_and_refuses_one_moved_elsewhere() -> None:
+    """Kafka 4's metadata can still show a just-finished move's full replica set (original and target) after
+    the controller's reassignment list has dropped it: that is our move, not drift."""
+    batch = BatchRecord(1, [P0, P1], "running")
+    assert Executor.todo(batch, snapshot({0: (1, 2, 3), 1: (2, 3, 4)})) == [P0]  # P0 not submitted yet, P1 done
+    assert Executor.todo(batch, snapshot({0: (4, 2, 3, 1), 1: (2, 3, 1, 4)})) == []  # both seen mid-flight
+    with pytest.raises(Stale, match=r"1 partition\(s\) drifted: t-0 has \[5, 2, 3\], expected \[1, 2, 3\]"):
+        Executor.todo(batch, snapshot({0: (5, 2, 3), 1: (2, 3, 4)}))
