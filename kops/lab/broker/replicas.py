@@ -219,17 +219,28 @@ class ReplicaManager:
         again (Kafka's fetch purgatory does the same)."""
         replica_id = int(body["replica_id"])
         generation = int(body.get("generation", 0))
-        wait = min(float(body.get("max_wait", 0.0)), MAX_FETCH_WAIT * self.clock.stretch, self.lag_max / self.clock.scale / 4)
+        wait = min(float(body.get("max_wait", 0.0)), self.fetch_wait, self.lag_max / self.clock.scale / 4)
         deadline = time.monotonic() + wait
         with self.lock:
             first, idle = self._answer_fetch(replica_id, body["partitions"])
             out, waited = first, False
             while idle and self.announced.get(replica_id, 0) <= generation \
                     and (remaining := deadline - time.monotonic()) > 0:
-                self.parked.setdefault(replica_id, threading.Condition(self.lock)).wait(remaining)
+                self._parked(replica_id).wait(remaining)
                 out, idle = self._answer_fetch(replica_id, body["partitions"])
                 idle, waited = idle and out == first, True
             return {"partitions": out, "waited": waited}
+
+    @property
+    def fetch_wait(self) -> float:
+        """Real seconds a caught-up follower's fetch may wait here (stretched in slow motion, `SimClock.stretch`)."""
+        return MAX_FETCH_WAIT * self.clock.stretch
+
+    def _parked(self, replica_id: int) -> threading.Condition:
+        parked = self.parked.get(replica_id)
+        if parked is None:
+            parked = self.parked[replica_id] = threading.Condition(self.lock)
+        return parked
 
     def wake_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
         """A follower follows more of this leader's partitions than its parked fetch names: answer it now."""

@@ -34,7 +34,7 @@ from kops.kafka.codecs.partition_state import decode_partition_state, encode_par
 from kops.lab.broker.admin_endpoint import AdminEndpoint
 from kops.lab.broker.clock import SimClock
 from kops.lab.broker.configs import ConfigFollower
-from kops.lab.broker.replicas import FIRST_FETCH_BYTES, MAX_FETCH_WAIT, IsrUpdate, ReplicaManager
+from kops.lab.broker.replicas import FIRST_FETCH_BYTES, IsrUpdate, ReplicaManager
 from kops.lab.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from kops.lab.controller.channel import call_registered_broker
 from kops.lab.controller.controller import LOG_OFFSETS, Controller
@@ -215,7 +215,7 @@ class BrokerServer:
             try:
                 client.call("wake_fetch", {"replica_id": self.id, "generation": generation})
             except (RpcUnavailable, RpcError):
-                pass  # the parked fetch answers by itself within MAX_FETCH_WAIT
+                pass  # the parked fetch answers by itself within its wait (fetch_wait)
             finally:
                 client.close()
 
@@ -394,10 +394,10 @@ class BrokerServer:
                 if client is not None:
                     client.close()
                 address = (known.host, known.port)
-                client = RpcClient(known.host, known.port, timeout=10.0 + MAX_FETCH_WAIT * stretch)
+                client = RpcClient(known.host, known.port, timeout=10.0 + self.replicas.fetch_wait)
             try:
                 reply = client.call("fetch", {"replica_id": self.id, "partitions": plan, "generation": generation,
-                                              "max_wait": MAX_FETCH_WAIT * stretch})
+                                              "max_wait": self.replicas.fetch_wait})
             except (RpcUnavailable, RpcError):
                 time.sleep(0.2 * stretch)
                 continue
