@@ -334,10 +334,10 @@ def _report(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, forward: 
     measured = None if any(r.measured_seconds is None for r in rows) else sum(r.measured_seconds or 0 for r in rows)
     back = backward.seconds()
     notes = [e["text"] for _t, e in forward.events if e["event"] == "message"]
-    if engine == KOPS and scaling.time_scale < 1:
-        notes.append(f"slow motion: {len(chosen.snapshot.brokers)} brokers are more than this machine's "
-                     f"{len(os.sched_getaffinity(0))} core(s) run at full speed, so the clone's clock ran at "
-                     f"{scaling.time_scale:.2f}x wall time, its bytes divided by as much more")
+    if scaling.slow_motion:
+        notes.append(f"slow motion: {len(chosen.snapshot.brokers)} brokers are more than this machine runs at full "
+                     f"speed, so the clone's clock ran at {scaling.time_scale:.2f}x wall time, its bytes divided by as "
+                     f"much more")
     return findings.Report(
         cluster=plan.cluster, engine=engine, sample=chosen.describe(), scaling=scaling.as_dict(), mode=mode,
         batches=rows, estimate_seconds=rows[0].estimate_seconds if mode == "rolling" else plan.summary.estimated_seconds,

@@ -33,6 +33,7 @@ class Scaling:
     bytes_divisor: float  # production bytes per clone byte
     rate_divisor: float  # production rate per clone rate (throttle and background traffic)
     throttle: int | None  # the clone's throttle per broker, bytes per clone-engine second
+    slow_motion: bool = False  # the machine, not F, set the clock below wall time (`machine_time_scale`)
 
     def clone_bytes(self, production: int) -> int:
         return max(1, round(production / self.bytes_divisor)) if production > 0 else 0
@@ -74,9 +75,10 @@ def choose(plan: Plan, real: bool, factor: float | None = None, real_rate: int =
         clone_rate = round(rate / rate_divisor) if rate else real_rate
         return Scaling(factor, 1.0, factor * rate_divisor, rate_divisor, clone_rate)
     time_scale = min(MAX_TIME_SCALE, factor)
-    if machine < 1:  # slow motion (a faster clock costs the machine nothing more: the brokers' rhythm keeps wall time)
-        time_scale = min(time_scale, machine)
-    return Scaling(factor, time_scale, factor / time_scale, 1.0, rate)
+    # slow motion (a faster clock costs the machine nothing more: the brokers' rhythm keeps wall time)
+    slow_motion = machine < min(1.0, time_scale)
+    time_scale = min(time_scale, machine) if slow_motion else time_scale
+    return Scaling(factor, time_scale, factor / time_scale, 1.0, rate, slow_motion)
 
 
 def clone_plan(plan: Plan, cluster_id: str | None, scaling: Scaling) -> Plan:

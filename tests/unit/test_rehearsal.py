@@ -94,6 +94,8 @@ def test_a_clone_too_large_for_the_machine_runs_in_slow_motion_at_the_same_facto
     assert machine_time_scale(100, 2) < slow  # the work grows with every pair of brokers
     full, slowed = choose(PLAN, real=False, factor=4), choose(PLAN, real=False, factor=4, machine=slow)
     assert (full.time_scale, slowed.time_scale, slowed.factor) == (4.0, slow, 4)
+    assert slowed.slow_motion and not full.slow_motion
+    assert not choose(PLAN, real=False, factor=0.1, machine=slow).slow_motion  # F, not the machine, set it
     rate = min(b.throttle.rate for b in PLAN.batches if b.throttle.rate)
     for s in (full, slowed):  # a batch's clone wall seconds are the same: the bytes shrink with the clock
         assert (1e9 / s.bytes_divisor) / rate / s.time_scale == pytest.approx(1e9 / rate / 4)
