@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -81,9 +82,17 @@ def layout(bootstrap: str) -> dict[str, dict[int, dict[str, object]]]:
 
 
 def producer(bootstrap: str, **settings: object) -> KafkaProducer:
-    return KafkaProducer(bootstrap_servers=bootstrap.split(","), client_id=CLIENT_ID, acks="all",
-                         linger_ms=20, batch_size=256 * 1024, max_request_size=2 * 1024 * 1024, retries=20,
-                         **settings)
+    """acks=all and retries; `settings` override any of them (a test's client id or delivery timeout)."""
+    return KafkaProducer(**{"bootstrap_servers": bootstrap.split(","), "client_id": CLIENT_ID, "acks": "all",
+                            "linger_ms": 20, "batch_size": 256 * 1024, "max_request_size": 2 * 1024 * 1024,
+                            "retries": 20, **settings})
+
+
+# Bytes a fill keeps unacknowledged. kafka-python's producer has no buffer limit: sent all at once, a fill's last
+# batches waited for every earlier one and expired at the delivery timeout (120 s) once the fill took longer
+# (bench/rolling.py at its defaults: 560 MiB, checksummed at 2 MB/s in pure Python before the crc32c package).
+# Waiting at this bound keeps each batch's wait near WINDOW / throughput, whatever the fill's size.
+WINDOW = 32 * 1024 * 1024
 
 
 def produce(bootstrap: str, topic: str, count: int, partition: int | None = None, record_size: int = 16384) -> int:
@@ -102,16 +111,30 @@ def produce(bootstrap: str, topic: str, count: int, partition: int | None = None
             raise UsageError(f"topic {topic!r} has no partition {partition}", hint=f"partitions are {partitions}")
         targets = [partition] if partition is not None else partitions
         records = max(1, count // record_size)
-        futures = [out.send(topic, os.urandom(record_size), partition=targets[i % len(targets)])
-                   for i in range(records)]
-        out.flush(timeout=120)
-        for future in futures:
-            future.get(timeout=60)
-        return records
+        return send_bounded(out, {(topic, p): records // len(targets) + (i < records % len(targets))
+                                  for i, p in enumerate(targets)}, record_size)
     except KafkaError as exc:
         raise EnvironmentProblem(f"producing to {topic} failed: {exc}", where=bootstrap) from None
     finally:
         out.close(timeout=10)
+
+
+def send_bounded(out: KafkaProducer, counts: dict[tuple[str, int], int], record_size: int,
+                 window: int = WINDOW) -> int:
+    """`counts` records of `record_size` random bytes to each (topic, partition), dealt round robin (a request
+    carries many partitions' batches), never more than `window` bytes unacknowledged. Records written."""
+    pending: deque[Any] = deque()
+    rounds = max(counts.values(), default=0)
+    for i in range(rounds):
+        for (topic, p), n in counts.items():
+            if i < n:
+                pending.append(out.send(topic, os.urandom(record_size), partition=p))
+            while len(pending) * record_size > window:
+                pending.popleft().get(timeout=300)
+    out.flush(timeout=300)
+    while pending:
+        pending.popleft().get(timeout=60)
+    return sum(counts.values())
 
 
 def _known(bootstrap: str, topic: str, patience: float = 5.0) -> bool:
@@ -126,18 +149,15 @@ def _known(bootstrap: str, topic: str, patience: float = 5.0) -> bool:
     return True
 
 
-def fill(bootstrap: str, sizes: dict[str, dict[int, int]], record_size: int = 16384) -> int:
+def fill(bootstrap: str, sizes: dict[str, dict[int, int]], record_size: int = 16384, window: int = WINDOW,
+         **settings: object) -> int:
     """Real records to each partition (topic -> partition -> bytes, rounded to whole records, at least one),
     through one producer, acknowledged by all in-sync replicas: a rehearsal's clone. Records written."""
-    out = producer(bootstrap)
+    out = producer(bootstrap, **settings)
     try:
-        futures = [out.send(topic, os.urandom(record_size), partition=p)
-                   for topic, shares in sorted(sizes.items()) for p, count in sorted(shares.items()) if count > 0
-                   for _ in range(max(1, round(count / record_size)))]
-        out.flush(timeout=600)
-        for future in futures:
-            future.get(timeout=60)
-        return len(futures)
+        counts = {(topic, p): max(1, round(count / record_size))
+                  for topic, shares in sorted(sizes.items()) for p, count in sorted(shares.items()) if count > 0}
+        return send_bounded(out, counts, record_size, window)
     except KafkaError as exc:
         raise EnvironmentProblem(f"producing the clone's data failed: {exc}", where=bootstrap) from None
     finally:
