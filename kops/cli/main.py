@@ -24,19 +24,20 @@ HELP = """kops: declarative partition-layout operations for Apache Kafka.
 Declare topic layouts in YAML; kops reads the cluster, plans reassignments with throttles and a
 rollback, and applies them in batches with a checkpoint at each boundary.
 
-Examples:
+Examples (-b reaches any Kafka 2.4+ through its Admin API, KRaft included; -z a
+ZooKeeper-mode cluster; -i INVENTORY -l CLUSTER a cluster of an inventory):
 
-  kops state -z zk1:2181/kafka                 show a cluster
-
-  kops state -z zk1:2181/kafka --out snap.json save a snapshot for offline planning
-
-  kops plan playbooks/platform.yml -i inventories/example -l staging -o plan.json
-                                               plan a change; then kops apply plan.json
-
-  kops rebalance -z zk1:2181/kafka --max-moves 50 --apply --yes
-                                               a bounded rebalance, made for cron
-
-  kops lab demo                                the newcomer's tour, on a local lab cluster
+\b
+  kops state -b broker1:9092                  show a cluster
+  kops state -b broker1:9092 --out snap.json  save a snapshot
+  kops plan playbooks/platform.yml \\
+      -i inventories/example -l staging -o plan.json
+                                              plan a change
+  kops apply plan.json -b broker1:9092        carry it out
+  kops rollback plan.json -b broker1:9092     undo it
+  kops rebalance -b broker1:9092 --max-moves 50 \\
+      --apply --yes                           a bounded rebalance, for cron
+  kops lab demo                               the tour on a local lab cluster
 
 Exit codes: 0 done, 1 error, 2 changes pending, 3 stopped at a checkpoint (or refused: the
 cluster is not ready), 4 stale plan, 5 locked. See docs/cli.md.
