@@ -24,8 +24,10 @@ HELP = """kops: declarative partition-layout operations for Apache Kafka.
 Declare topic layouts in YAML; kops reads the cluster, plans reassignments with throttles and a
 rollback, and applies them in batches with a checkpoint at each boundary.
 
-Examples (-b reaches any Kafka 2.4+ through its Admin API, KRaft included; -z a
-ZooKeeper-mode cluster; -i INVENTORY -l CLUSTER a cluster of an inventory):
+Reach a cluster with -b SERVERS (the Admin API: any Kafka 2.4+, KRaft included), -z CONNECT
+(ZooKeeper mode, Kafka 2.4 - 3.9) or -i INVENTORY -l CLUSTER (a cluster of an inventory).
+
+Examples:
 
 \b
   kops state -b broker1:9092                  show a cluster

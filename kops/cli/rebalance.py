@@ -98,11 +98,13 @@ def rebalance(
 
     Examples:
 
-      kops rebalance -z zk1:2181/kafka --max-moves 50 --min-improvement 0.1
-
-      kops rebalance -i inventories/example -l prod-eu --goal bytes --sizes sizes/prod-eu --max-duration 45m --apply --yes --format json
-
-      kops rebalance -b broker1:9092 --max-moves 200 --apply --yes --rolling --max-moves-per-broker 2
+    \b
+      kops rebalance -b broker1:9092 --max-moves 50 --min-improvement 0.1
+      kops rebalance -i inventories/example -l prod-eu --goal bytes \\
+          --sizes sizes/prod-eu --max-duration 45m --apply --yes --format json
+      kops rebalance -b broker1:9092 --max-moves 200 --apply --yes --rolling \\
+          --max-moves-per-broker 2
+      kops rebalance -z zk1:2181/kafka --max-moves 50      # ZooKeeper mode
 
     Exit codes: 0 done, planned, or nothing worth doing; 1 error (bad arguments, unreachable cluster, --apply
     without --yes and without a terminal); 3 refused (a reassignment in flight, an execution running, the

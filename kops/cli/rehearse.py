@@ -105,11 +105,13 @@ def rehearse(
 
     Examples:
 
-      kops rehearse plans/decommission.json --snapshot snaps/prod.json --report rehearsal.md
-
-      kops rehearse plans/decommission.json --snapshot snaps/prod.json --engine kafka-4 --max-partitions 300
-
-      kops rehearse plans/decommission.json --snapshot snaps/prod.json --stop-broker 4 --format json
+    \b
+      kops rehearse plans/decommission.json --snapshot snaps/prod.json \\
+          --report rehearsal.md
+      kops rehearse plans/decommission.json --snapshot snaps/prod.json \\
+          --engine kafka-4 --max-partitions 300
+      kops rehearse plans/decommission.json --snapshot snaps/prod.json \\
+          --stop-broker 4 --format json
 
     Exit codes: 0 the estimates hold within the tolerance, 2 some are off beyond it (named), 3 a batch stalled, a
     health gate stopped the run, or the rollback did not restore the layout, 1 the rehearsal could not run.

@@ -65,11 +65,12 @@ def summarize(
 
     Examples:
 
+    \b
       kops sizes summarize .kops/lab/logdirs --out sizes/lab
-
-      kops sizes summarize sizes/store --out sizes/summary --incremental        # from cron, after collect --store
-
-      kops sizes summarize 's3a://ops/logdirs/2026-11-*' --out s3a://ops/sizes --master spark://spark:7077 --since 7d
+      # from cron, after collect --store
+      kops sizes summarize sizes/store --out sizes/summary --incremental
+      kops sizes summarize 's3a://ops/logdirs/2026-11-*' --out s3a://ops/sizes \\
+          --master spark://spark:7077 --since 7d
 
     Exit codes: 0 written, 1 no samples in the inputs or a Spark failure.
     """
@@ -103,6 +104,7 @@ def import_(
 
     Examples:
 
+    \b
       kops sizes import sizes/raw/*.json exports/sizes-*.csv --store sizes/store
     """
     _check_inputs(inputs, None)
@@ -136,10 +138,11 @@ def collect(
 
     Examples:
 
-      kops sizes collect -b broker1:9092 --out sizes/raw                # from cron, every 5 minutes
-
-      kops sizes collect -b broker1:9092 --store sizes/store            # the same, into the sample store
-
+    \b
+      # from cron, every 5 minutes
+      kops sizes collect -b broker1:9092 --out sizes/raw
+      # the same, into the sample store
+      kops sizes collect -b broker1:9092 --store sizes/store
       kops sizes collect -b broker1:9092 --out sizes/raw --every 5m --for 1h
     """
     if not bootstrap_server:
@@ -186,8 +189,8 @@ def show(
 
     Examples:
 
+    \b
       kops sizes show sizes/lab --top 10
-
       kops sizes show sizes/lab --format json | jq '.[0]'
     """
     sizes = read_sizes(path)

@@ -160,13 +160,11 @@ def status(
 
     Examples:
 
-      kops status -z zk1:2181/kafka
-
+    \b
       kops status -b broker1:9092 --watch
-
+      kops status -z zk1:2181/kafka
       kops status -i inventories/example -l prod-eu --watch
-
-      kops status -z zk1:2181/kafka --format json | jq '.in_flight | length'
+      kops status -b broker1:9092 --format json | jq '.in_flight | length'
     """
     with open_cluster(connection, resolve(connection, inventory, limit)) as cluster:
         while True:
@@ -198,11 +196,10 @@ def cancel(
 
     Examples:
 
-      kops cancel -z zk1:2181/kafka
-
-      kops cancel -z zk1:2181/kafka --now
-
+    \b
+      kops cancel -b broker1:9092
       kops cancel -b broker1:9092 --now
+      kops cancel -z zk1:2181/kafka --now
     """
     with open_cluster(connection, resolve(connection, inventory, limit)) as cluster:
         holder = cluster.holder()

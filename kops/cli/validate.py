@@ -55,11 +55,12 @@ def validate(
 
     Examples:
 
+    \b
       kops validate playbooks/platform.yml -i inventories/example
-
-      kops validate playbooks/platform.yml -i inventories/example -l staging -e partitions=12
-
-      kops validate playbooks/platform.yml -i inventories/example --format json   (for CI annotations)
+      kops validate playbooks/platform.yml -i inventories/example -l staging \\
+          -e partitions=12
+      # for CI annotations
+      kops validate playbooks/platform.yml -i inventories/example --format json
     """
     declarations = load_declarations(playbook, inventory, limit, extra_vars or [], zookeeper)
     if output_format is OutputFormat.json:
