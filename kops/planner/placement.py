@@ -12,7 +12,8 @@ preferred leaders as the first replica.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kops.model.partitions import TopicPartition
@@ -105,18 +106,72 @@ def shrink(layout: Layout, tp: TopicPartition, target_rf: int) -> None:
     layout.set(tp, tuple(keep + rest))
 
 
-def replace(layout: Layout, tp: TopicPartition, leaving: int, eligible: list[int], rack_aware: bool) -> int:
-    """Move one replica off `leaving` to the least loaded eligible broker that keeps racks distinct.
+class LeastLoaded:
+    """Brokers in a heap by load key (replicas, bytes, id): the least loaded broker that passes a test, found
+    without scanning every broker (a decommission of 20 brokers out of 1,000 scanned 980 brokers for each of its
+    60,000 replicas). Entries are refreshed when popped, which is exact only while loads grow: use it where
+    replicas leave brokers outside it (a decommission) and arrive on brokers in it."""
+
+    def __init__(self, layout: Layout, brokers: Iterable[int]) -> None:
+        self.layout = layout
+        self.heap = [_load_key(layout, b) for b in brokers]
+        heapq.heapify(self.heap)
+
+    def first(self, accept: Callable[[int], bool]) -> int | None:
+        """The least loaded broker `accept` takes, or None."""
+        heap, layout = self.heap, self.layout
+        seen: list[tuple[int, int, int]] = []
+        found = None
+        while heap:
+            entry = heapq.heappop(heap)
+            current = _load_key(layout, entry[2])
+            if entry != current:
+                heapq.heappush(heap, current)
+                continue
+            seen.append(entry)
+            if accept(entry[2]):
+                found = entry[2]
+                break
+        for entry in seen:
+            heapq.heappush(heap, entry)
+        return found
+
+
+def replace(layout: Layout, tp: TopicPartition, leaving: int, eligible: list[int], rack_aware: bool,
+            index: LeastLoaded | None = None) -> int:
+    """Move one replica off `leaving` to the least loaded eligible broker that keeps racks distinct (else to the
+    least loaded eligible one). `index`, when given, holds exactly the `eligible` brokers.
 
     The new broker takes the leaving one's position, so a moved preferred leader stays first.
     """
     current = layout.replicas[tp]
+    if index is not None:
+        best = _replacement_indexed(layout, current, leaving, index, rack_aware)
+    else:
+        best = _replacement_scanned(layout, current, leaving, eligible, rack_aware)
+    if best is None:
+        raise ValueError(f"no eligible broker can take the replica of {tp} on broker {leaving}")
+    layout.set(tp, tuple(best if b == leaving else b for b in current))
+    return best
+
+
+def _replacement_scanned(layout: Layout, current: tuple[int, ...], leaving: int, eligible: list[int],
+                         rack_aware: bool) -> int | None:
     candidates = [b for b in eligible if b not in current]
     if rack_aware:
         good = [b for b in candidates if layout.rack_ok(current, leaving, b)]
         candidates = good or candidates
-    if not candidates:
-        raise ValueError(f"no eligible broker can take the replica of {tp} on broker {leaving}")
-    best = min(candidates, key=lambda b: _load_key(layout, b))
-    layout.set(tp, tuple(best if b == leaving else b for b in current))
-    return best
+    return min(candidates, key=lambda b: _load_key(layout, b)) if candidates else None
+
+
+def _replacement_indexed(layout: Layout, current: tuple[int, ...], leaving: int, index: LeastLoaded,
+                         rack_aware: bool) -> int | None:
+    """The same choice as `_replacement_scanned`, from the heap: the racks `rack_ok` refuses are those of the
+    other replicas, but for the leaving broker's own rack and brokers without a rack."""
+    racks = layout.racks
+    if rack_aware:
+        taken = {racks.get(b) for b in current if b != leaving} - {racks.get(leaving), None}
+        best = index.first(lambda b: b not in current and racks.get(b) not in taken)
+        if best is not None:
+            return best
+    return index.first(lambda b: b not in current)

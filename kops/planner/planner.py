@@ -153,10 +153,17 @@ def _eligible_brokers(work: _Work) -> list[int]:
 def _decommission(work: _Work, eligible: list[int], rack_aware: bool) -> None:
     """Exactly the replicas of the decommissioned brokers move, each to an eligible broker."""
     layout = work.layout
+    # Loads only grow on eligible brokers here (replicas leave decommissioned ones), as LeastLoaded needs.
+    indexes: dict[str | None, tuple[list[int], placement.LeastLoaded]] = {}
     for broker in sorted(set(work.desired.brokers.decommission)):
         for tp in sorted(layout.by_broker.get(broker, set())):
+            key = tp.topic if tp.topic in work.desired.topics else None
+            if key not in indexes:
+                allowed = _topic_eligible(work, tp.topic, eligible)
+                indexes[key] = (allowed, placement.LeastLoaded(layout, allowed))
+            allowed, index = indexes[key]
             try:
-                placement.replace(layout, tp, broker, _topic_eligible(work, tp.topic, eligible), rack_aware)
+                placement.replace(layout, tp, broker, allowed, rack_aware, index)
             except ValueError as exc:
                 work.error(work.desired.brokers.location, f"cannot move {tp} off broker {broker}: {exc}")
                 continue
