@@ -1,6 +1,7 @@
 """Connecting to a cluster through its brokers, as Kafka's own tools do: bootstrap servers plus an optional
 client properties file (`--command-config`, Kafka's format) for TLS and SASL. Secrets come from that file or
-the environment, never from the command line.
+the environment, never from the command line. TLS stores are read by `kops.admin.stores` into an SSLContext
+(`kops.admin.tls`); which properties kops reads is listed in docs/cli.md.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError, KafkaTimeoutError
 
+from kops.admin.tls import ClientTls, client_tls, tls_problem
 from kops.errors import ConnectionFailed, UsageError
 
 logging.getLogger("kafka").addHandler(logging.NullHandler())
@@ -25,13 +28,16 @@ logging.getLogger("kafka").propagate = False  # kafka-python's connection chatte
 DIRECT = {
     "security.protocol": "security_protocol",
     "sasl.mechanism": "sasl_mechanism",
-    "ssl.truststore.location": "ssl_cafile",  # PEM only: kafka-python reads no JKS
-    "ssl.keystore.location": "ssl_certfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.endpoint.identification.algorithm": "ssl_check_hostname",
     "request.timeout.ms": "request_timeout_ms",
 }
 JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+class ClientProperties(dict[str, str]):
+    """Client properties and the file they came from, which errors about them name."""
+
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,17 +47,29 @@ class AdminSettings:
     timeout_ms: int = 15000  # each request
     connect_timeout_ms: int = 10000  # finding a broker that answers (kops's --connect-timeout)
 
+    @cached_property
+    def tls(self) -> ClientTls | None:
+        """The TLS set-up of the properties (None without SSL/SASL_SSL), built once for every client of these settings."""
+        return client_tls(self.properties, getattr(self.properties, "source", None))
+
     def client_arguments(self) -> dict[str, Any]:
+        protocol = self.properties.get("security.protocol", "PLAINTEXT").strip().upper()
+        if protocol not in PROTOCOLS:
+            raise UsageError(f"security.protocol={protocol} is not one of {', '.join(PROTOCOLS)}",
+                             where=getattr(self.properties, "source", None))
         out: dict[str, Any] = {"bootstrap_servers": servers(self.bootstrap), "client_id": "kops",
                                "request_timeout_ms": self.timeout_ms, "bootstrap_timeout_ms": self.connect_timeout_ms,
                                "reconnect_backoff_max_ms": 1000}
         for key, value in self.properties.items():
             if key in DIRECT:
-                out[DIRECT[key]] = value != "" if key.endswith("identification.algorithm") else value
+                out[DIRECT[key]] = value.strip()
             elif key == "sasl.jaas.config":
                 found = dict(JAAS.findall(value))
                 out["sasl_plain_username"] = found.get("username")
                 out["sasl_plain_password"] = found.get("password")
+        out["security_protocol"] = protocol
+        if self.tls is not None:
+            out["ssl_context"] = self.tls.context
         if "request_timeout_ms" in out:
             out["request_timeout_ms"] = int(out["request_timeout_ms"])
         return out
@@ -62,13 +80,14 @@ def servers(bootstrap: str) -> list[str]:
     return [s.strip() for s in bootstrap.split(",") if s.strip()]
 
 
-def read_properties(path: Path) -> dict[str, str]:
+def read_properties(path: Path) -> ClientProperties:
     """Kafka's client properties format: key=value lines, # and ! comments, backslash continuations."""
     try:
         text = path.read_text()
     except OSError as exc:
         raise UsageError(f"cannot read the client properties: {exc.strerror}", where=str(path)) from None
-    props: dict[str, str] = {}
+    props = ClientProperties()
+    props.source = str(path)
     for number, line in enumerate(text.replace("\\\n", "").splitlines(), 1):
         line = line.strip()
         if not line or line[0] in "#!":
@@ -95,13 +114,24 @@ def connect(settings: AdminSettings, through: str | None = None) -> KafkaAdminCl
             raise ConnectionFailed(f"authentication failed: {refusals.first}", where=where,
                                    hint="check the credentials in --command-config (sasl.jaas.config or "
                                         "sasl.username/sasl.password) and sasl.mechanism") from None
+        _raise_tls_problem(settings, where)
         raise ConnectionFailed("no broker answered", where=where,
                                hint="check the bootstrap servers and --command-config (security.protocol)") from None
     except KafkaError as exc:
+        _raise_tls_problem(settings, where)
         raise ConnectionFailed(f"cannot connect: {exc}", where=where,
                                hint="check --command-config (credentials, TLS)") from None
     finally:
         logging.getLogger("kafka").removeHandler(refusals)
+
+
+def _raise_tls_problem(settings: AdminSettings, where: str) -> None:
+    """kafka-python only timed out: when TLS is what failed, one line naming how (see kops.admin.tls)."""
+    if settings.tls is None:
+        return
+    problem = tls_problem(settings.tls, servers(where), timeout=min(5.0, settings.connect_timeout_ms / 1000))
+    if problem is not None:
+        raise ConnectionFailed(problem.what, where=where, hint=problem.hint) from None
 
 
 class _AuthenticationRefusals(logging.Handler):

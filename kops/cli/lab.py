@@ -26,6 +26,7 @@ from kops.lab.kafka_admin import cluster_status
 from kops.lab.kafka_dist import ENGINES as REAL_ENGINES
 from kops.lab.kafka_lab import KafkaLab
 from kops.lab.sample import sample_snapshot
+from kops.lab.tls import SASL_SSL_BOOTSTRAP, SASL_SSL_PROPERTIES, SSL_BOOTSTRAP, SSL_PROPERTIES
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.units import format_size, parse_rate, parse_size
 
@@ -76,6 +77,9 @@ def up(
     bandwidth: Annotated[str, typer.Option(help="kops engine: each broker's replication bandwidth, per simulated second.")] = "100MB/s",
     logdirs_every: Annotated[float, typer.Option("--logdirs-every", help="kops engine: simulated seconds between the brokers' kafka-log-dirs snapshots (DIR/logdirs/).", min=1.0)] = 300.0,
     heap: Annotated[str, typer.Option(help="Real engines: each Kafka node's heap.")] = "384MB",
+    tls: Annotated[bool, typer.Option("--tls", help=(
+        "kafka-4: brokers also listen with SSL (client certificates required) and SASL_SSL (SCRAM-SHA-512); "
+        "certificates, bootstrap files and client properties land in the lab folder."))] = False,
 ) -> None:
     """Start a lab cluster and return once every broker is registered and a controller is elected.
 
@@ -83,6 +87,7 @@ def up(
     chroot, to DIR/zookeeper (kops and kafka-3.9). Examples:
     kops lab up --brokers 6 --racks 3 && kops state -z "$(cat .kops/lab/zookeeper)"
     kops lab up --engine kafka-4 --brokers 3 --controllers 3
+    kops lab up --engine kafka-4 --tls && kops state -b "$(cat .kops/lab/bootstrap-ssl)" --command-config .kops/lab/client-ssl.properties
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}", hint=f"one of: {', '.join(ENGINES)}")
@@ -96,11 +101,16 @@ def up(
         return
     heap_mb = max(128, parse_option(parse_size, heap, "--heap") // (1024 * 1024))
     with console.err.status(f"starting {engine} with {brokers} brokers"):
-        real = KafkaLab(lab_dir).up(engine, brokers, racks, controllers, dedicated_controllers, zookeeper, heap_mb)
+        real = KafkaLab(lab_dir).up(engine, brokers, racks, controllers, dedicated_controllers, zookeeper, heap_mb,
+                                    tls=tls)
     where = f"ZooKeeper {real.connect}" if real.connect else f"KRaft quorum of {controllers}" + (
         " dedicated" if dedicated_controllers else " combined")
     console.out.print(f"lab up: Apache Kafka {real.version}, {brokers} brokers on {min(racks, brokers)} racks, {where}; "
                       f"bootstrap [bold]{real.bootstrap}[/] in {lab_dir / 'bootstrap'}")
+    if tls:
+        console.out.print(f"TLS: SSL (client certificates) in {lab_dir / SSL_BOOTSTRAP} with "
+                          f"{lab_dir / SSL_PROPERTIES}; SASL_SSL (SCRAM-SHA-512) in {lab_dir / SASL_SSL_BOOTSTRAP} "
+                          f"with {lab_dir / SASL_SSL_PROPERTIES}")
 
 
 @app.command("down")

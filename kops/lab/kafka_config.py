@@ -4,6 +4,9 @@ Kept apart from the processes so the settings can be read (and tested) as plain 
 - loopback listeners only, one PLAINTEXT port per broker (plus CONTROLLER for KRaft controllers), and a
   SASL_PLAINTEXT port with the PLAIN mechanism and one lab user (LAB_USER, LAB_PASSWORD), so what kops does with
   `--command-config` (right and wrong passwords) is tried on real Kafka;
+- with TLS (`KafkaLab.up(..., tls=True)`, Kafka 4 only): an SSL port that requires client certificates (mTLS) and a
+  SASL_SSL port with SCRAM-SHA-512 and one user (SCRAM_USER, SCRAM_PASSWORD, created at storage format), both
+  with the lab CA's certificates (`kops.lab.tls`); brokers still talk to each other over PLAINTEXT;
 - two network and I/O threads, one replica fetcher, a 2 MiB cleaner buffer (the default 128 MiB would sit on
   a 256 MiB heap), 1 MiB segments (the least Kafka 4 accepts), few internal-topic partitions;
 - failure noticed within seconds: ZooKeeper session 6 s (3.9), broker session 6 s (KRaft);
@@ -19,6 +22,9 @@ BROKER = "broker"
 CONTROLLER = "controller"
 LAB_USER, LAB_PASSWORD = "kops", "kops-lab-secret"  # the lab's SASL/PLAIN user: a lab on loopback, not a secret
 SASL = "SASL_PLAINTEXT"
+SSL, SASL_SSL = "SSL", "SASL_SSL"
+SCRAM = "SCRAM-SHA-512"
+SCRAM_USER, SCRAM_PASSWORD = "alice", "kops-lab-scram-secret"  # the TLS lab's SCRAM user, created at format
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,8 @@ class Node:
     controller_port: int | None = None  # a combined node's CONTROLLER port
     rack: str | None = None
     sasl_port: int | None = None  # brokers: SASL_PLAINTEXT (PLAIN)
+    ssl_port: int | None = None  # brokers of a TLS lab: SSL, client certificates required
+    sasl_ssl_port: int | None = None  # brokers of a TLS lab: SASL_SSL (SCRAM-SHA-512)
 
     @property
     def is_broker(self) -> bool:
@@ -82,6 +90,31 @@ def sasl_settings(node: Node) -> tuple[list[str], dict[str, str]]:
     }
 
 
+def tls_settings(node: Node, tls: Path | None) -> tuple[list[str], list[str], dict[str, str]]:
+    """A TLS lab broker's SSL (mTLS) and SASL_SSL (SCRAM-SHA-512) listeners: their addresses, protocol map entries
+    and settings; nothing for a node without them. `tls` is the folder `kops.lab.tls.write_lab_tls` filled."""
+    if tls is None or node.ssl_port is None or node.sasl_ssl_port is None:
+        return [], [], {}
+    settings: dict[str, str] = {}
+    for listener in ("ssl", "sasl_ssl"):
+        prefix = f"listener.name.{listener}.ssl."
+        settings |= {prefix + "keystore.type": "PEM", prefix + "keystore.location": str(tls / "broker.pem"),
+                     prefix + "truststore.type": "PEM", prefix + "truststore.location": str(tls / "ca.pem")}
+    settings |= {
+        "listener.name.ssl.ssl.client.auth": "required",
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": SCRAM,
+        f"listener.name.sasl_ssl.{SCRAM.lower()}.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    }
+    listeners = [f"{SSL}://127.0.0.1:{node.ssl_port}", f"{SASL_SSL}://127.0.0.1:{node.sasl_ssl_port}"]
+    return listeners, [f"{SSL}:{SSL}", f"{SASL_SSL}:{SASL_SSL}"], settings
+
+
+def scram_format_arguments() -> list[str]:
+    """kafka-storage format's arguments that create the TLS lab's SCRAM user (KRaft keeps SCRAM users in metadata)."""
+    return ["--add-scram", f"{SCRAM}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
+
+
 def zookeeper_mode_properties(node: Node, data: Path, zookeeper: str, brokers: int) -> dict[str, str]:
     """A Kafka 3.9 broker in ZooKeeper mode; its controller is elected among the brokers."""
     sasl_listeners, sasl = sasl_settings(node)
@@ -103,13 +136,17 @@ def zookeeper_mode_properties(node: Node, data: Path, zookeeper: str, brokers: i
     return props
 
 
-def kraft_properties(node: Node, data: Path, voters: list[Node], brokers: int) -> dict[str, str]:
-    """A KRaft node; `voters` is the static controller quorum (1 or 3 nodes)."""
+def kraft_properties(node: Node, data: Path, voters: list[Node], brokers: int,
+                     tls: Path | None = None) -> dict[str, str]:
+    """A KRaft node; `voters` is the static controller quorum (1 or 3 nodes); `tls`: the TLS lab's certificates."""
     listeners, protocols = [], ["CONTROLLER:PLAINTEXT"]
     sasl_listeners, sasl = sasl_settings(node) if node.is_broker else ([], {})
+    tls_listeners, tls_protocols, tls_props = tls_settings(node, tls) if node.is_broker else ([], [], {})
+    sasl_listeners += tls_listeners
+    sasl |= tls_props
     if node.is_broker:
         listeners += [f"PLAINTEXT://127.0.0.1:{node.port}", *sasl_listeners]
-        protocols += ["PLAINTEXT:PLAINTEXT", *([f"{SASL}:{SASL}"] if sasl_listeners else [])]
+        protocols += ["PLAINTEXT:PLAINTEXT", *([f"{SASL}:{SASL}"] if node.sasl_port else []), *tls_protocols]
     if node.is_controller:
         listeners.append(f"CONTROLLER://127.0.0.1:{node.quorum_port}")
     props = {

@@ -5,6 +5,11 @@ holds the bootstrap servers and, for kafka-3.9, `<dir>/zookeeper` the connect st
 node is one JVM from the fetched jars (`kops.lab.kafka_dist`), its settings in `<dir>/nodes/<id>/`, its logs in
 `<dir>/logs/node-<id>/server.log` (stdout, for the JVM's own complaints, in `<dir>/logs/node-<id>.out`).
 
+With `tls=True` (Kafka 4), the brokers also listen with SSL (client certificates required) and SASL_SSL
+(SCRAM-SHA-512), and the folder holds what a client needs: `<dir>/tls/` (the lab CA, client certificates and
+stores, `kops.lab.tls`), `<dir>/bootstrap-ssl` and `<dir>/bootstrap-sasl-ssl`, and client properties for each,
+`<dir>/client-ssl.properties` and `<dir>/client-sasl-ssl.properties`.
+
 Broker ids are 1..N with racks round-robin, as on the kops engine. KRaft: a quorum of 1 or 3 controllers,
 either combined with brokers 1..Q or dedicated nodes 1001..100Q; storage formatted with Kafka's own
 StorageTool under one cluster id.
@@ -29,6 +34,7 @@ from kops.lab.folder import STATE_FILE, LabFolder, rack_layout
 from kops.lab.kafka_dist import Distribution, require
 from kops.lab.ports import free_port
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
+from kops.lab.tls import CLIENT_FILES, TLS_DIR, write_client_files, write_lab_tls
 from kops.lab.zookeeper import ZooKeeperServer
 
 BOOTSTRAP_FILE = "bootstrap"
@@ -51,6 +57,7 @@ class KafkaLabState:
     pids: dict[int, int] = field(default_factory=dict)
     ingest: dict[str, int] = field(default_factory=dict)  # topic -> pid of its steady producer
     heap_mb: int = 384
+    tls: bool = False  # SSL and SASL_SSL listeners too (kafka-4)
 
     @property
     def racks(self) -> dict[int, str]:
@@ -59,7 +66,7 @@ class KafkaLabState:
     def node(self, node_id: int) -> cfg.Node:
         raw = self.nodes[node_id]
         return cfg.Node(int(raw["id"]), tuple(raw["roles"]), int(raw["port"]), raw.get("controller_port"),
-                        raw.get("rack"), raw.get("sasl_port"))
+                        raw.get("rack"), raw.get("sasl_port"), raw.get("ssl_port"), raw.get("sasl_ssl_port"))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -73,16 +80,17 @@ class KafkaLabState:
 
 
 def plan_nodes(brokers: int, racks: int, controllers: int, dedicated: bool, kraft: bool,
-               rack_of: Mapping[int, str] | None = None) -> list[cfg.Node]:
+               rack_of: Mapping[int, str] | None = None, tls: bool = False) -> list[cfg.Node]:
     """Ids, roles and ports of every node: brokers 1..N (or `rack_of`'s ids), and for KRaft the controller
-    quorum (combined: the first `controllers` brokers)."""
+    quorum (combined: the first `controllers` brokers); `tls`: brokers get SSL and SASL_SSL ports too."""
     nodes = []
     for index, (b, rack) in enumerate(rack_layout(brokers, racks, rack_of).items()):
         roles: tuple[str, ...] = (cfg.BROKER,)
         controller_port = None
         if kraft and not dedicated and index < controllers:
             roles, controller_port = (cfg.BROKER, cfg.CONTROLLER), free_port()
-        nodes.append(cfg.Node(b, roles, free_port(), controller_port, rack, free_port()))
+        tls_ports = (free_port(), free_port()) if tls else (None, None)
+        nodes.append(cfg.Node(b, roles, free_port(), controller_port, rack, free_port(), *tls_ports))
     if kraft and dedicated:
         nodes += [cfg.Node(DEDICATED_CONTROLLER_BASE + c, (cfg.CONTROLLER,), free_port())
                   for c in range(1, controllers + 1)]
@@ -109,18 +117,24 @@ class KafkaLab(LabFolder):
 
     def up(self, engine: str, brokers: int = 3, racks: int = 3, controllers: int = 1, dedicated: bool = False,
            zookeeper: str | None = None, heap_mb: int = 384, timeout: float = 120.0,
-           rack_of: Mapping[int, str] | None = None) -> KafkaLabState:
-        """Start the nodes; `rack_of` (broker id -> rack) replaces ids 1..N and round-robin racks."""
+           rack_of: Mapping[int, str] | None = None, tls: bool = False) -> KafkaLabState:
+        """Start the nodes; `rack_of` (broker id -> rack) replaces ids 1..N and round-robin racks; `tls`: SSL and
+        SASL_SSL listeners too (Kafka 4), and the files a client needs for them."""
         dist = require(engine)
         brokers = len(rack_of) if rack_of else brokers
         self._check_shape(brokers, racks, controllers, dedicated, dist)
+        if tls and dist.zookeeper_mode:
+            raise UsageError("--tls needs --engine kafka-4", hint="the TLS lab's SCRAM user lives in KRaft metadata")
         if self.exists():
             raise UsageError("a lab is already up here", where=str(self.directory), hint="run: kops lab down first")
         self.directory.mkdir(parents=True, exist_ok=True)
         self._clear_previous()
         state = KafkaLabState(engine, dist.version, "", None, zookeeper is None and dist.zookeeper_mode, None,
-                              heap_mb=heap_mb)
-        nodes = plan_nodes(brokers, racks, controllers, dedicated, kraft=not dist.zookeeper_mode, rack_of=rack_of)
+                              heap_mb=heap_mb, tls=tls)
+        nodes = plan_nodes(brokers, racks, controllers, dedicated, kraft=not dist.zookeeper_mode, rack_of=rack_of,
+                           tls=tls)
+        if tls:
+            write_lab_tls(self.directory.resolve() / TLS_DIR)
         state.nodes = {n.id: asdict(n) for n in nodes}
         state.bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in nodes if n.is_broker)
         try:  # whatever fails after this point, nothing this call started is left running
@@ -139,6 +153,9 @@ class KafkaLab(LabFolder):
             (self.directory / BOOTSTRAP_FILE).write_text(state.bootstrap + "\n")
             if state.connect:
                 (self.directory / CONNECT_FILE).write_text(state.connect + "\n")
+            if tls:
+                write_client_files(self.directory.resolve(), self.listener_bootstrap("ssl_port", state),
+                                   self.listener_bootstrap("sasl_ssl_port", state))
         except BaseException:
             self.down()
             raise
@@ -148,6 +165,7 @@ class KafkaLab(LabFolder):
         """A new cluster starts from empty folders: a previous lab's meta.properties (another cluster id, or KRaft
         data under a ZooKeeper-mode broker) makes Kafka refuse to start, and its old logs would read as "started"."""
         shutil.rmtree(self.directory / "nodes", ignore_errors=True)
+        shutil.rmtree(self.directory / TLS_DIR, ignore_errors=True)
         for old in (self.directory / "logs").glob("node-*"):
             if old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
@@ -189,7 +207,8 @@ class KafkaLab(LabFolder):
                 assert state.connect is not None
                 props = cfg.zookeeper_mode_properties(node, data, state.connect, brokers)
             else:
-                props = cfg.kraft_properties(node, data, voters, brokers)
+                props = cfg.kraft_properties(node, data, voters, brokers,
+                                             self.directory.resolve() / TLS_DIR if state.tls else None)
             (folder / "server.properties").write_text(cfg.render_properties(props))
             log = self.server_log(node.id)
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -200,9 +219,10 @@ class KafkaLab(LabFolder):
         """One cluster id from Kafka's StorageTool, then `format` of every node's log dir with it."""
         cluster_id = self.run_tool(dist, "kafka.tools.StorageTool", "random-uuid").strip().splitlines()[-1]
         self._write_node_files(dist, state, nodes)
+        scram = cfg.scram_format_arguments() if state.tls else []
         for node in nodes:
             self.run_tool(dist, "kafka.tools.StorageTool", "format", "-t", cluster_id,
-                          "-c", str(self.node_dir(node.id) / "server.properties"))
+                          "-c", str(self.node_dir(node.id) / "server.properties"), *scram)
         return cluster_id
 
     def run_tool(self, dist: Distribution, main_class: str, *args: str, timeout: float = 120.0) -> str:
@@ -233,7 +253,7 @@ class KafkaLab(LabFolder):
         left = [pid for pid in (state.pids.values() if state else []) if self._is_node(pid)]
         if left:
             raise EnvironmentProblem(f"Kafka processes {left} survived SIGKILL", where=str(self.directory))
-        for name in (STATE_FILE, BOOTSTRAP_FILE, CONNECT_FILE):
+        for name in (STATE_FILE, BOOTSTRAP_FILE, CONNECT_FILE, *CLIENT_FILES):
             (self.directory / name).unlink(missing_ok=True)
         return stopped
 
@@ -263,9 +283,14 @@ class KafkaLab(LabFolder):
 
     def sasl_bootstrap(self, state: KafkaLabState | None = None) -> str:
         """Bootstrap servers of the brokers' SASL_PLAINTEXT listeners (user cfg.LAB_USER, password cfg.LAB_PASSWORD)."""
+        return self.listener_bootstrap("sasl_port", state)
+
+    def listener_bootstrap(self, port: str, state: KafkaLabState | None = None) -> str:
+        """Bootstrap servers of one listener of the brokers, named by its Node field (sasl_port, ssl_port,
+        sasl_ssl_port); empty when the lab has none."""
         state = state or self.state()
-        return ",".join(f"127.0.0.1:{state.node(b).sasl_port}" for b in sorted(state.racks)
-                        if state.node(b).sasl_port is not None)
+        found = [getattr(state.node(b), port) for b in sorted(state.racks)]
+        return ",".join(f"127.0.0.1:{p}" for p in found if p is not None)
 
     def live_bootstrap(self, state: KafkaLabState | None = None) -> str:
         """Bootstrap servers of the brokers running and not paused (all of them when none is)."""
