@@ -187,6 +187,16 @@ class Reporter:
     def _step(self, event: dict[str, Any]) -> None:
         self._print(event["text"])
 
+    def _order_restored(self, event: dict[str, Any]) -> None:
+        """After a cancellation: the original replica order and preferred leaders, or why not."""
+        reordered, elected = event["reordered"], event["elected"]
+        self._print(f"{event['partitions']} cancelled partition(s) back on their original replicas; "
+                    + (f"{len(reordered)} put back in their original order ({_first(reordered)})" if reordered
+                       else "all in their original order")
+                    + (f"; preferred leader elected for {len(elected)} ({_first(elected)})" if elected else ""))
+        for line in event["left"]:
+            self._print(f"left as Kafka put it: {line}", "yellow")
+
     def _stopped(self, event: dict[str, Any]) -> None:
         self.close()
         self._print(f"stopped: {event['reason']}", "yellow")
@@ -199,3 +209,7 @@ class Reporter:
 
 def _eta(event: dict[str, Any]) -> str:
     return f", ETA {event['eta']:.0f} s" if event.get("eta") else ""
+
+
+def _first(names: list[str], shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (f", ... ({len(names)} in all)" if len(names) > shown else "")

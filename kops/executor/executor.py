@@ -11,8 +11,10 @@ Apply, in order:
    topic znodes (and KIP-179 lag where advertised) until every move is at its target; stop on a health problem,
    a cancel request or a timeout; restore the throttles and record the batch done;
 6. topic deletions, the preferred-leader election, every throttle restored, record done.
-A second interrupt (or `kops cancel --now`) cancels the batch in flight through KIP-236 where the cluster
-advertises it; elsewhere the batch finishes on its own and kops stops waiting (`--resume` re-attaches).
+A second interrupt (or `kops cancel --now`) cancels the batch in flight (KIP-455 through the Admin API, KIP-236
+where the cluster advertises it), then puts each cancelled partition back in its original replica order and
+elects its preferred leader (kops.executor.order); elsewhere the batch finishes on its own and kops stops
+waiting (`--resume` re-attaches).
 Resume continues from the record: a batch in flight is re-attached (or its remaining moves resubmitted),
 leftover throttles of an interrupted run are restored, and each move is done, to do, or drift.
 """
@@ -28,7 +30,7 @@ from typing import Any
 
 from kops.cluster.port import Cluster, Fenced, Lock
 from kops.errors import ExitCode, KopsError, Refused
-from kops.executor import health, progress, stall, steps, throttles
+from kops.executor import health, order, progress, stall, steps, throttles
 from kops.executor.journal import Journal
 from kops.executor.record import CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord, joined
 from kops.executor.rolling import run_rolling
@@ -565,11 +567,11 @@ class Executor:
         self.journal.clear_cancel(record.id)
         how = _cancel_name(self.cluster)
         self.emit({"event": "message", "text": f"cancelling batch {batch.index} in flight ({how})"})
-        self.cluster.cancel([m.tp for m in batch.moves], 60.0)
+        order.cancel_in_order(self.cluster, batch.moves, self.clock, self.emit)
         throttles.restore(self.cluster, record)
         batch.status = CANCELLED
         raise Stop(f"batch {batch.index} cancelled in flight ({how}): its partitions are back on their "
-                    f"original replicas, except those that had completed")
+                    f"original replicas in their original order, except those that had completed")
 
     def _election(self, record: ExecutionRecord) -> None:
         if not record.election or record.election_done:
@@ -595,7 +597,7 @@ class Executor:
         if self.cluster.can_cancel(snapshot):
             self.emit({"event": "message", "text": f"cancelling {what} of {forward.id} in flight "
                                                    f"({_cancel_name(self.cluster)})"})
-            self.cluster.cancel([m.tp for m in current.moves], 60.0)
+            order.cancel_in_order(self.cluster, current.moves, self.clock, self.emit)
         else:
             self.emit({"event": "message", "text": f"waiting for {what} of {forward.id} to finish "
                                                    f"(the cluster cannot cancel it)"})

@@ -6,7 +6,8 @@ state, so `--resume` and `kops rollback` work after a kill -9 as they do for bat
 2. moves at their target are done: recorded, and the throttles rewritten to cover exactly the moves still in
    flight (an entity no move in flight needs any more goes back to what was found);
 3. requests: `kops cancel` or a first signal submit nothing more and stop once the moves in flight finish;
-   `kops cancel --now` or a second signal cancel them (KIP-455, or KIP-236 through ZooKeeper) and stop;
+   `kops cancel --now` or a second signal cancel them (KIP-455, or KIP-236 through ZooKeeper), put each back
+   in its original replica order with its preferred leader (kops.executor.order), and stop;
 4. health and stalls, as for a batch (over the moves in flight);
 5. the checkpoint, then the next moves in rolling order that fit the caps (at most N in flight touching any
    broker, M in all): every one re-checked against the cluster (drift: exit 4), the throttle values found
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kops.cluster.port import Cluster, Lock
-from kops.executor import health, progress, stall, throttles
+from kops.executor import health, order, progress, stall, throttles
 from kops.executor.journal import Journal
 from kops.executor.record import CANCELLED, DONE, PENDING, RUNNING, BatchRecord, ExecutionRecord, joined
 from kops.executor.stall import StallWatch
@@ -252,12 +253,12 @@ def _cancel_in_flight(ex: Executor, record: ExecutionRecord, snapshot: Snapshot)
     ex.journal.clear_cancel(record.id)
     running = record.in_flight
     ex.emit({"event": "message", "text": f"cancelling the {len(running)} move(s) in flight ({ex.cancel_name()})"})
-    ex.cluster.cancel([b.moves[0].tp for b in running], 60.0)
+    order.cancel_in_order(ex.cluster, [b.moves[0] for b in running], ex.clock, ex.emit)
     throttles.restore(ex.cluster, record)
     for batch in running:
         batch.status = CANCELLED
     raise Stop(f"{len(running)} move(s) cancelled in flight ({ex.cancel_name()}): their partitions are back on "
-               f"their original replicas, except those that had completed")
+               f"their original replicas in their original order, except those that had completed")
 
 
 def _check_health(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, state: _State) -> None:

@@ -222,3 +222,30 @@ def test_rebalance_noop_refusal_while_reassigning_and_sigterm(tmp_path: Path, ad
     assert not in_flight(bootstrap) and throttles(bootstrap) == {}
     assert resume(plan_file, bootstrap) == 0
     assert throttles(bootstrap) == {}
+
+
+def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_preferred_leader(
+        tmp_path: Path, admin_cluster: EngineLab) -> None:
+    """KIP-455 returns a cancelled partition to its original replica set but not to its order (Kafka keeps the
+    order the reassignment had: [3, 1] moving to [4, 1, 2] comes back as [1, 3]); kops puts the order back (a
+    leader-only reassignment) and elects the preferred leaders before it reports the stop."""
+    bootstrap = admin_cluster.bootstrap
+    assert bootstrap is not None
+    _plan_file, plan, applying = apply_in_flight(tmp_path, bootstrap, 1, "128KiB/s")
+    first = plan.batches[0]
+    assert main(["cancel", "-b", bootstrap, "--now"]) == 0
+    out, err = applying.communicate(timeout=180)
+    assert applying.returncode == 3, err
+    assert "cancelled in flight (KIP-455)" in out + err
+    assert not in_flight(bootstrap)
+    now = layout(bootstrap)
+    cancelled = [m for m in first.moves if now[m.topic][m.partition]["replicas"] != m.to_replicas]
+    assert cancelled, "a throttled batch of 1 MB partitions is still copying when it is cancelled"
+    assert {m.tp: now[m.topic][m.partition]["replicas"] for m in cancelled} == \
+        {m.tp: m.from_replicas for m in cancelled}, "original replicas, in their original order"
+    assert all(now[m.topic][m.partition]["leader"] == m.from_replicas[0] for m in cancelled), \
+        "each led by its preferred (first) replica"
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    said = [e for e in events if e["event"] == "order_restored"]
+    assert len(said) == 1 and said[0]["partitions"] == len(cancelled) and not said[0]["left"], out
+    assert throttles(bootstrap) == {}
