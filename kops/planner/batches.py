@@ -14,7 +14,9 @@ Without sizes, every new replica counts as one unit of work and durations are un
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from kops.model.plan import Move
 
 ZNODE_LIMIT = 1_000_000  # bytes of /admin/reassign_partitions JSON (ZooKeeper's jute.maxbuffer is 1 MiB)
 ZNODE_OVERHEAD = 30  # {"version":1,"partitions":[]}
+_VERSIONS = itertools.count(1)  # batch versions, never reused
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class _Batch:
         self.time_in: dict[int, float] = {}
         self.time_out: dict[int, float] = {}
         self.makespan = 0.0
-        self.version = 0  # bumped on every change (caches key on it)
+        self.version = 0  # a fresh number whenever its moves change (caches key on it)
 
     def fits(self, move: Move, limits: Limits, sized: bool) -> bool:
         if limits.max_partitions is not None and len(self.moves) >= limits.max_partitions:
@@ -71,7 +74,7 @@ class _Batch:
 
     def remove(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
         amount = move.bytes if sized else 1
-        self.version += 1
+        self.version = next(_VERSIONS)
         del self.moves[(move.topic, move.partition)]
         self.bytes -= move.copied_bytes
         self.znode -= znode_entry_bytes(move)
@@ -100,7 +103,7 @@ class _Batch:
 
     def add(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
         amount = move.bytes if sized else 1
-        self.version += 1
+        self.version = next(_VERSIONS)
         self.moves[(move.topic, move.partition)] = move
         self.bytes += move.copied_bytes
         self.znode += znode_entry_bytes(move)
@@ -112,6 +115,12 @@ class _Batch:
             self.moves_out[move.leader] = self.moves_out.get(move.leader, 0) + 1
             self.time_out[move.leader] = self.time_out.get(move.leader, 0.0) + amount * len(move.adding) / rate_out
             self.makespan = max(self.makespan, self.time_out[move.leader])
+
+    def put_back(self, move: Move, rate_in: float, rate_out: float, sized: bool, version: int) -> None:
+        """Add a move just taken out: the batch holds the same moves as at `version` again, so it keeps that
+        version (the local search tries thousands of such round trips; each made a cache rebuild)."""
+        self.add(move, rate_in, rate_out, sized)
+        self.version = version
 
 
 def minimum_batches(moves: list[Move], limits: Limits, sized: bool) -> int:
@@ -184,20 +193,28 @@ def _fill_in_order(batches: list[_Batch], ranked: list[Move], limits: Limits, ra
 
 
 def _fill_balanced(batches: list[_Batch], ranked: list[Move], limits: Limits, rate: float, sized: bool) -> None:
-    """Each move (largest first) to the batch whose makespan it raises least."""
+    """Each move (largest first) to the batch whose makespan it raises least (ties: the lower makespan, then
+    the lower index). Batches are tried in order of makespan: the first that fits and is not raised at all is
+    the best, and the rest need not be tried (most moves of a million-partition plan stop at the first)."""
+    order = sorted((batch.makespan, index) for index, batch in enumerate(batches))  # kept sorted
     for move in ranked:
-        best = None
-        best_key = None
-        for index, batch in enumerate(batches):
+        best, best_key, entry = None, None, None
+        for makespan, index in order:
+            batch = batches[index]
             if not batch.fits(move, limits, sized):
                 continue
             key = (batch.makespan_with(move, rate, rate, sized) - batch.makespan, batch.makespan, index)
             if best_key is None or key < best_key:
-                best, best_key = batch, key
-        if best is None:
-            best = _Batch()
+                best, best_key, entry = batch, key, (makespan, index)
+            if key[0] == 0.0:
+                break
+        if best is None or entry is None:
+            best, entry = _Batch(), (0.0, len(batches))
             batches.append(best)
+        else:
+            order.remove(entry)
         best.add(move, rate, rate, sized)
+        bisect.insort(order, (best.makespan, entry[1]))
 
 
 IMPROVEMENT_PASSES = 8
@@ -231,27 +248,28 @@ class _Search:
 
     def __init__(self, batches: list[_Batch], limits: Limits, rate: float, sized: bool) -> None:
         self.batches, self.limits, self.rate, self.sized = batches, limits, rate, sized
-        self._evictable: dict[int, tuple[int, list[Move]]] = {}
+        self._cheapest: dict[int, tuple[int, list[Move]]] = {}
 
     def cheap(self, i: int) -> list[Move]:
-        """The cheapest moves of batch i that set nothing: candidates for a swap (cached per batch version)."""
+        """The cheapest moves of batch i that set nothing: candidates for a swap. The cheapest moves depend on
+        the batch's moves only (cached per version); which of them set its makespan is asked each time."""
         target = self.batches[i]
-        cached = self._evictable.get(i)
+        cached = self._cheapest.get(i)
         if cached is None or cached[0] != target.version:
             moves = heapq.nsmallest(EVICTABLE_TRIED * 4, target.moves.values(),
                                     key=lambda m: (work(m, self.sized), m.topic, m.partition))
-            cached = (target.version, [m for m in moves if not target.defines_makespan(m)][:EVICTABLE_TRIED])
-            self._evictable[i] = cached
-        return cached[1]
+            cached = (target.version, moves)
+            self._cheapest[i] = cached
+        return [m for m in cached[1] if not target.defines_makespan(m)][:EVICTABLE_TRIED]
 
     def relocate(self, j: int, move: Move) -> bool:
         source, rate, sized = self.batches[j], self.rate, self.sized
-        before = source.makespan
+        before, version = source.makespan, source.version
         source.remove(move, rate, rate, sized)
         gain = before - source.makespan
         best = self._best_place(j, move, gain) if gain > 1e-9 else None
         if best is None:
-            source.add(move, rate, rate, sized)
+            source.put_back(move, rate, rate, sized, version)
             return False
         _, i, other = best
         if other is not None:
@@ -273,12 +291,12 @@ class _Search:
                     best = (cost, i, None)
                 continue
             for swapped in self.cheap(i):
-                t_before = target.makespan
+                t_before, version = target.makespan, target.version
                 target.remove(swapped, rate, rate, sized)
                 ok = target.fits(move, limits, sized) and source.fits(swapped, limits, sized)
                 swap_cost = (target.makespan_with(move, rate, rate, sized) - t_before
                              + source.makespan_with(swapped, rate, rate, sized) - source.makespan) if ok else None
-                target.add(swapped, rate, rate, sized)
+                target.put_back(swapped, rate, rate, sized, version)
                 if swap_cost is not None and swap_cost < gain - 1e-9 and (best is None or swap_cost < best[0]):
                     best = (swap_cost, i, swapped)
         return best

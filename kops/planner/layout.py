@@ -24,30 +24,50 @@ class Layout:
         self.bytes: dict[int, int] = defaultdict(int)
         self.by_broker: dict[int, set[TopicPartition]] = defaultdict(set)
         self.gained: dict[int, int] = defaultdict(int)  # bumped when a broker gains a replica (cache key)
+        self._load(snapshot)
+
+    def _load(self, snapshot: Snapshot) -> None:
+        """Every partition as `set` would add it to an empty layout, in one pass without its bookkeeping."""
+        replicas, sizes = self.replicas, self.sizes
+        count, bytes_, by_broker, gained, leaders = (self.replica_count, self.bytes, self.by_broker, self.gained,
+                                                     self.leader_count)
         for name, topic in snapshot.topics.items():
             for number, part in topic.partitions.items():
                 # In flight: plan from where the running reassignment will land (its target).
-                self.set(TopicPartition(name, number), part.target_replicas if part.reassigning else part.replicas)
+                tp = TopicPartition(name, number)
+                assigned = tuple(part.target_replicas if part.adding or part.removing else part.replicas)
+                replicas[tp] = assigned
+                size = sizes.get(tp, 0)
+                for b in assigned:
+                    count[b] += 1
+                    bytes_[b] += size
+                    by_broker[b].add(tp)
+                    gained[b] += 1
+                if assigned:
+                    leaders[assigned[0]] += 1
 
     def size(self, tp: TopicPartition) -> int:
         return self.sizes.get(tp, 0)
 
     def set(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
+        """Assign `tp`'s replicas; only brokers that lose or gain it have their loads touched."""
         old = self.replicas.get(tp)
-        size = self.size(tp)
+        size = self.sizes.get(tp, 0)
+        replicas = tuple(replicas)
         if old is not None:
             for b in old:
-                self.replica_count[b] -= 1
-                self.bytes[b] -= size
-                self.by_broker[b].discard(tp)
+                if b not in replicas:
+                    self.replica_count[b] -= 1
+                    self.bytes[b] -= size
+                    self.by_broker[b].discard(tp)
             if old:
                 self.leader_count[old[0]] -= 1
-        self.replicas[tp] = tuple(replicas)
+        self.replicas[tp] = replicas
         for b in replicas:
-            self.replica_count[b] += 1
-            self.bytes[b] += size
-            self.by_broker[b].add(tp)
             if old is None or b not in old:
+                self.replica_count[b] += 1
+                self.bytes[b] += size
+                self.by_broker[b].add(tp)
                 self.gained[b] += 1
         if replicas:
             self.leader_count[replicas[0]] += 1

@@ -58,9 +58,9 @@ class _Candidates:
         stamp = self.layout.gained[broker]
         cached = self.cache.get(broker)
         if cached is None or cached[0] != stamp:
-            items = [tp for tp in self.layout.by_broker[broker] if self.movable is None or tp in self.movable]
-            items.sort(key=lambda tp: (self.layout.size(tp), tp))
-            cached = (stamp, items, [self.layout.size(tp) for tp in items])
+            size, movable = self.layout.sizes.get, self.movable
+            ranked = sorted((size(tp, 0), tp) for tp in self.layout.by_broker[broker] if movable is None or tp in movable)
+            cached = (stamp, [tp for _, tp in ranked], [s for s, _ in ranked])
             self.cache[broker] = cached
         return cached
 
@@ -281,4 +281,7 @@ def _move_largest_fitting(layout: Layout, source: int, dest: int, candidates: _C
 
 def smallest_on(layout: Layout, broker: int, count: int) -> int:
     """Bytes of the `count` smallest replicas on a broker: what shedding `count` replicas costs at least."""
-    return sum(heapq.nsmallest(count, (layout.size(tp) for tp in layout.by_broker[broker])))
+    if count <= 0:
+        return 0
+    size = layout.sizes.get
+    return sum(sorted(size(tp, 0) for tp in layout.by_broker[broker])[:count])
