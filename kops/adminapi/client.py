@@ -1,7 +1,8 @@
 """kops's client for the KIP-179 admin endpoint (seed 001), used where a cluster advertises `kip179.admin`.
 
 AlterTopics goes to any broker (the lowest id that answers); ReplicaStatus goes to each partition's leader,
-found in its state znode, and is retried once at the new leader when leadership moved in between.
+found in its state znode, and is retried once at the new leader when leadership moved in between;
+DescribeLogDirs goes to every broker asked about (each knows only its own dirs).
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from types import TracebackType
 
 from kops.adminapi.protocol import (
     ALTER_TOPICS,
+    DESCRIBE_LOG_DIRS,
     REPLICA_STATUS,
     AlteredTopic,
     ErrorCode,
+    LogDirDescription,
     ReplicaStatus,
     TopicResult,
+    decode_log_dirs_response,
     decode_replica_statuses,
     decode_topic_results,
     encode_alter_topics,
@@ -137,4 +141,18 @@ class AdminApiClient:
                 out.update({key: ReplicaStatus(key[0], key[1], ErrorCode.NOT_LEADER_OR_FOLLOWER) for key in asked})
                 continue
             out.update({(s.tp, s.broker): s for s in decode_replica_statuses(reply)})
+        return out
+
+    def describe_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[LogDirDescription]]:
+        """Each broker's log dirs (every registered one by default): capacity (`total_bytes`), free space
+        (`usable_bytes`) and replica sizes. A broker that is not registered or does not answer is left out, as
+        the Admin API's describeLogDirs fails that broker's part alone."""
+        known = self.brokers()
+        wanted = sorted(known if brokers is None else set(brokers) & set(known))
+        out: dict[int, list[LogDirDescription]] = {}
+        for broker_id in wanted:
+            try:
+                out[broker_id] = decode_log_dirs_response(broker_id, self._call(known[broker_id], DESCRIBE_LOG_DIRS, {}))
+            except (RpcUnavailable, RpcError):
+                self._rpc.pop(broker_id, None)
         return out

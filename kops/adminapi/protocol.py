@@ -5,6 +5,10 @@ Field names follow the KIP's protocol definitions (`alter_topic_requests`, `num_
 codes are Kafka's numbers; PARTITION_REASSIGNMENT_IN_PROGRESS, new in the KIP, takes the code Kafka later
 gave REASSIGNMENT_IN_PROGRESS (60). The lab's simulated logs count bytes, so lag in messages assumes the lab's
 fixed record size (`RECORD_BYTES`); `lag_bytes` is the exact figure.
+
+DescribeLogDirs is not KIP-179's: it is Kafka's own request (KIP-113, with KIP-827's `total_bytes` and
+`usable_bytes` of version 4), answered on the same endpoint so a ZooKeeper-mode lab gives what a Kafka 3.3+
+broker gives the Admin API: per log dir its error, capacity, free space and every replica's size.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from kops.model.partitions import TopicPartition
 
 ALTER_TOPICS = "alter_topics"
 REPLICA_STATUS = "replica_status"
+DESCRIBE_LOG_DIRS = "describe_log_dirs"
+UNKNOWN_BYTES = -1  # DescribeLogDirs v4: the volume's size is unknown (or the dir is offline)
 RECORD_BYTES = 1024  # the lab's records: lag in messages = ceil(lag bytes / RECORD_BYTES)
 UNCHANGED = -1
 
@@ -32,6 +38,7 @@ class ErrorCode(IntEnum):
     INVALID_PARTITIONS = 37
     INVALID_REPLICATION_FACTOR = 38
     INVALID_REPLICA_ASSIGNMENT = 39
+    KAFKA_STORAGE_ERROR = 56
     INVALID_REQUEST = 42
     PARTITION_REASSIGNMENT_IN_PROGRESS = 60
 
@@ -160,3 +167,48 @@ def decode_replica_statuses(body: dict[str, Any]) -> list[ReplicaStatus]:
 
 def lag_messages(lag_bytes: int) -> int:
     return -(-max(0, lag_bytes) // RECORD_BYTES)
+
+
+@dataclass(frozen=True)
+class ReplicaBytes:
+    tp: TopicPartition
+    size: int
+    offset_lag: int = 0
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log dir of one broker, as DescribeLogDirs v4 describes it."""
+
+    broker: int
+    log_dir: str
+    error: ErrorCode = ErrorCode.NONE
+    total_bytes: int = UNKNOWN_BYTES
+    usable_bytes: int = UNKNOWN_BYTES
+    replicas: tuple[ReplicaBytes, ...] = ()
+
+
+def encode_log_dirs_response(dirs: list[LogDirDescription]) -> dict[str, Any]:
+    """Kafka's response fields in the KIP's snake case; replicas grouped by topic as Kafka groups them."""
+    results = []
+    for d in dirs:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for r in d.replicas:
+            topics.setdefault(r.tp.topic, []).append(
+                {"partition_index": r.tp.partition, "partition_size": r.size, "offset_lag": r.offset_lag,
+                 "is_future_key": False})
+        results.append({"error_code": int(d.error), "log_dir": d.log_dir, "total_bytes": d.total_bytes,
+                        "usable_bytes": d.usable_bytes,
+                        "topics": [{"name": t, "partitions": ps} for t, ps in sorted(topics.items())]})
+    return {"throttle_time_ms": 0, "error_code": 0, "results": results}
+
+
+def decode_log_dirs_response(broker: int, body: dict[str, Any]) -> list[LogDirDescription]:
+    try:
+        return [LogDirDescription(
+            broker, str(d["log_dir"]), ErrorCode(int(d["error_code"])), int(d["total_bytes"]), int(d["usable_bytes"]),
+            tuple(ReplicaBytes(TopicPartition(str(t["name"]), int(p["partition_index"])), int(p["partition_size"]),
+                               int(p["offset_lag"])) for t in d["topics"] for p in t["partitions"]))
+            for d in body["results"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"malformed DescribeLogDirs response from broker {broker}: {exc}") from None

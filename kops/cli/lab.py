@@ -20,7 +20,7 @@ from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.reader import read_snapshot
 from kops.kafka.writer import write_snapshot
 from kops.lab import kafka_dist, traffic
-from kops.lab.cluster import Lab
+from kops.lab.cluster import Lab, disk_capacities
 from kops.lab.engines import ENGINES, KOPS, availability, open_lab
 from kops.lab.kafka_admin import cluster_status
 from kops.lab.kafka_dist import ENGINES as REAL_ENGINES
@@ -76,6 +76,9 @@ def up(
         "Use this ZooKeeper (HOST:PORT[/chroot]) instead of starting one; default chroot /kops-lab."))] = None,
     bandwidth: Annotated[str, typer.Option(help="kops engine: each broker's replication bandwidth, per simulated second.")] = "100MB/s",
     logdirs_every: Annotated[float, typer.Option("--logdirs-every", help="kops engine: simulated seconds between the brokers' kafka-log-dirs snapshots (DIR/logdirs/).", min=1.0)] = 300.0,
+    disk_capacity: Annotated[list[str] | None, typer.Option("--disk-capacity", help=(
+        "kops engine: each broker's log dir holds SIZE (e.g. 2GiB), or ID=SIZE for one broker (repeat the option); "
+        "a full disk takes the dir offline and stops the broker, as Kafka's (KIP-112). Default: unlimited."))] = None,
     heap: Annotated[str, typer.Option(help="Real engines: each Kafka node's heap.")] = "384MB",
     tls: Annotated[bool, typer.Option("--tls", help=(
         "kafka-4: brokers also listen with SSL (client certificates required) and SASL_SSL (SCRAM-SHA-512); "
@@ -87,18 +90,22 @@ def up(
     chroot, to DIR/zookeeper (kops and kafka-3.9). Examples:
     kops lab up --brokers 6 --racks 3 && kops state -z "$(cat .kops/lab/zookeeper)"
     kops lab up --engine kafka-4 --brokers 3 --controllers 3
+    kops lab up --disk-capacity 2GiB --disk-capacity 3=1GiB
     kops lab up --engine kafka-4 --tls && kops state -b "$(cat .kops/lab/bootstrap-ssl)" --command-config .kops/lab/client-ssl.properties
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}", hint=f"one of: {', '.join(ENGINES)}")
     if engine == KOPS:
         rate = parse_option(parse_rate, bandwidth, "--bandwidth")
+        disks = disk_capacities(disk_capacity or [], range(1, brokers + 1))
         with console.err.status(f"starting ZooKeeper and {brokers} brokers"):
             state = Lab(lab_dir).up(brokers, racks, time_scale, zookeeper, bandwidth=float(rate),
-                                    logdirs_every=logdirs_every)
+                                    logdirs_every=logdirs_every, disk_capacity=disks)
         console.out.print(f"lab up: {brokers} brokers on {min(racks, brokers)} racks at [bold]{state.connect}[/] "
                           f"(time x{time_scale:g}); connect string in {lab_dir / CONNECT_FILE}")
         return
+    if disk_capacity:
+        raise UsageError("--disk-capacity is for the kops engine", hint="real Kafka uses the disks it is given")
     heap_mb = max(128, parse_option(parse_size, heap, "--heap") // (1024 * 1024))
     with console.err.status(f"starting {engine} with {brokers} brokers"):
         real = KafkaLab(lab_dir).up(engine, brokers, racks, controllers, dedicated_controllers, zookeeper, heap_mb,

@@ -4,7 +4,8 @@
 broker is registered and a controller is elected; the connect string, with its chroot, goes to
 `<dir>/zookeeper`. Brokers started by the CLI are detached (they outlive the command, found again through
 lab.json and checked against /proc); brokers started by tests are managed (the kernel kills them with the
-test process). Simulated time is shared: every broker gets the same monotonic origin and scale.
+test process). Simulated time is shared: every broker gets the same monotonic origin and scale. Disk capacities
+(`--disk-capacity`) are kept in lab.json, so a restarted broker gets its own again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from kops.errors import EnvironmentProblem, UsageError
@@ -24,6 +25,7 @@ from kops.kafka.connect import parse_connect
 from kops.lab.folder import LabFolder, rack_layout
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive
 from kops.lab.zookeeper import ZooKeeperServer
+from kops.units import parse_size
 
 CONNECT_FILE = "zookeeper"
 DEFAULT_CHROOT = "/kops-lab"
@@ -42,6 +44,7 @@ class LabState:
     racks: dict[int, str] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)
     logdirs_every: float = 300.0  # simulated seconds between the brokers' log-dir snapshots
+    disk_capacity: dict[int, int] = field(default_factory=dict)  # broker -> bytes of its log dir; absent: unlimited
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -51,6 +54,7 @@ class LabState:
         doc = json.loads(text)
         doc["racks"] = {int(k): v for k, v in doc.get("racks", {}).items()}
         doc["pids"] = {int(k): v for k, v in doc.get("pids", {}).items()}
+        doc["disk_capacity"] = {int(k): v for k, v in doc.get("disk_capacity", {}).items()}
         return cls(**doc)
 
 
@@ -72,8 +76,10 @@ class Lab(LabFolder):
 
     def up(self, brokers: int = 3, racks: int = 3, time_scale: float = 1.0, zookeeper: str | None = None,
            session_timeout: float = 6.0, bandwidth: float = 100 * 1024 * 1024, timeout: float = 90.0,
-           logdirs_every: float = 300.0, rack_of: Mapping[int, str] | None = None) -> LabState:
-        """Start ZooKeeper and the brokers; `rack_of` (broker id -> rack) replaces ids 1..N and round-robin racks."""
+           logdirs_every: float = 300.0, rack_of: Mapping[int, str] | None = None,
+           disk_capacity: Mapping[int, int] | None = None) -> LabState:
+        """Start ZooKeeper and the brokers; `rack_of` (broker id -> rack) replaces ids 1..N and round-robin racks;
+        `disk_capacity`: broker id -> bytes of its log dir (`disk_capacities` reads the option)."""
         brokers = len(rack_of) if rack_of else brokers
         if brokers < 1 or racks < 1:
             raise UsageError("--brokers and --racks must be at least 1")
@@ -97,7 +103,7 @@ class Lab(LabFolder):
             state = LabState(zookeeper, time_scale, time.monotonic(), int(time.time() * 1000), managed,
                              session_timeout, bandwidth,
                              rack_layout(brokers, racks, rack_of),
-                             logdirs_every=logdirs_every)
+                             logdirs_every=logdirs_every, disk_capacity=dict(disk_capacity or {}))
             self._save(state)
             (self.directory / CONNECT_FILE).write_text(zookeeper + "\n")
             for broker in sorted(state.racks):
@@ -133,7 +139,8 @@ class Lab(LabFolder):
                    "--dir", str(self.directory.resolve()), "--rack", state.racks[broker],
                    "--time-scale", repr(state.time_scale), "--clock-origin", repr(state.clock_origin),
                    "--wall-origin-ms", str(state.wall_origin_ms), "--session-timeout", repr(state.session_timeout),
-                   "--bandwidth", repr(state.bandwidth), "--logdirs-every", repr(state.logdirs_every)]
+                   "--bandwidth", repr(state.bandwidth), "--logdirs-every", repr(state.logdirs_every),
+                   "--disk-capacity", str(state.disk_capacity.get(broker, 0))]
         with open(logs / f"broker-{broker}.out", "ab") as out:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=self.detached,
@@ -204,3 +211,35 @@ class Lab(LabFolder):
         tail = [line for line in text.splitlines() if line.strip()][-lines:]
         return " | ".join(tail) or "(empty)"
 
+
+
+def disk_capacities(values: Iterable[str], brokers: Iterable[int]) -> dict[int, int]:
+    """`--disk-capacity` values: SIZE for every broker, ID=SIZE for one (it wins over SIZE); broker -> bytes."""
+    ids = sorted(brokers)
+    default: int | None = None
+    each: dict[int, int] = {}
+    for value in values:
+        name, sep, size_text = value.rpartition("=")
+        try:
+            size = parse_size(size_text.strip())
+        except ValueError as exc:
+            raise UsageError(f"--disk-capacity {value}: {exc}", hint="write SIZE or ID=SIZE, e.g. 2GiB or 3=1GiB") from None
+        if size <= 0:
+            raise UsageError(f"--disk-capacity {value}: a disk holds at least one byte",
+                             hint="leave the option out for an unlimited disk")
+        if not sep:
+            if default is not None:
+                raise UsageError(f"--disk-capacity {value}: a capacity for every broker was already given",
+                                 hint="give SIZE once, and ID=SIZE for brokers that differ")
+            default = size
+            continue
+        broker = int(name) if name.strip().isdigit() else None
+        if broker not in ids:
+            raise UsageError(f"--disk-capacity {value}: no broker {name.strip()} in this lab",
+                             hint=f"brokers are {ids[0]}..{ids[-1]}" if ids else "start at least one broker")
+        if broker in each:
+            raise UsageError(f"--disk-capacity {value}: broker {broker} was given a capacity already")
+        each[broker] = size
+    out = {b: default for b in ids} if default is not None else {}
+    out.update(each)
+    return out

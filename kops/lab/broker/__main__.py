@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-timeout", type=float, default=6.0)
     parser.add_argument("--bandwidth", type=float, default=100 * 1024 * 1024)
     parser.add_argument("--logdirs-every", type=float, default=300.0)
+    parser.add_argument("--disk-capacity", type=int, default=0, help="bytes of the log dir; 0: unlimited")
     args = parser.parse_args(argv)
 
     logs = args.dir / "logs"
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     server = BrokerServer(BrokerSettings(
         broker_id=args.id, connect=args.zookeeper, lab_dir=args.dir, rack=args.rack or None,
         clock=SimClock(args.time_scale, args.clock_origin), wall_origin_ms=args.wall_origin_ms,
-        session_timeout=args.session_timeout, bandwidth=args.bandwidth or None, logdirs_every=args.logdirs_every))
+        session_timeout=args.session_timeout, bandwidth=args.bandwidth or None, logdirs_every=args.logdirs_every,
+        disk_capacity=args.disk_capacity or None))
     signal.signal(signal.SIGTERM, lambda *_: server.stopping.set())
     signal.signal(signal.SIGINT, lambda *_: server.stopping.set())
     server.start()

@@ -6,6 +6,7 @@ targets into `/admin/reassign_partitions` — so the controller carries them out
 other request. With a `timeout` it waits until the controller has acted (new partitions have state znodes,
 moving partitions list their targets) and answers REQUEST_TIMED_OUT if it has not. ReplicaStatus must go to
 the partition's leader, which is the only broker that knows how far each follower has fetched.
+DescribeLogDirs goes to each broker: its log dir's capacity, free space and replicas (v4, KIP-827).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from typing import Any
 
 from kops.adminapi.protocol import (
     ErrorCode,
+    LogDirDescription,
+    ReplicaBytes,
     ReplicaStatus,
     TopicResult,
     decode_alter_topics,
     decode_replica_status_request,
+    encode_log_dirs_response,
     encode_replica_statuses,
     encode_topic_results,
     lag_messages,
@@ -158,3 +162,15 @@ class AdminEndpoint:
         lag_bytes, age_seconds = found
         status_ms = now_ms - int(age_seconds * 1000)
         return ReplicaStatus(tp, broker, ErrorCode.NONE, status_ms, lag_messages(lag_bytes), lag_bytes)
+
+    # -- DescribeLogDirs ---------------------------------------------------------------------------------
+
+    def describe_log_dirs(self, _body: dict[str, Any]) -> dict[str, Any]:
+        """This broker's one log dir; an offline dir answers KAFKA_STORAGE_ERROR with nothing else, as Kafka's."""
+        disk, held, sizes = self.replicas.log_dir()
+        broker = self.replicas.broker_id
+        if not disk.online:
+            return encode_log_dirs_response([LogDirDescription(broker, disk.path, ErrorCode.KAFKA_STORAGE_ERROR)])
+        replicas = tuple(ReplicaBytes(tp, size, lag) for tp, size, lag in sizes)
+        return encode_log_dirs_response([LogDirDescription(broker, disk.path, ErrorCode.NONE, disk.total_bytes(),
+                                                           disk.usable_bytes(held), replicas)])

@@ -6,17 +6,21 @@ it; bytes sent to followers outside the ISR count against the leader throttle wh
 partition. Follower side (`fetch_plan` / `apply_fetch`): what to ask each leader for, limited by the broker's
 bandwidth and, while out of sync, by the follower throttle. ISR changes are queued here and written by the
 broker's ISR writer (state znode with version check, then an `isr_change_` notification).
+
+Every append (a produce, ingest, a follower's copy, a clone's seeding) goes through the log dir's disk
+(`kops.lab.broker.disk`): one that does not fit fails the dir, and with it every replica (KIP-112).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kops.lab.broker.clock import SimClock
+from kops.lab.broker.disk import STORAGE_ERROR, LogDirDisk
 from kops.lab.broker.quotas import RateLimiter
 from kops.lab.broker.simlog import SimulatedLog
 from kops.lab.broker.throttles import Throttles
@@ -73,8 +77,11 @@ class IsrUpdate:
 
 class ReplicaManager:
     def __init__(self, broker_id: int, clock: SimClock, bandwidth: float | None = None, lag_max: float = 30.0,
-                 burst_seconds: float = 1.0) -> None:
+                 burst_seconds: float = 1.0, disk: LogDirDisk | None = None) -> None:
         self.broker_id = broker_id
+        self.disk = disk or LogDirDisk(f"/kops-lab/broker-{broker_id}/data")
+        # called (under `lock`) once, when the dir fails: the broker stops as Kafka's does (disk.py)
+        self.on_dir_failure: Callable[[str], None] | None = None
         self.clock = clock
         self.lag_max = lag_max
         self.lock = threading.RLock()
@@ -119,9 +126,12 @@ class ReplicaManager:
                 self.brokers = batch.brokers
             self.topic_counts.update(batch.topic_counts)
             now = self.clock.now()
-            ignored = []
+            ignored, storage_errors = [], []
             for e in batch.leader_and_isr:
                 if self.broker_id not in e.replicas:
+                    continue
+                if not self.disk.online:  # KAFKA_STORAGE_ERROR: its dir is offline, the replica stays so
+                    storage_errors.append(str(e.tp))
                     continue
                 r = self.replicas.get(e.tp)
                 if r is not None and r.online and (e.leader_epoch, e.zk_version) <= (r.leader_epoch, r.zk_version):
@@ -144,7 +154,7 @@ class ReplicaManager:
                 self.leading.discard(tp)
                 self._unfollow(tp, r.leader)
             self._wake(moved)  # fetches parked on a partition that moved answer now
-            return {"stale_partitions": ignored}
+            return {"stale_partitions": ignored, "storage_errors": storage_errors}
 
     def _become(self, r: Replica | None, tp: TopicPartition, leader: int, epoch: int, isr: tuple[int, ...],
                 replicas: tuple[int, ...], zk_version: int, controller_epoch: int, now: float) -> None:
@@ -294,7 +304,9 @@ class ReplicaManager:
             if counts is not None and tp.partition >= counts[1]:  # KIP-253 InvalidPartitionMetadata
                 raise RpcError(f"{tp} is marked for deletion (undeleted_partition_count {counts[1]}): "
                                f"producers no longer write to it")
-            r.log.append(count, self.clock.now())
+            if self._write(r, count, self._held(), self.clock.now(), f"a produce to {tp}") is None:
+                raise RpcError(f"{STORAGE_ERROR}: the log dir of {tp} on broker {self.broker_id} is offline "
+                               f"({self.disk.failure})")
             self._update_hw(r)
             self._wake(r.followers)
             return r.log.end
@@ -305,12 +317,13 @@ class ReplicaManager:
         now = self.clock.now()
         missing: list[list[Any]] = []
         with self.lock:
+            held: int | None = self._held()
             for topic, p, end in entries:
                 r = self.replicas.get(TopicPartition(str(topic), int(p)))
-                if r is None or not r.online or r.leader == self.broker_id:
+                if held is None or r is None or not r.online or r.leader == self.broker_id:
                     missing.append([topic, p])
                     continue
-                r.log.append(int(end) - r.log.end, now)
+                held = self._write(r, int(end) - r.log.end, held, now, f"seeding {r.tp}")
                 r.leader_end = max(r.leader_end or 0, int(end))
         return missing
 
@@ -341,11 +354,15 @@ class ReplicaManager:
         """Append each led partition's share of its topic's ingest since the last tick; the followers of the
         logs that grew."""
         grew: set[int] = set()
-        for tp in self.leading:
+        held = self._held() if self.ingest else 0
+        for tp in list(self.leading):  # a full disk empties `leading` on the way
             r = self.replicas[tp]
             rate = self._ingest_rate(tp) if self.ingest else 0.0
             if rate and r.last_ingest is not None:
-                r.log.append(int(rate * (now - r.last_ingest)), now)
+                written = self._write(r, int(rate * (now - r.last_ingest)), held, now, f"ingest into {tp}")
+                if written is None:
+                    return grew
+                held = written
                 self._update_hw(r)
                 grew.update(r.followers)
             r.last_ingest = now
@@ -440,6 +457,7 @@ class ReplicaManager:
         asked = {(t, int(p)): int(m) for t, p, _o, _e, m in request}
         received = 0
         with self.lock:
+            held = self._held()
             for entry in reply.get("partitions", []):
                 topic, p, status = entry[0], int(entry[1]), entry[2]
                 tp = TopicPartition(topic, p)
@@ -464,7 +482,10 @@ class ReplicaManager:
                 grant, leader_end, hw, start, in_sync = int(entry[3]), int(entry[4]), int(entry[5]), int(entry[6]), bool(entry[7])
                 self._give_back(tp, r, wanted - grant)
                 r.fetch_error = None
-                r.log.append(grant, now)
+                written = self._write(r, grant, held, now, f"the fetch of {tp} from broker {r.leader}")
+                if written is None:
+                    return received
+                held = written
                 r.log.hw = min(hw, r.log.end)
                 r.log.advance_start(start)
                 r.leader_growth = max(0, leader_end - r.leader_end) if r.leader_end is not None else 0
@@ -481,6 +502,40 @@ class ReplicaManager:
         if r is not None and not r.in_sync and self.throttles.follower_throttled(tp.topic, tp.partition):
             self.follower_quota.give_back(unused)
 
+    # -- the log dir (KIP-112) ----------------------------------------------------------------------------
+
+    def held_bytes(self) -> int:
+        """What the dir holds: every replica's log, stopped ones too (a stopped replica keeps its files)."""
+        with self.lock:
+            return sum(r.log.size for r in self.replicas.values())
+
+    def _held(self) -> int:
+        """Held bytes for the checks of one operation; 0 without a capacity (nothing to count, at any scale)."""
+        return 0 if self.disk.capacity is None else self.held_bytes()
+
+    def _write(self, r: Replica, count: int, held: int, now: float, what: str) -> int | None:
+        """Append `count` bytes to `r` if the disk has room: what the dir then holds; None when it failed."""
+        if count > 0 and not self.disk.fits(held, count):
+            self._fail_dir(self.disk.no_space(held, count, what))
+            return None
+        r.log.append(count, now)
+        return held + max(0, count)
+
+    def _fail_dir(self, why: str) -> None:
+        """KIP-112 (Kafka's ReplicaManager.handleLogDirFailure): every replica in the dir goes offline, its
+        fetchers stop, its parked fetches answer (not_leader from now on), and the broker is told."""
+        if not self.disk.online:
+            return
+        self.disk.failure = why
+        for r in self.replicas.values():
+            r.online = False
+        self.leading.clear()
+        self.followed.clear()
+        self.pending_isr.clear()
+        self._wake(list(self.parked))
+        if self.on_dir_failure is not None:
+            self.on_dir_failure(why)
+
     # -- views -------------------------------------------------------------------------------------------
 
     def status(self) -> list[list[Any]]:
@@ -489,6 +544,13 @@ class ReplicaManager:
                      r.log.start, r.log.end, r.log.hw, r.leader, r.leader_epoch, list(r.isr), r.created_at,
                      r.caught_up_at, r.fetch_error]
                     for tp, r in sorted(self.replicas.items())]
+
+    def log_dir(self) -> tuple[LogDirDisk, int, list[tuple[TopicPartition, int, int]]]:
+        """The dir, what it holds and every replica's (partition, size, offset lag), read at one instant (so
+        usable bytes = capacity − the sizes listed, exactly)."""
+        with self.lock:
+            sizes = self.sizes()
+            return self.disk, sum(size for _tp, size, _lag in sizes), sizes
 
     def sizes(self) -> list[tuple[TopicPartition, int, int]]:
         """(partition, size, offset lag) of every replica, for log-dir snapshots."""

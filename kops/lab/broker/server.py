@@ -4,7 +4,8 @@ Startup (as KafkaServer): connect to ZooKeeper, create the persistent paths and 
 serve the RPC, register `/brokers/ids/<id>` (ephemeral, v5), start the controller (which joins the
 election). Shutdown on SIGTERM is controlled: ask the controller to move leadership away (retried), then
 close the session so the registration vanishes at once. SIGKILL is a crash: the registration vanishes when
-the session expires.
+the session expires. So does a full disk (KIP-112, `disk`): the dir goes offline and, being the broker's only
+one, the process halts as Kafka's does, without a controlled shutdown.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -23,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kops.adminapi.protocol import ALTER_TOPICS, REPLICA_STATUS
+from kops.adminapi.protocol import ALTER_TOPICS, DESCRIBE_LOG_DIRS, REPLICA_STATUS
 from kops.kafka import paths
 from kops.kafka.client import Node, NodeExists, TransactionFailed, VersionConflict, ZkClient, ZkSettings
 from kops.kafka.codecs.brokers import encode_broker
@@ -34,6 +36,7 @@ from kops.kafka.codecs.partition_state import decode_partition_state, encode_par
 from kops.lab.broker.admin_endpoint import AdminEndpoint
 from kops.lab.broker.clock import SimClock
 from kops.lab.broker.configs import ConfigFollower
+from kops.lab.broker.disk import LogDirDisk
 from kops.lab.broker.replicas import FIRST_FETCH_BYTES, IsrUpdate, ReplicaManager
 from kops.lab.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from kops.lab.controller.channel import call_registered_broker
@@ -52,6 +55,8 @@ LAB_FEATURES = {name: FeatureRange(1, 1) for name in (
     "kops.lab", KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION, KIP179_ADMIN)}
 SHUTDOWN_ATTEMPTS = 3
 LOG_DIR_FILES_KEPT = 500
+# beside DIR/logdirs, not in it: the sizes job reads every JSON file under the folder it is given
+CAPACITY_FOLDER = "logdir-capacity"
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,11 @@ class BrokerSettings:
     lag_max: float = 30.0  # replica.lag.time.max.ms, in simulated seconds
     logdirs_every: float = 300.0  # simulated seconds between log-dir snapshots
     tick: float = 0.05  # real seconds between ticks
+    disk_capacity: int | None = None  # bytes (simulated) of the broker's one log dir; None: unlimited
+
+    @property
+    def log_dir(self) -> str:
+        return f"/kops-lab/broker-{self.broker_id}/data"
 
 
 def new_cluster_id() -> str:
@@ -80,7 +90,9 @@ class BrokerServer:
         self.id = settings.broker_id
         self.clock = settings.clock
         burst = max(1.0, 10 * settings.tick * settings.clock.scale)  # catch up after a stalled fetch round
-        self.replicas = ReplicaManager(self.id, self.clock, settings.bandwidth, settings.lag_max, burst)
+        self.replicas = ReplicaManager(self.id, self.clock, settings.bandwidth, settings.lag_max, burst,
+                                       LogDirDisk(settings.log_dir, settings.disk_capacity))
+        self.replicas.on_dir_failure = self._dir_failed
         self.client = ZkClient(ZkSettings(settings.connect, session_timeout=settings.session_timeout))
         self.admin = AdminEndpoint(self.client, self.replicas, self.wall_ms)
         self.rpc = RpcServer({
@@ -93,6 +105,7 @@ class BrokerServer:
             LOG_OFFSETS: self.replicas.log_offsets,
             ALTER_TOPICS: self.admin.alter_topics,
             REPLICA_STATUS: self.admin.replica_status,
+            DESCRIBE_LOG_DIRS: self.admin.describe_log_dirs,
             "controlled_shutdown": self._controlled_shutdown_request,
         })
         self.controller = Controller(self.id, self.client, on_session_lost=self._register)
@@ -176,6 +189,24 @@ class BrokerServer:
         self.rpc.stop()
         log.info("broker %d stopped", self.id)
 
+    def _dir_failed(self, why: str) -> None:
+        """The log dir failed (called under the replica lock): handled on a thread of its own, as Kafka's
+        LogDirFailureHandler does, so the request that hit the full disk is answered meanwhile."""
+        self._start_thread(self._halt_for_dir, "log-dir-failure-handler", why)
+
+    def _halt_for_dir(self, why: str) -> None:
+        """Kafka's order (ReplicaManager, then LogManager.handleLogDirFailure): stop serving the dir's replicas,
+        then, no live dir being left, halt: no controlled shutdown, no session close, no notification."""
+        dir_ = self.settings.log_dir
+        log.error("Error while writing to the log dir %s: %s", dir_, why)
+        log.warning("Stopping serving replicas in dir %s because the log directory has failed.", dir_)
+        offline = ",".join(f"{tp.topic}-{tp.partition}" for tp, _size, _lag in self.replicas.sizes())
+        log.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory %s.",
+                    self.id, offline, dir_)
+        log.critical("Shutdown broker because all log dirs in %s have failed", dir_)
+        logging.shutdown()
+        os._exit(1)  # Exit.halt(1)
+
     def _ask_controller_to_shut_down(self) -> int:
         controller_id = self.controller.store.active_controller()
         if controller_id is None:
@@ -241,7 +272,10 @@ class BrokerServer:
         return {"end": end}
 
     def _status(self, _body: dict[str, Any]) -> dict[str, Any]:
+        disk, held, _sizes = self.replicas.log_dir()
         return {"broker": self.id, "sim_time": self.clock.now(), "controller": self.controller.stats(),
+                "log_dir": {"path": disk.path, "error": disk.failure, "total_bytes": disk.total_bytes(),
+                            "usable_bytes": disk.usable_bytes(held)},
                 "replicas": self.replicas.status(), "config_sequence": self.configs.last_sequence,
                 "topic_counts": {t: list(c) for t, c in sorted(self.replicas.topic_counts.items())}}
 
@@ -347,17 +381,28 @@ class BrokerServer:
         """Simulated time as wall-clock milliseconds (log-dir snapshots, ReplicaStatus status times)."""
         return self.settings.wall_origin_ms + int(self.clock.now() * 1000)
 
-    def write_log_dirs(self) -> Path:
-        """A kafka-log-dirs.sh-style snapshot of this broker's replica sizes, in DIR/logdirs/."""
+    def write_log_dirs(self) -> Path | None:
+        """A kafka-log-dirs.sh-style snapshot of this broker's replica sizes in DIR/logdirs/ (that format exactly),
+        and the dir's capacity beside it in DIR/logdir-capacity/ (the same name; DescribeLogDirs v4's fields,
+        which the tool does not print). None once the dir is offline: the broker is halting."""
         sim_ms = self.wall_ms()
-        sizes = tuple(ReplicaSize(tp.topic, tp.partition, size, lag) for tp, size, lag in self.replicas.sizes())
-        report = LogDirsReport((BrokerLogDirs(self.id, (LogDir(f"/kops-lab/broker-{self.id}/data", None, sizes),)),),
-                               timestamp_ms=sim_ms)
-        folder = self.settings.lab_dir / "logdirs"
+        disk, held, found = self.replicas.log_dir()
+        if not disk.online:
+            return None
+        sizes = tuple(ReplicaSize(tp.topic, tp.partition, size, lag) for tp, size, lag in found)
+        report = LogDirsReport((BrokerLogDirs(self.id, (LogDir(disk.path, None, sizes),)),), timestamp_ms=sim_ms)
+        capacity = {"version": 4, "broker": self.id, "timestamp": sim_ms, "results": [
+            {"logDir": disk.path, "errorCode": 0, "totalBytes": disk.total_bytes(),
+             "usableBytes": disk.usable_bytes(held)}]}
+        self._write_kept(self.settings.lab_dir / CAPACITY_FOLDER, sim_ms, capacity)
+        return self._write_kept(self.settings.lab_dir / "logdirs", sim_ms, encode_log_dirs(report))
+
+    def _write_kept(self, folder: Path, sim_ms: int, doc: dict[str, Any]) -> Path:
+        """DIR/<folder>/broker-<id>-<ms>.json, whole or not at all; the newest LOG_DIR_FILES_KEPT stay."""
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"broker-{self.id}-{sim_ms}.json"
         tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(encode_log_dirs(report), separators=(",", ":")))
+        tmp.write_text(json.dumps(doc, separators=(",", ":")))
         tmp.replace(target)
         mine = sorted(folder.glob(f"broker-{self.id}-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
         for old in mine[:-LOG_DIR_FILES_KEPT]:
