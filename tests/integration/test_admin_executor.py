@@ -227,8 +227,8 @@ def test_rebalance_noop_refusal_while_reassigning_and_sigterm(tmp_path: Path, ad
 def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_preferred_leader(
         tmp_path: Path, admin_cluster: EngineLab) -> None:
     """KIP-455 returns a cancelled partition to its original replica set but not to its order (Kafka keeps the
-    order the reassignment had: [3, 1] moving to [4, 1, 2] comes back as [1, 3]); kops puts the order back (a
-    leader-only reassignment) and elects the preferred leaders before it reports the stop."""
+    order the reassignment had: logs-1 [3, 2] came back as [2, 3] on both engines before kops put it back); kops
+    restores the order (a leader-only reassignment) and elects the preferred leaders before it reports the stop."""
     bootstrap = admin_cluster.bootstrap
     assert bootstrap is not None
     _plan_file, plan, applying = apply_in_flight(tmp_path, bootstrap, 1, "128KiB/s")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -338,7 +339,12 @@ def test_a_broker_killed_mid_batch_is_a_health_stop_and_resume_finishes_after_it
     cluster.lab.kill_broker(victim)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
-    assert "health stop" in Journal(ZkRecords(zk)).latest().stop_reason
+    reason = Journal(ZkRecords(zk)).latest().stop_reason
+    # the stop names the partitions of the batch that wait on the departed broker (those not at their target yet)
+    named = re.search(rf"health stop in batch 1: broker {victim} of the batch left the cluster; \d+ partition\(s\) "
+                      r"of the batch wait on it: (.+?)(, \.\.\. \(first 5\))?; the batch stays", reason)
+    assert named is not None, reason
+    assert set(named[1].split(", ")) <= {str(m.tp) for m in plan.batches[0].moves if victim in m.to_replicas}, reason
     cluster.lab.start_broker(victim)
     wait_until(lambda: victim in read_snapshot(zk).live_broker_ids, what="broker back")
     assert resume(plan_file, zk_connect) == 0
