@@ -37,8 +37,9 @@ class Limits:
 
 def znode_entry_bytes(move: Move) -> int:
     """Size of the move's entry in the reassignment znode JSON (with its comma)."""
-    return len('{"topic":"","partition":,"replicas":[]},') + len(move.topic) + len(str(move.partition)) + sum(
-        len(str(b)) + 1 for b in move.to_replicas)
+    replicas = move.to_replicas
+    return (len('{"topic":"","partition":,"replicas":[]},') + len(move.topic) + len(str(move.partition))
+            + sum(map(len, map(str, replicas))) + len(replicas))
 
 
 def work(move: Move, sized: bool) -> int:

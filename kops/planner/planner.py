@@ -124,7 +124,8 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
     if desired.rebalance and eligible:
         _rebalance(work, eligible, rack_aware)
     reshaped = bool(desired.brokers.decommission or desired.brokers.add or desired.rebalance)
-    changed = {tp for tp, r in layout.replicas.items() if tp in original and set(r) != set(original[tp])}
+    changed = {tp for tp, r in layout.replicas.items()
+               if tp in original and r != original[tp] and set(r) != set(original[tp])}
     scope = None if reshaped else changed
     if scope is None or scope:
         balance_leaders(layout, eligible, scope)
@@ -486,7 +487,8 @@ def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy:
     snapshot, layout, desired = work.snapshot, work.layout, work.desired
     moves: list[Move] = []
     in_flight_problems = []
-    for tp in sorted(original):
+    # A partition whose layout is its original (the snapshot's current or in-flight target replicas) has no move.
+    for tp in sorted(tp for tp, replicas in original.items() if layout.replicas.get(tp) != replicas):
         target = layout.replicas.get(tp)
         part = snapshot.partition(tp)
         if target is None or tp in work.created or part is None:
@@ -620,10 +622,12 @@ def _counts(assignment: dict[TopicPartition, tuple[int, ...]],
     replicas: dict[int, int] = {}
     leaders: dict[int, int] = {}
     bytes_: dict[int, int] = {}
+    count, size_of, add_bytes = replicas.get, sizes.get, bytes_.get
     for tp, r in assignment.items():
+        size = size_of(tp, 0)
         for b in r:
-            replicas[b] = replicas.get(b, 0) + 1
-            bytes_[b] = bytes_.get(b, 0) + sizes.get(tp, 0)
+            replicas[b] = count(b, 0) + 1
+            bytes_[b] = add_bytes(b, 0) + size
         if r:
             leaders[r[0]] = leaders.get(r[0], 0) + 1
     return dict(sorted(replicas.items())), dict(sorted(leaders.items())), dict(sorted(bytes_.items()))

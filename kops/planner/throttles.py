@@ -31,6 +31,8 @@ ConfigOf = Callable[[str, str], Mapping[str, str]]  # (entity type, name) -> the
 def batch_throttle(moves: Iterable[Move], snapshot: Snapshot, rate: int | None,
                    config_of: ConfigOf | None = None) -> Throttle:
     """`config_of` (default: the snapshot's configs) gives the values to merge with."""
+    if rate is None:
+        return Throttle({}, {}, None)
     if config_of is None:
         config_of = snapshot_configs(snapshot)
     leader: dict[str, set[str]] = {}
@@ -43,8 +45,6 @@ def batch_throttle(moves: Iterable[Move], snapshot: Snapshot, rate: int | None,
         follower.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in m.adding)
         brokers.update(m.from_replicas)
         brokers.update(m.adding)
-    if rate is None:
-        return Throttle({}, {}, None)
     topics = {}
     for topic in sorted(set(leader) | set(follower)):
         config = config_of("topics", topic)
