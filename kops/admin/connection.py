@@ -112,8 +112,8 @@ def connect(settings: AdminSettings, through: str | None = None) -> KafkaAdminCl
     except KafkaTimeoutError:
         if refusals.first:  # the brokers answered, and refused the credentials: say that, not "no answer"
             raise ConnectionFailed(f"authentication failed: {refusals.first}", where=where,
-                                   hint="check the credentials in --command-config (sasl.jaas.config or "
-                                        "sasl.username/sasl.password) and sasl.mechanism") from None
+                                   hint="check the credentials in --command-config (sasl.jaas.config) "
+                                        "and sasl.mechanism") from None
         _raise_tls_problem(settings, where)
         raise ConnectionFailed("no broker answered", where=where,
                                hint="check the bootstrap servers and --command-config (security.protocol)") from None

@@ -31,6 +31,7 @@ VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3
 HOSTNAME_MISMATCH = (62, 64)  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
 REFUSED = ("TLSV13_ALERT_CERTIFICATE_REQUIRED", "CERTIFICATE_REQUIRED", "UNKNOWN_CA", "BAD_CERTIFICATE",
            "CERTIFICATE_UNKNOWN", "ACCESS_DENIED", "HANDSHAKE_FAILURE", "DECRYPT_ERROR", "CERTIFICATE_EXPIRED")
+NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER", "PACKET_LENGTH", "UNEXPECTED_EOF")
 UNSUPPORTED = {
     "ssl.cipher.suites": "Java's suite names do not carry over to OpenSSL; remove it (kops uses OpenSSL's defaults)",
     "ssl.engine.factory.class": "a Java class; remove it and give the stores with ssl.truststore.* and ssl.keystore.*",
@@ -111,20 +112,33 @@ def tls_problem(tls: ClientTls, servers: list[str], timeout: float = 5.0) -> Tls
         except (OSError, ValueError):
             continue
         try:
-            with tls.context.wrap_socket(raw, server_hostname=host.strip("[]")) as wrapped:
-                wrapped.sendall(_api_versions_request())
-                answered = wrapped.recv(4)  # TLS 1.3: a refused client certificate arrives as an alert here
-            return None if answered else TlsProblem(
-                "the broker closed the TLS connection", "check the keystore (ssl.keystore.*) and security.protocol")
-        except ssl.SSLCertVerificationError as exc:
-            return _verification(exc, host)
-        except ssl.SSLError as exc:
-            return _refusal(exc, tls.sends_certificate)
-        except OSError:
-            return None  # a timeout or reset after a good handshake is not a TLS problem kops can name
+            return _probe(tls, raw, host.strip("[]"))
         finally:
             raw.close()
     return None
+
+
+def _probe(tls: ClientTls, raw: socket.socket, host: str) -> TlsProblem | None:
+    """A handshake, then one request: TLS 1.3 brokers refuse a client certificate only after the handshake,
+    with an alert that arrives on the first read."""
+    handshaken = False
+    try:
+        with tls.context.wrap_socket(raw, server_hostname=host) as wrapped:
+            handshaken = True
+            wrapped.sendall(_api_versions_request())
+            if wrapped.recv(4):
+                return None
+    except ssl.SSLCertVerificationError as exc:
+        return _verification(exc, host)
+    except ssl.SSLError as exc:
+        if handshaken or not (isinstance(exc, ssl.SSLEOFError) or any(n in str(exc.reason) for n in NOT_TLS)):
+            return _refusal(exc, tls.sends_certificate)
+        return TlsProblem("the server did not answer the TLS handshake (not a TLS listener?)",
+                          "a PLAINTEXT or SASL_PLAINTEXT listener takes no TLS: check security.protocol and the "
+                          "bootstrap servers")
+    except OSError:
+        return None  # a timeout or reset after a good handshake is not a TLS problem kops can name
+    return _refusal(ssl.SSLEOFError("the broker closed the connection"), tls.sends_certificate)
 
 
 def _api_versions_request() -> bytes:
@@ -146,15 +160,13 @@ def _verification(exc: ssl.SSLCertVerificationError, host: str) -> TlsProblem:
 
 
 def _refusal(exc: ssl.SSLError, sends_certificate: bool) -> TlsProblem:
+    """The broker ended a handshake that got as far as the client's certificate (or the lack of one)."""
     reason = str(exc.reason or exc)
-    if "WRONG_VERSION_NUMBER" in reason or "RECORD_LAYER" in reason or "PACKET_LENGTH" in reason:
-        return TlsProblem("the server does not speak TLS", "this listener may be PLAINTEXT or SASL_PLAINTEXT: "
-                          "check security.protocol and the bootstrap servers")
-    if any(name in reason for name in REFUSED):
-        if not sends_certificate:
-            return TlsProblem("the broker requires a client certificate and none was given",
-                              "set ssl.keystore.location (PKCS12 or PEM), or ssl.keystore.certificate.chain and "
-                              "ssl.keystore.key with ssl.keystore.type=PEM")
+    if not sends_certificate:
+        return TlsProblem(f"the broker requires a client certificate and none was given ({reason.lower()})",
+                          "set ssl.keystore.location (PKCS12 or PEM), or ssl.keystore.certificate.chain and "
+                          "ssl.keystore.key with ssl.keystore.type=PEM")
+    if isinstance(exc, ssl.SSLEOFError) or any(name in reason for name in REFUSED):
         return TlsProblem(f"the broker refused the client certificate ({reason.lower()})",
                           "the brokers' truststore must hold the CA that signed the keystore's certificate")
     return TlsProblem(f"TLS handshake failed ({reason.lower()})", "check ssl.* in --command-config")
