@@ -1,0 +1,287 @@
+"""The executor's logic against the in-memory cluster (tests/memory_cluster.py), on a clock the test drives:
+checkpoints, resume after a crash at every write, drift, lock loss, stalls, health stops, cancellation and rolling
+caps, each in milliseconds. The memory cluster is held to Kafka's behaviour by
+tests/integration/test_port_contract.py; the same behaviours on real clusters stay in tests/integration
+(test_executor.py, test_admin_executor.py, test_rolling.py): these add the cases real processes make slow or
+racy (a crash at each of ~50 writes), not replace them.
+
+Plans are made by the planner from the memory cluster's snapshot and sizes, as `kops plan` makes them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kops.errors import ExitCode
+from kops.executor.executor import Controls, Executor, Outcome, Stale
+from kops.executor.journal import Journal
+from kops.holder import LockLost
+from kops.model.desired import Execution
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Plan, Rolling
+from kops.model.throttle_keys import ALL_KEYS, LEADER_RATE
+from kops.planner.planner import plan as make_plan
+from tests.clusters import declare, td
+from tests.memory_cluster import LEASE, Crash, MemoryCluster, MemoryKafka
+
+MB = 1024 * 1024
+DIGEST = "0123456789abcdef"
+ORIGINAL = {  # as tests/integration/test_executor.py: broker 4 empty, broker 3 to decommission
+    "pay": {0: (1, 2), 1: (2, 3), 2: (3, 1), 3: (1, 2), 4: (2, 3), 5: (3, 1)},
+    "logs": {0: (2, 1), 1: (3, 2), 2: (1, 3)},
+}
+OPERATOR = {"brokers/1": {LEADER_RATE: "104857600"}}  # an operator's own throttle, above ours: it stays
+
+
+@dataclass
+class Bed:
+    """A memory cluster with ORIGINAL filled, a plan for it, and what the executors running it reported."""
+
+    kafka: MemoryKafka
+    plan: Plan
+    path: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    on_event: Callable[[dict[str, Any]], None] | None = None
+
+    def report(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def executor(self, port: MemoryCluster | None = None, controls: Controls | None = None,
+                 **options: Any) -> Executor:
+        return Executor(port or MemoryCluster(self.kafka), self.report, controls, clock=self.kafka.clock,  # type: ignore[arg-type]  # the driven clock has Clock's three methods
+                        poll_seconds=0.5, **options)
+
+    def apply(self, port: MemoryCluster | None = None, resume: bool = False, **options: Any) -> Outcome:
+        rolling = options.pop("rolling", None)
+        return self.executor(port, **options).apply(self.plan, self.path, DIGEST, resume=resume, rolling=rolling)
+
+    def layout(self) -> dict[str, dict[int, tuple[int, ...]]]:
+        return {t: {p: tuple(part.replicas) for p, part in parts.items()} for t, parts in self.kafka.topics.items()}
+
+    def targets(self) -> dict[str, dict[int, tuple[int, ...]]]:
+        out = {name: dict(layout) for name, layout in ORIGINAL.items()}
+        for m in self.plan.moves:
+            out[m.topic][m.partition] = m.to_replicas
+        return out
+
+    def throttles(self) -> dict[str, dict[str, str]]:
+        """Every throttle config in force (the operator's included)."""
+        found = {key: {k: v for k, v in config.items() if k in ALL_KEYS} for key, config in self.kafka.configs.items()}
+        return {key: values for key, values in found.items() if values}
+
+    def moving(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t, parts in self.kafka.topics.items() for p, part in parts.items()
+                if part.adding or part.removing]
+
+    def record(self) -> Any:
+        return Journal(MemoryCluster(self.kafka).records()).latest(DIGEST, "apply")
+
+    def finished_as_planned(self) -> None:
+        """The plan's targets, each led by its first replica, nothing moving, no throttle of kops's left."""
+        assert self.layout() == self.targets()
+        assert all(self.kafka.topics[m.topic][m.partition].leader == m.to_replicas[0] for m in self.plan.moves)
+        assert not self.moving() and self.throttles() == OPERATOR
+        record = self.record()
+        assert record.status == "done" and all(b.status == "done" for b in record.batches)
+
+
+def bed(tmp_path: Path, megabytes: float = 1.0, rolling: Rolling | None = None) -> Bed:
+    kafka = MemoryKafka(4)
+    for name, layout in ORIGINAL.items():
+        kafka.create_topic(name, layout, {})
+        kafka.produce(name, int(megabytes * MB))
+    kafka.alter_config("brokers", "1", OPERATOR["brokers/1"])
+    port = MemoryCluster(kafka)
+    desired = declare(td("pay", rf=3, config={"retention.ms": "86400000"}), td("logs", rf=3), decommission=[3],
+                      execution=Execution(throttle=4 * MB, max_partitions=3, rolling=rolling))
+    plan = make_plan(desired, port.snapshot(), port.sizes())
+    assert len(plan.batches) >= 3 and plan.throttle_rate == 4 * MB
+    return Bed(kafka, plan, str(tmp_path / "plan.json"))
+
+
+def at_first(kind: str, action: Callable[[dict[str, Any]], None], batch: int = 1) -> Callable[[dict[str, Any]], None]:
+    """A reporter hook doing `action` once, at the first `kind` event of `batch`."""
+    done: list[bool] = []
+
+    def hook(event: dict[str, Any]) -> None:
+        if not done and event["event"] == kind and event.get("batch", batch) == batch:
+            done.append(True)
+            action(event)
+    return hook
+
+
+def test_a_plan_runs_batch_by_batch_with_its_throttles_then_restores_them_exactly(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    seen: dict[int, dict[str, dict[str, str]]] = {}
+    b.on_event = lambda e: seen.setdefault(e["batch"], b.throttles()) if e["event"] == "progress" else None
+    outcome = b.apply()
+    assert outcome.exit_code == ExitCode.OK
+    b.finished_as_planned()
+    kinds = [(e["event"], e.get("batch")) for e in b.events if e["event"] in ("batch_start", "batch_done")]
+    assert kinds == [(k, n) for n in range(1, len(b.plan.batches) + 1) for k in ("batch_start", "batch_done")]
+    assert b.kafka.read_config("topics", "pay") == {"retention.ms": "86400000"}
+    for batch in b.plan.batches:
+        during = seen[batch.index]
+        for topic, values in batch.throttle.topics.items():
+            assert during[f"topics/{topic}"] == values, "each batch's lists, exactly the planned ones"
+        for broker, rates in batch.throttle.brokers.items():
+            assert during[f"brokers/{broker}"] == rates, "our rates (ours the lower: the operator's replaced)"
+        assert set(during) - {f"topics/{t}" for t in batch.throttle.topics} \
+            - {f"brokers/{x}" for x in batch.throttle.brokers} <= set(OPERATOR), "no other batch's throttles"
+    copied = max(m.bytes for m in b.plan.batches[0].moves)
+    assert b.kafka.clock.monotonic() > copied / (4 * MB), "copies ran at the throttle, not at once"
+
+
+def test_a_stop_at_the_checkpoint_then_resume(tmp_path: Path) -> None:
+    b, controls = bed(tmp_path), Controls()
+    b.on_event = at_first("progress", lambda _e: controls.stop.set())
+    outcome = b.apply(controls=controls)
+    assert outcome.exit_code == ExitCode.STOPPED and outcome.reason == "interrupted (signal)"
+    record = b.record()
+    assert record.status == "stopped" and [x.status for x in record.batches][:2] == ["done", "pending"]
+    assert not b.moving() and b.throttles() == OPERATOR, "the batch finished, its throttles restored"
+    assert b.apply(resume=True).exit_code == ExitCode.OK
+    b.finished_as_planned()
+
+
+def count_writes(tmp_path: Path) -> int:
+    b = bed(tmp_path)
+    port = MemoryCluster(b.kafka)
+    assert b.apply(port).exit_code == ExitCode.OK
+    return len(port.writes)
+
+
+def test_resume_after_a_crash_at_every_write_reaches_the_plan_with_no_throttle_left(tmp_path: Path) -> None:
+    """kill -9 at the Nth write, for every N: a new kops resumes from the record (or, with no record yet, starts
+    afresh) once the dead one's lease lapsed; the end is the plan's, with only the operator's throttle left."""
+    writes = count_writes(tmp_path)
+    assert writes > 20
+    for n in range(1, writes + 1):
+        b = bed(tmp_path / "absent")  # no local copy of the record (a convenience; resume reads the cluster's)
+        crashing = MemoryCluster(b.kafka)
+        crashing.crash_at = n
+        with pytest.raises(Crash):
+            b.apply(crashing)
+        recorded = b.record() is not None
+        outcome = b.apply(resume=recorded)
+        assert outcome.exit_code == ExitCode.OK, (n, crashing.writes[-3:], outcome.reason)
+        try:
+            b.finished_as_planned()
+        except AssertionError as exc:
+            raise AssertionError(f"after a crash at write {n} (after {crashing.writes[-3:]}): {exc}") from exc
+
+
+def test_drift_before_a_batch_is_refused_and_nothing_more_is_moved(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    batch2 = b.plan.batches[1].moves[0]
+    elsewhere = tuple(x for x in (1, 2, 3, 4) if x not in batch2.from_replicas)[:1] + batch2.from_replicas[1:]
+
+    def someone_moves_it(_event: dict[str, Any]) -> None:
+        b.kafka.reassign(batch2.tp, elsewhere)  # another tool's move, done before the checkpoint
+        b.kafka.clock.sleep(30)
+
+    b.on_event = at_first("batch_done", someone_moves_it)
+    with pytest.raises(Stale, match=f"batch 2: 1 partition.s. drifted: {batch2.tp} has") as refused:
+        b.apply()
+    assert refused.value.exit_code == ExitCode.STALE
+    assert not b.moving() and b.throttles() == OPERATOR
+    assert b.layout()[batch2.topic][batch2.partition] == elsewhere
+    assert b.record().status == "stopped" and b.record().batches[1].status == "pending"
+
+
+def test_a_drifted_cluster_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.kafka.produce("pay", 10)  # data is no drift
+    b.kafka.alter_config("topics", "logs", {"cleanup.policy": "compact"})
+    port = MemoryCluster(b.kafka)
+    with pytest.raises(Stale, match="topic logs changed"):
+        b.apply(port)
+    assert port.writes == [] and b.record() is None
+
+
+def test_a_lost_lock_stops_the_execution_at_once(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    port = MemoryCluster(b.kafka)
+    written: list[int] = []
+
+    def paused(_event: dict[str, Any]) -> None:
+        port.freeze(LEASE + 2)  # kops stops for longer than its lease (SIGSTOP, a long GC pause)
+        written.append(len(port.writes))
+
+    b.on_event = at_first("progress", paused)
+    with pytest.raises(LockLost, match="no heartbeat reached the cluster"):
+        b.apply(port)
+    assert len(port.writes) == written[0], "not one write after the lease ran out"
+    assert b.events[-1]["event"] == "lock_lost" and b.record().status == "running"
+    assert b.apply(resume=True).exit_code == ExitCode.OK, "another kops continues it"
+    b.finished_as_planned()
+
+
+def test_a_batch_without_progress_is_called_stalled_then_resumes(tmp_path: Path) -> None:
+    """Broker 4 (a destination of batch 1, holding nothing else) stops copying while it stays registered."""
+    b = bed(tmp_path, megabytes=4)
+    stuck = {str(m.tp) for m in b.plan.batches[0].moves if 4 in m.adding}
+    assert stuck
+    b.on_event = at_first("progress", lambda _e: b.kafka.stick_broker(4))
+    outcome = b.apply(stall_timeout=20.0)
+    assert outcome.exit_code == ExitCode.STOPPED and "batch 1 stalled: no progress for 20 s" in (outcome.reason or "")
+    lines = [e["text"] for e in b.events if e["event"] == "stalled"]
+    assert {line.split(":")[0] for line in lines} == stuck
+    assert all("waits for broker 4 to join the ISR (broker 4 is alive)" in line for line in lines)
+    assert b.moving() and b.throttles() != OPERATOR, "the batch stays with the controller, throttled"
+    b.kafka.unstick_broker(4)
+    assert b.apply(resume=True).exit_code == ExitCode.OK
+    b.finished_as_planned()
+
+
+def test_a_broker_of_the_batch_leaving_is_a_health_stop(tmp_path: Path) -> None:
+    b = bed(tmp_path, megabytes=4)
+    b.on_event = at_first("progress", lambda _e: b.kafka.stop_broker(4))
+    outcome = b.apply()
+    assert outcome.exit_code == ExitCode.STOPPED
+    assert "health stop in batch 1: broker 4 of the batch left the cluster" in (outcome.reason or "")
+    b.kafka.start_broker(4)
+    assert b.apply(resume=True).exit_code == ExitCode.OK
+    b.finished_as_planned()
+
+
+def test_cancel_now_puts_the_batch_back_on_its_original_replicas(tmp_path: Path) -> None:
+    b, controls = bed(tmp_path, megabytes=4), Controls()
+    b.on_event = at_first("progress", lambda _e: controls.cancel_now.set())
+    outcome = b.apply(controls=controls)
+    assert outcome.exit_code == ExitCode.STOPPED and "cancelled in flight (KIP-455)" in (outcome.reason or "")
+    first = b.plan.batches[0].moves
+    assert {m.tp: b.layout()[m.topic][m.partition] for m in first} == {m.tp: m.from_replicas for m in first}
+    assert all(b.kafka.topics[m.topic][m.partition].leader == m.from_replicas[0] for m in first)
+    assert not b.moving() and b.throttles() == OPERATOR
+    assert b.apply(resume=True).exit_code == ExitCode.OK
+    b.finished_as_planned()
+
+
+@pytest.mark.parametrize(("per_broker", "in_all"), [(2, None), (5, 2), (1, 1)])
+def test_rolling_never_exceeds_its_caps(tmp_path: Path, per_broker: int, in_all: int | None) -> None:
+    """Checked at every tick of the cluster: moves in flight, and those touching each broker (its new replicas
+    and the leader they copy from). Every move here copies to broker 4, so the per-broker cap binds first."""
+    b = bed(tmp_path, rolling=Rolling(per_broker, in_all))
+    most: Counter[str] = Counter()
+
+    def check(_seconds: float) -> None:
+        parts = [b.kafka.topics[tp.topic][tp.partition] for tp in b.moving()]
+        touched = Counter(x for part in parts if part.adding for x in {*part.adding, part.leader})
+        most["moves"] = max(most["moves"], len(parts))
+        most["per broker"] = max(most["per broker"], max(touched.values(), default=0))
+
+    b.kafka.clock.listeners.append(check)
+    assert b.apply().exit_code == ExitCode.OK
+    assert most["per broker"] == per_broker if in_all is None else most["moves"] == in_all, most
+    assert most["per broker"] <= per_broker and most["moves"] <= (in_all or len(b.plan.moves)), most
+    assert sum(e["event"] == "move_done" for e in b.events) == len(b.plan.moves)
+    b.finished_as_planned()
