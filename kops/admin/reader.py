@@ -1,8 +1,10 @@
 """A whole cluster's layout through Kafka's Admin API: the same `Snapshot` (and kops-snapshot/1 file) the
 ZooKeeper reader makes, for clusters kops cannot reach through ZooKeeper (KRaft, Kafka 4).
 
-Metadata (DescribeTopics) gives replicas in order, leaders, leader epochs and ISR; DescribeCluster the brokers
-with their racks and the cluster id; ListPartitionReassignments what is adding and removing; DescribeConfigs the
+Metadata gives replicas in order, leaders, leader epochs and ISR, asked of every serving broker and merged
+(`kops.admin.metadata`: a broker answers from its own, possibly lagging, copy); DescribeCluster the brokers with
+their racks, which of them are fenced (v2, KIP-1073: registered, not serving; not live) and the cluster id;
+ListPartitionReassignments (answered by the controller) what is adding and removing; DescribeConfigs the
 overrides (dynamic topic configs and dynamic per-broker configs: the same maps ZooKeeper holds, so throttles read
 the same; the cluster-wide default, `<default>` in ZooKeeper, is not asked for: kafka-python refuses the empty
 broker resource name Kafka uses for it). What the Admin API does not carry stays empty: ZooKeeper's registration
@@ -12,60 +14,167 @@ versions and epochs, the KIP-253 counts, the seeds' features.
 from __future__ import annotations
 
 import base64
+import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, for_code
 
+from kops.admin.metadata import PartitionView, TopicView, ask_each, committed_offset, merge
 from kops.bulk import collector_paused
 from kops.errors import ConnectionFailed
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState
-from kops.model.snapshot import ControllerInfo, RequestedMove, Snapshot, admin_api_connect
+from kops.model.snapshot import PROPAGATING, ControllerInfo, Problem, RequestedMove, Snapshot, admin_api_connect
 from kops.model.topics import Topic
 
 TOPIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG"}
 BROKER_SOURCES = {"DYNAMIC_BROKER_CONFIG"}
+SETTLE_SECONDS = 5.0  # how long brokers whose views disagree are asked again before the snapshot says so
+SETTLE_EVERY = 0.25
 
 
 MIGRATING = "zookeeper.metadata.migration.enable"
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """How the reader waits for brokers to agree: `settle` seconds, on these clocks (tests pass their own)."""
+
+    settle: float = SETTLE_SECONDS
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+
+
+@dataclass(frozen=True)
+class _Read:
+    topics: dict[str, TopicView]
+    moving: dict[Any, dict[str, list[int]]]
+    silent: set[int]
+    problems: list[Problem]
+
+
 @collector_paused()
-def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | None = None) -> Snapshot:
+def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | None = None,
+                  waiting: Waiting = Waiting()) -> Snapshot:
     """The whole cluster, or (`only_topics`) the brokers plus those topics: what an executor's poll needs."""
     try:
         cluster = client.describe_cluster()
-        names = sorted(n for n in client.list_topics() if only_topics is None or n in only_topics)
-        described = client.describe_topics(names) if names else []
-        moving = client.list_partition_reassignments()
-        configs = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names]) if names else {}
+        fenced = {int(b["broker_id"]) for b in cluster["brokers"] if b.get("is_fenced")}
+        serving = [int(b["broker_id"]) for b in cluster["brokers"] if int(b["broker_id"]) not in fenced]
+        read = _settled(client, serving, only_topics, waiting)
+        names = sorted(read.topics)
+        configs, config_problems = _topic_configs(client, names, [b for b in serving if b not in read.silent])
     except KafkaError as exc:
         raise ConnectionFailed(f"the cluster did not answer: {exc}", where=where,
                                hint="check the bootstrap servers, --command-config and the cluster's health") from None
-    silent: set[int] = set()
+    silent = set(read.silent)
     if only_topics is None:  # broker configs: dynamic ones (throttles) and static ones (a migration)
-        configs["broker"], silent = _broker_configs(client, [int(b["broker_id"]) for b in cluster["brokers"]])
-    brokers = tuple(sorted((_broker(b) for b in cluster["brokers"] if int(b["broker_id"]) not in silent),
+        configs["broker"], unanswered = _broker_configs(client, [b for b in serving if b not in silent])
+        silent |= unanswered
+    brokers = tuple(sorted((_broker(b) for b in cluster["brokers"] if int(b["broker_id"]) not in silent | fenced),
                            key=lambda b: b.id))
-    adding = {(tp.topic, tp.partition): r for tp, r in moving.items()}
+    adding = {(tp.topic, tp.partition): r for tp, r in read.moving.items()}
     topic_configs = configs.get("topic", {})
-    topics = {t["name"]: _topic(t, adding, _overrides(topic_configs.get(t["name"], {}), TOPIC_SOURCES))
-              for t in described}
+    topics = {name: _topic(name, t, adding, _overrides(topic_configs.get(name, {}), TOPIC_SOURCES))
+              for name, t in read.topics.items()}
     broker_configs = {name: found for name, values in configs.get("broker", {}).items()
                       if (found := _overrides(values, BROKER_SOURCES))}
     migration = any(str(values.get(MIGRATING, {}).get("value")).lower() == "true"
                     for values in configs.get("broker", {}).values())
     requested = tuple(RequestedMove(tp.topic, tp.partition, tuple(r for r in flight.get("replicas", ())
                                                                 if r not in flight.get("removing_replicas", ())))
-                      for tp, flight in sorted(moving.items(), key=lambda kv: (kv[0].topic, kv[0].partition))
+                      for tp, flight in sorted(read.moving.items(), key=lambda kv: (kv[0].topic, kv[0].partition))
                       if only_topics is None or tp.topic in only_topics)
     return Snapshot(cluster_id=cluster.get("cluster_id"),
                     controller=ControllerInfo(id=cluster.get("controller_id"), epoch=None),
                     brokers=brokers, topics=topics, broker_configs=broker_configs, requested_moves=requested,
-                    migration=migration, connect=admin_api_connect(where))
+                    migration=migration, problems=tuple(read.problems + config_problems),
+                    connect=admin_api_connect(where), fenced=tuple(sorted(fenced)))
+
+
+def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str] | None, waiting: Waiting) -> _Read:
+    """Every serving broker's Metadata, merged, with the reassignments the controller lists; asked again while
+    the brokers disagree in a way no evidence orders, or the merged replicas do not match the controller's
+    list, for up to `waiting.settle` seconds. What still differs then is named as a problem."""
+    deadline = waiting.monotonic() + waiting.settle
+    while True:
+        committed = committed_offset(client)
+        answers = ask_each(client, serving, only_topics)
+        if not answers.views:
+            raise ConnectionFailed(f"no broker answered Metadata (asked {', '.join(map(str, serving)) or 'none'})",
+                                   where="Metadata", hint="check the brokers")
+        views, lagging = _caught_up(answers.views, answers.offsets, committed)
+        merged = merge(views, answers.offsets)
+        moving = client.list_partition_reassignments()
+        problems = [Problem(f"{PROPAGATING}{d.topic}", d.message) for d in merged.disagreements] + lagging
+        problems += _listing_problems(merged.topics, moving)
+        if not problems or waiting.monotonic() >= deadline:
+            if problems:
+                problems.append(Problem(PROPAGATING.rstrip("/"), f"brokers {', '.join(map(str, sorted(views)))} "
+                                        f"still disagreed after {waiting.settle:g} s"))
+            return _Read(merged.topics, moving, answers.silent, problems)
+        waiting.sleep(SETTLE_EVERY)
+
+
+def _caught_up(views: dict[int, Any], offsets: dict[int, tuple[int, int]],
+               committed: int | None) -> tuple[dict[int, Any], list[Problem]]:
+    """The views of brokers whose image held every record committed before the read began (KRaft: the metadata
+    log's high watermark from DescribeQuorum); all of them where the cluster does not say. None caught up: the
+    views are used, and that is a problem."""
+    if committed is None or len(offsets) < len(views):
+        return views, []
+    fresh = {b: v for b, v in views.items() if offsets[b][0] >= committed - 1}
+    if fresh:
+        return fresh, []
+    at = ", ".join(f"{b} at {offsets[b][1]}" for b in sorted(offsets))
+    return views, [Problem(PROPAGATING.rstrip("/"), f"no broker has applied the metadata log up to offset "
+                                                    f"{committed - 1}, which the controller committed ({at})")]
+
+
+def _listing_problems(topics: dict[str, TopicView], moving: dict[Any, dict[str, list[int]]]) -> list[Problem]:
+    """Reassignments the controller lists whose replicas the brokers' merged view does not show yet."""
+    found = []
+    for tp, flight in sorted(moving.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        topic = topics.get(tp.topic)
+        part = topic.partitions.get(tp.partition) if topic else None
+        if part is not None and tuple(part.replicas) != tuple(flight.get("replicas", part.replicas)):
+            found.append(Problem(f"{PROPAGATING}{tp.topic}", f"partition {tp.partition} is being reassigned to "
+                                 f"{list(flight['replicas'])} (the controller) but the brokers show "
+                                 f"{list(part.replicas)}"))
+    return found
+
+
+def _topic_configs(client: KafkaAdminClient, names: list[str],
+                   brokers: list[int]) -> tuple[dict[str, Any], list[Problem]]:
+    """The topics' configs, asked of each broker in turn until one describes every topic: a broker that does
+    not know a topic yet answers an error for it, which kafka-python would hand back as an empty config (no
+    overrides), so errors are read from the response itself."""
+    if not names:
+        return {}, []
+    request = client._describe_configs_request([ConfigResource(ConfigResourceType.TOPIC, n) for n in names])  # noqa: SLF001 - kafka-python's own request
+    errors: dict[str, int] = {}
+    asked: list[int | None] = [*brokers] or [None]
+    for broker in asked:
+        async def send(node: int | None = broker) -> Any:
+            return await client._manager.send(request, node_id=node)  # noqa: SLF001 - kafka-python's own routing
+        try:
+            response = client._manager.run(send)  # noqa: SLF001 - as kafka-python runs its requests
+        except KafkaError:
+            continue
+        errors = {r.resource_name: r.error_code for r in response.results if r.error_code}
+        if not errors:
+            return client._describe_configs_process_responses([response]), []  # noqa: SLF001 - kafka-python's own parsing
+    if not errors:
+        raise ConnectionFailed("no broker answered DescribeConfigs", where="DescribeConfigs", hint="check the brokers")
+    configs = client._describe_configs_process_responses([response])  # noqa: SLF001 - kafka-python's own parsing
+    return configs, [Problem(f"{PROPAGATING}{name}/config", f"no broker described its config "
+                                                             f"({for_code(code).__name__} from the last)")
+                     for name, code in sorted(errors.items())]
 
 
 def _broker_configs(client: KafkaAdminClient, ids: list[int]) -> tuple[dict[str, Any], set[int]]:
@@ -97,17 +206,24 @@ def _broker(raw: dict[str, Any]) -> Broker:
                   rack=raw.get("rack"))
 
 
-def _topic(raw: dict[str, Any], moving: dict[tuple[str, int], dict[str, list[int]]], config: dict[str, str]) -> Topic:
+def _topic(name: str, view: TopicView, moving: dict[tuple[str, int], dict[str, list[int]]],
+           config: dict[str, str]) -> Topic:
     partitions = {}
-    for p in raw["partitions"]:
-        number = int(p["partition_index"])
-        flight = moving.get((raw["name"], number), {})
-        state = PartitionState(leader=int(p["leader_id"]), leader_epoch=int(p.get("leader_epoch", 0)),
-                               isr=tuple(p["isr_nodes"]), controller_epoch=-1)
-        partitions[number] = Partition(replicas=tuple(p["replica_nodes"]),
-                                       adding=tuple(flight.get("adding_replicas", ())),
-                                       removing=tuple(flight.get("removing_replicas", ())), state=state)
-    return Topic(name=raw["name"], partitions=partitions, topic_id=_topic_id(raw.get("topic_id")), config=config)
+    for number, p in sorted(view.partitions.items()):
+        flight = moving.get((name, number), {})
+        replicas = _replicas(p, flight)
+        state = PartitionState(leader=p.leader, leader_epoch=max(p.leader_epoch, 0), isr=p.isr, controller_epoch=-1)
+        partitions[number] = Partition(replicas=replicas,
+                                       adding=tuple(r for r in flight.get("adding_replicas", ()) if r in replicas),
+                                       removing=tuple(r for r in flight.get("removing_replicas", ()) if r in replicas),
+                                       state=state)
+    return Topic(name=name, partitions=partitions, topic_id=_topic_id(view.topic_id), config=config)
+
+
+def _replicas(p: PartitionView, flight: dict[str, list[int]]) -> tuple[int, ...]:
+    """The brokers' replicas, or the controller's while a reassignment the brokers do not show yet is listed
+    (the controller's list is newer than any broker's copy; a problem names the difference)."""
+    return tuple(flight.get("replicas", ())) or p.replicas
 
 
 def _topic_id(raw: object) -> str | None:

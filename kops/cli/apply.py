@@ -14,6 +14,7 @@ from kops.cli.connection import Address, Connection, connection_options, open_cl
 from kops.cli.execution import Reporter, install_signals, load_plan
 from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_throttle
 from kops.cli.plan import render_text
+from kops.cli.state import AllowIncomplete, refuse_incomplete
 from kops.errors import ExitCode, UsageError
 from kops.executor.executor import Controls, Executor, Outcome, Stale
 from kops.executor.stall import DEFAULT_STALL_SECONDS
@@ -74,6 +75,7 @@ def apply(
     rolling: RollingFlag = False,
     max_moves_per_broker: MaxMovesPerBroker = None,
     max_in_flight: MaxInFlight = None,
+    allow_incomplete: AllowIncomplete = False,
 ) -> None:
     """Execute a plan: non-move changes first, then the batches of moves, each with its throttles, a checkpoint
     at every batch boundary and the throttles restored after it; then the preferred-leader election.
@@ -99,14 +101,15 @@ def apply(
 
       kops apply plans/decommission.json -b broker1:9092 --rolling --max-moves-per-broker 3
 
-    Exit codes: 0 done, 1 error or refused, 3 stopped at a checkpoint, 4 the cluster drifted from the plan,
+    Exit codes: 0 done, 1 error or refused, 3 stopped at a checkpoint, or not started: the snapshot is incomplete
+    (cluster metadata still propagating; --allow-incomplete goes on), 4 the cluster drifted from the plan,
     5 another execution holds the lock.
     """
     plan, digest = load_plan(plan_file, accept_edited_plan)
     address = resolve(connection, inventory, limit, plan.connect)
     rate = parse_throttle(throttle)
     if dry_run:
-        _dry_run(connection, address, plan, resume, output_format)
+        _dry_run(connection, address, plan, resume, output_format, allow_incomplete)
         return
     if output_format is OutputFormat.text and not resume:
         render_text(plan, details=False)
@@ -114,9 +117,13 @@ def apply(
         console.info("the plan changes nothing")
         return
     confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
-    run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
-                  lambda executor: executor.apply(plan, str(plan_file), digest, resume, rate,
-                                                  rolling_of(plan, rolling, max_moves_per_broker, max_in_flight)))
+
+    def run(executor: Executor) -> Outcome:
+        refuse_incomplete(executor.read_snapshot(), allow_incomplete)  # before the lock: nothing is written
+        return executor.apply(plan, str(plan_file), digest, resume, rate,
+                              rolling_of(plan, rolling, max_moves_per_broker, max_in_flight))
+
+    run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan), run)
 
 
 def rolling_of(plan: Plan, rolling: bool, per_broker: int | None, total: int | None) -> Rolling | None:
@@ -130,9 +137,11 @@ def rolling_of(plan: Plan, rolling: bool, per_broker: int | None, total: int | N
     return Rolling(per_broker or base.max_moves_per_broker, total if total is not None else base.max_moves)
 
 
-def _dry_run(connection: Connection, address: Address, plan: Plan, resume: bool, output_format: OutputFormat) -> None:
+def _dry_run(connection: Connection, address: Address, plan: Plan, resume: bool, output_format: OutputFormat,
+             allow_incomplete: bool) -> None:
     with open_cluster(connection, address) as cluster:
         snapshot = cluster.snapshot()
+    refuse_incomplete(snapshot, allow_incomplete)
     changes = [] if resume else drift(plan.fingerprint, snapshot)
     if output_format is OutputFormat.json:
         console.print_json({"drift": changes, "batches": len(plan.batches), "moves": len(plan.moves),

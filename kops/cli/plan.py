@@ -12,7 +12,7 @@ from rich.table import Table
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options
 from kops.cli.options import ExtraVars, Inventory, Limit, parse_throttle
-from kops.cli.state import write_atomically
+from kops.cli.state import AllowIncomplete, refuse_incomplete, write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
 from kops.errors import ExitCode, UsageError
 from kops.kafka.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
@@ -136,6 +136,7 @@ def plan(
     import_kafka: Annotated[Path | None, typer.Option("--import-kafka", help="Plan the moves of a kafka-reassign-partitions.sh JSON file instead of a playbook.")] = None,
     throttle: Annotated[str | None, typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides execution.throttle).")] = None,
     allow_in_flight: Annotated[bool, typer.Option("--allow-in-flight", help="Plan even when partitions to move are being reassigned (from their targets).")] = False,
+    allow_incomplete: AllowIncomplete = False,
 ) -> None:
     """Compute what would change: topic creations and deletions, partition additions, replication-factor and
     placement changes, config changes, decommissions, rebalancing and leader balance, as batches of moves with
@@ -151,7 +152,8 @@ def plan(
 
       kops plan --import-kafka reassign.json -z zk1:2181/kafka --throttle 30MiB/s -o plans/imported.json
 
-    Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error.
+    Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error,
+    3 the snapshot is incomplete (cluster metadata still propagating; --allow-incomplete plans anyway).
     """
     rate = parse_throttle(throttle)
     size_map: dict[TopicPartition, int] = {}
@@ -170,6 +172,7 @@ def plan(
             raise UsageError(f"cannot read: {exc.strerror}", where=str(import_kafka)) from None
         entries = read_reassignment_json(text, str(import_kafka))
         snap = cluster_snapshot(None, connection, snapshot, live_sizes)
+        refuse_incomplete(snap, allow_incomplete)
         size_map = size_map or _said_live(live_sizes)
         targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
         result = plan_targets(snap, targets, cluster=connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster",
@@ -180,9 +183,8 @@ def plan(
             raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka FILE")
         declarations, desired = one_cluster(playbook, inventory, limit, extra_vars, connection.zookeeper)
         snap = cluster_snapshot(desired, connection, snapshot, live_sizes)
+        refuse_incomplete(snap, allow_incomplete)
         size_map = size_map or _said_live(live_sizes)
-        if not snap.complete:
-            console.warning(f"the snapshot is incomplete ({len(snap.problems)} problem(s)); the plan may miss them")
         result = make_plan(desired, snap, size_map,
                            Policy(throttle=rate, allow_in_flight=allow_in_flight, playbook_digest=declarations.digest,
                                   growth=growth, remote=remote))

@@ -14,7 +14,7 @@ from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.options import Format, OutputFormat
 from kops.cluster.zookeeper import ZkCluster
-from kops.errors import UsageError
+from kops.errors import NotReady, UsageError
 from kops.kafka.reader import read_snapshot
 from kops.model import snapshot_format
 from kops.model.partitions import TopicPartition
@@ -99,12 +99,37 @@ def state(
 def report_problems(snapshot: Snapshot) -> None:
     if snapshot.migration:
         console.warning("a ZooKeeper-to-KRaft migration is in progress: kops will not write to this cluster")
+    if snapshot.fenced:
+        console.warning(f"fenced broker(s) {_ids(snapshot.fenced)}: registered but not serving (not live)")
     for problem in snapshot.problems:
         console.warning(f"{problem.path}: {problem.message}")
     if snapshot.problems:
-        console.warning(
-            f"snapshot incomplete: {len(snapshot.problems)} znode(s) could not be read as Kafka reads them"
-        )
+        console.warning(f"snapshot incomplete: {_incomplete(snapshot)}")
+
+
+def _incomplete(snapshot: Snapshot) -> str:
+    count = len(snapshot.problems)
+    if snapshot.propagating:
+        return f"cluster metadata is still propagating ({count} problem(s): the brokers' views disagree)"
+    return f"{count} znode(s) could not be read as Kafka reads them"
+
+
+AllowIncomplete = Annotated[bool, typer.Option(
+    "--allow-incomplete", help="Go on with a snapshot marked incomplete (brokers' views still disagreeing, or a "
+                               "znode Kafka would misread); refused otherwise (exit 3).")]
+
+
+def refuse_incomplete(snapshot: Snapshot, allowed: bool) -> None:
+    """An incomplete snapshot may miss topics or partitions: a plan made from it would leave them out (a
+    decommission would leave their replicas behind). Refused (exit 3, try again later) unless `allowed`."""
+    if snapshot.complete:
+        return
+    first = snapshot.problems[0]
+    if not allowed:
+        raise NotReady(f"the snapshot is incomplete: {_incomplete(snapshot)}, first {first.path}: {first.message}",
+                       where=snapshot.connect, hint="try again in a moment (kops state names every problem), or "
+                                                    "pass --allow-incomplete to go on with what could be read")
+    console.warning(f"going on with an incomplete snapshot (--allow-incomplete): {_incomplete(snapshot)}")
 
 
 def render(snapshot: Snapshot) -> None:
@@ -114,7 +139,8 @@ def render(snapshot: Snapshot) -> None:
     controller = f"broker {ctl.id} (epoch {ctl.epoch})" if ctl.id is not None else "[red]none[/]"
     out.print(
         f"[bold]Cluster[/] {snapshot.cluster_id or '?'}  ·  {snapshot.connect or ''}  ·  controller {controller}  ·  "
-        f"{len(snapshot.brokers)} brokers, {len(snapshot.topics)} topics, {snapshot.partition_count} partitions"
+        f"{len(snapshot.brokers)} brokers{f' (+{len(snapshot.fenced)} fenced)' if snapshot.fenced else ''}, "
+        f"{len(snapshot.topics)} topics, {snapshot.partition_count} partitions"
     )
     out.print(_brokers_table(snapshot))
     out.print(_topics_table(snapshot))
@@ -134,7 +160,9 @@ def render(snapshot: Snapshot) -> None:
     if snapshot.preferred_election:
         out.print(f"[dim]Preferred election pending:[/] {', '.join(str(tp) for tp in snapshot.preferred_election)}")
     held = {r for t in snapshot.topics.values() for p in t.partitions.values() for r in p.replicas}
-    dead = sorted(held - snapshot.live_broker_ids)
+    if snapshot.fenced:
+        out.print(f"[yellow]Fenced brokers (registered, not serving):[/] {_ids(snapshot.fenced)}")
+    dead = sorted(held - snapshot.live_broker_ids - set(snapshot.fenced))
     if dead:
         out.print(f"[yellow]Replicas on brokers that are not registered:[/] {', '.join(map(str, dead))}")
 

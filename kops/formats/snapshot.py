@@ -107,7 +107,8 @@ class TopicPartitionDoc(Doc):
 
 
 class ProblemDoc(Doc):
-    path: Text = Field(description="the znode or request that could not be read as Kafka reads it")
+    path: Text = Field(description="the znode that could not be read as Kafka reads it, or `metadata/TOPIC...` "
+                                   "where the brokers' views of it still disagreed (Admin API)")
     message: Text
 
 
@@ -128,7 +129,10 @@ class SnapshotDoc(Doc):
     connect: Text | None = Field(description="where it was read from (no credentials)")
     cluster_id: Text | None
     controller: ControllerDoc
-    brokers: list[BrokerDoc] = Field(description="registered brokers, sorted by id")
+    brokers: list[BrokerDoc] = Field(description="live brokers (registered, and not fenced), sorted by id")
+    fenced_brokers: list[Id] = Field(default_factory=list,
+                                     description="registered but fenced (KRaft, DescribeCluster v2): not serving, "
+                                                 "not live, never a plan's target; sorted")
     topics: dict[Text, TopicDoc]
     broker_configs: dict[Text, ConfigMap] = Field(description="overrides per broker id, and `<default>`")
     reassigning: list[InFlightDoc] = Field(default_factory=list)
@@ -138,7 +142,8 @@ class SnapshotDoc(Doc):
     cluster_features: dict[Text, Int] = Field(default_factory=dict,
                                               description="derived: features every broker advertises")
     migration: Flag = Field(description="a ZooKeeper-to-KRaft migration is on: kops must not write")
-    complete: Flag = Field(default=True, description="derived: false when some part could not be read (see problems)")
+    complete: Flag = Field(default=True, description="derived: false when some part could not be read as Kafka reads "
+                                                     "it, or the brokers' views still disagreed (see problems)")
     problems: list[ProblemDoc]
     summary: SummaryDoc | None = None
 
@@ -147,5 +152,7 @@ class SnapshotDoc(Doc):
         ids = [b.id for b in self.brokers]
         if len(set(ids)) != len(ids):
             raise fail("lists a broker id twice", "brokers")
+        if set(ids) & set(self.fenced_brokers) or len(set(self.fenced_brokers)) != len(self.fenced_brokers):
+            raise fail("lists a broker both live and fenced, or fenced twice", "fenced_brokers")
         return self
 

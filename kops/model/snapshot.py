@@ -52,6 +52,7 @@ class InFlight:
     requested: bool  # named in /admin/reassign_partitions
 
 
+PROPAGATING = "metadata/"  # the path of a problem that is brokers' views still disagreeing (Admin API)
 ADMIN_API = "kafka://"  # a snapshot (and a plan) read through the Admin API names its cluster kafka://SERVERS
 
 
@@ -72,10 +73,16 @@ class Snapshot:
     migration: bool = False
     problems: tuple[Problem, ...] = ()
     connect: str | None = None
+    fenced: tuple[int, ...] = ()  # registered but fenced (KRaft, DescribeCluster v2): not serving, not in `brokers`
 
     @property
     def complete(self) -> bool:
         return not self.problems
+
+    @property
+    def propagating(self) -> bool:
+        """Some problem is brokers still disagreeing about the cluster's metadata (asking later may settle it)."""
+        return any(p.path.startswith(PROPAGATING.rstrip("/")) for p in self.problems)
 
     @cached_property
     def live_broker_ids(self) -> frozenset[int]:

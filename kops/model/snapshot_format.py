@@ -83,6 +83,7 @@ def to_document(snapshot: Snapshot) -> dict[str, Any]:
             "kraft_controller_epoch": snapshot.controller.kraft_controller_epoch,
         },
         "brokers": [_broker_doc(b) for b in sorted(snapshot.brokers, key=lambda b: b.id)],
+        "fenced_brokers": sorted(snapshot.fenced),
         "topics": {name: _topic_doc(t) for name, t in snapshot.topics.items()},
         "broker_configs": {k: dict(v) for k, v in snapshot.broker_configs.items()},
         "reassigning": [
@@ -176,6 +177,7 @@ def from_document(raw: Any) -> Snapshot:
         migration=d.migration,
         problems=tuple(Problem(p.path, p.message) for p in d.problems),
         connect=d.connect,
+        fenced=tuple(sorted(d.fenced_brokers)),
     )
 
 

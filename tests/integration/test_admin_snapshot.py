@@ -1,0 +1,133 @@
+"""The Admin-API snapshot on real Kafka 4 (KRaft): honest right after a burst of topic creations (every broker
+asked, views merged, what still disagrees named), and fenced brokers (DescribeCluster v2) not counted as live.
+
+One Kafka 4 cluster for the module, emptied between tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kops.admin.cluster import AdminCluster
+from kops.admin.connection import AdminSettings
+from kops.admin.metadata import ask_each, committed_offset
+from kops.cli.main import main
+from kops.lab.kafka_admin import admin_client, first_answer
+from kops.model.snapshot import PROPAGATING, Snapshot
+from tests.engines import EngineLab, kafka4_cluster, reset_admin_cluster
+from tests.labtools import wait_until
+
+pytestmark = pytest.mark.lab
+TOPICS, PARTITIONS, CHUNK = 60, 100, 20  # 18,000 replicas on 4 brokers: enough to make their metadata lag here
+
+
+@pytest.fixture(scope="module")
+def kafka4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineLab]:
+    with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def bootstrap(kafka4: EngineLab) -> str:
+    assert kafka4.bootstrap is not None
+    reset_admin_cluster(kafka4.lab, kafka4.bootstrap)
+    return kafka4.bootstrap
+
+
+def honest(snapshot: Snapshot, wanted: dict[str, int], said: str) -> None:
+    """Complete means every created topic with every partition; never a topic without partitions; incomplete
+    names why."""
+    empty = sorted(n for n, t in snapshot.topics.items() if not t.partitions)
+    assert not empty, f"{said}: topics with no partitions: {empty[:5]}"
+    if snapshot.complete:
+        seen = {n: len(snapshot.topics[n].partitions) for n in wanted if n in snapshot.topics}
+        assert seen == wanted, f"{said}: complete, but {len(wanted) - len(seen)} created topics are missing"
+    else:
+        assert snapshot.problems and snapshot.propagating, f"{said}: incomplete without a propagation problem"
+
+
+def test_a_snapshot_read_right_after_a_burst_of_creations_is_honest(bootstrap: str, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    wanted = {f"burst-{i:03}": PARTITIONS for i in range(TOPICS)}
+    with admin_client(bootstrap, timeout_ms=120000) as client:
+        for start in range(0, TOPICS, CHUNK):  # Kafka takes at most 10,000 partitions a request
+            client.create_topics({name: {"num_partitions": PARTITIONS, "replication_factor": 3}
+                                  for name in sorted(wanted)[start:start + CHUNK]})
+    cluster = AdminCluster(AdminSettings(bootstrap))
+    try:
+        for attempt in range(3):
+            honest(cluster.snapshot(), wanted, f"read {attempt}")
+    finally:
+        cluster.close()
+    out = tmp_path / "snap.json"
+    code = main(["state", "-b", bootstrap, "--out", str(out)])
+    doc = json.loads(out.read_text())
+    assert code == 0 and all(t["partitions"] for t in doc["topics"].values())
+    assert doc["complete"] == (not doc["problems"])
+    playbook = tmp_path / "pb.yml"
+    playbook.write_text(f"- hosts: all\n  topics: [{{name: burst-000, partitions: {PARTITIONS}, replication_factor: 3}}]\n")
+    capsys.readouterr()
+    code = main(["plan", str(playbook), "--snapshot", str(out)])
+    if doc["complete"]:
+        assert code == 0
+    else:
+        assert code == 3 and "cluster metadata is still propagating" in capsys.readouterr().err
+        assert main(["plan", str(playbook), "--snapshot", str(out), "--allow-incomplete"]) == 0
+
+
+def test_every_serving_broker_says_how_far_it_has_applied_the_metadata_log(bootstrap: str) -> None:
+    """The ordering the merge relies on: ApiVersions carries each broker's image offset, DescribeQuorum the
+    committed one, and a settled cluster's brokers reach it."""
+    with admin_client(bootstrap) as client:
+        brokers = [int(b["broker_id"]) for b in client.describe_cluster()["brokers"]]
+        committed = committed_offset(client)
+        assert committed is not None and committed > 0
+        answers = ask_each(client, brokers, None)
+        assert sorted(answers.offsets) == sorted(brokers) and not answers.silent
+        wait_until(lambda: min(lo for lo, _hi in ask_each(client, brokers, None).offsets.values()) >= committed - 1,
+                   timeout=30, what="every broker applies the committed metadata")
+
+
+def fenced_ids(bootstrap: str) -> set[int]:
+    def ask(client: Any) -> set[int]:
+        return {int(b["broker_id"]) for b in client.describe_cluster()["brokers"] if b.get("is_fenced")}
+    return first_answer(bootstrap, ask)
+
+
+def test_a_stopped_broker_is_fenced_not_live_and_never_a_target(kafka4: EngineLab, bootstrap: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    first_answer(bootstrap, lambda c: c.create_topics({"orders": {"num_partitions": 6, "replication_factor": 3}}))
+    kafka4.lab.stop_broker(4)
+    try:
+        wait_until(lambda: 4 in fenced_ids(kafka4.lab.live_bootstrap()), timeout=60, what="broker 4 fenced")
+        live = kafka4.lab.live_bootstrap()
+        cluster = AdminCluster(AdminSettings(live))
+        try:
+            whole, poll = cluster.snapshot(), cluster.snapshot(only_topics={"orders"})
+        finally:
+            cluster.close()
+        for snap in (whole, poll):
+            assert snap.fenced == (4,) and 4 not in snap.live_broker_ids
+        out = tmp_path / "snap.json"
+        capsys.readouterr()
+        assert main(["state", "-b", live, "--out", str(out)]) == 0
+        assert json.loads(out.read_text())["fenced_brokers"] == [4]
+        assert main(["state", "-b", live]) == 0
+        assert "Fenced brokers" in capsys.readouterr().out
+        playbook = tmp_path / "pb.yml"
+        playbook.write_text("- hosts: all\n  topics: [{name: audit, partitions: 12, replication_factor: 3}]\n")
+        plan = tmp_path / "plan.json"
+        assert main(["plan", str(playbook), "--snapshot", str(out), "-o", str(plan)]) == 0
+        [creation] = json.loads(plan.read_text())["changes"]["topic_creations"]
+        assert all(4 not in replicas for replicas in creation["assignment"].values())
+    finally:
+        kafka4.lab.start_broker(4)
+
+
+def test_problem_paths_of_propagation_are_recognised() -> None:
+    assert PROPAGATING == "metadata/"
