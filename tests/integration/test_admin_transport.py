@@ -20,15 +20,12 @@ from kops.admin.connection import AdminSettings
 from kops.cli.main import main
 from kops.executor.journal import Journal
 from kops.executor.record import ExecutionRecord
-from kops.lab.kafka_admin import first_answer, layout, produce
-from kops.model import plan_format
+from kops.lab.kafka_admin import first_answer, layout
 from kops.model.plan import Plan
 from kops.model.throttle_keys import ALL_KEYS
 from tests.engines import EngineLab, fill_real
 from tests.integration.test_executor import ORIGINAL, kops, targets
 from tests.integration.test_executor import make_plan as plan_live
-from tests.integration.test_no_loss import LEDGER
-from tests.integration.test_no_loss import PLAYBOOK as LEDGER_PLAYBOOK
 from tests.labtools import wait_until
 
 pytestmark = pytest.mark.lab
@@ -243,58 +240,6 @@ def test_rebalance_through_the_admin_api(tmp_path: Path, admin_cluster: EngineLa
     assert sum(4 in r for parts in replicas(bootstrap).values() for r in parts.values()) == 4
     assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
-
-
-def test_no_acknowledged_record_is_lost_through_a_broker_kill_a_stop_and_a_resume(
-        tmp_path: Path, admin_engine: EngineLab, request: pytest.FixtureRequest) -> None:
-    """Kafka's reassignment system test, through the Admin API: an acks=all idempotent producer (librdkafka)
-    writes numbered records while kops moves partitions; a broker of the batch in flight is killed; the apply
-    stops at a checkpoint, the broker returns, the apply resumes; a consumer (kafka-python) reads it all back."""
-    from kops.lab.delivery import SequenceProducer, compare, read_back
-
-    bootstrap = kafka4_only(admin_engine, request, "kafka-3.9 runs this through ZooKeeper in test_no_loss.py")
-    spec = {"ledger": {"assignments": {p: list(r) for p, r in LEDGER["ledger"].items()},
-                       "configs": {"min.insync.replicas": "2"}}}
-    first_answer(bootstrap, lambda c: c.create_topics(spec))
-    wait_until(lambda: all(p["leader"] >= 0 for p in layout(bootstrap).get("ledger", {0: {"leader": -1}}).values()),
-               timeout=60, what="leaders elected")
-    for p in LEDGER["ledger"]:
-        wait_until(lambda p=p: produce(bootstrap, "ledger", 3 * MB, p) > 0, timeout=60, what=f"ledger-{p} produced")
-    pb = tmp_path / "pb.yml"
-    pb.write_text(LEDGER_PLAYBOOK)
-    plan_file = tmp_path / "plan.json"
-    assert main(["plan", str(pb), "-b", bootstrap, "-o", str(plan_file), "--format", "json"]) == 0
-    plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
-    producer = SequenceProducer(bootstrap, "ledger", 6, rate=400).start()
-    wait_until(lambda: producer.acks.count > 200, timeout=60, what="records acknowledged before the apply")
-
-    # a lease longer than Kafka takes to fail the victim over (it may lead __kops): the apply must health-stop,
-    # not lose its lock (docs/design/transports.md)
-    applying = kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
-                    "--session-timeout", "30")
-    wait_in_flight(bootstrap, applying)
-    first = plan.batches[0].moves
-    # a broker the batch uses, not broker 1 (the single KRaft controller: killing it stops the whole cluster)
-    victim = next(b for m in first for b in (*m.from_replicas, *m.to_replicas) if b != 1)
-    admin_engine.lab.kill_broker(victim)
-    out, err = applying.communicate(timeout=180)
-    # a checkpoint stop: the health check, or the next batch needing the broker that is gone
-    assert applying.returncode == 3 and ("health stop" in out or "not registered" in out), err
-    admin_engine.lab.start_broker(victim)
-    wait_until(lambda: all(set(row["isr"]) == set(row["replicas"]) for row in layout(bootstrap)["ledger"].values()),
-               timeout=120, what="in sync again")
-    assert main(["apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
-                 "--throttle", "20MiB/s"]) == 0
-    acks = producer.stop()
-    expected = dict(LEDGER["ledger"])
-    for m in plan.moves:
-        expected[m.partition] = m.to_replicas
-    wait_until(lambda: {p: row["replicas"] for p, row in layout(bootstrap)["ledger"].items()} == expected,
-               timeout=30, what="the targets")
-    assert throttles(bootstrap) == {}
-    verdict = compare(acks, read_back(bootstrap, "ledger", 6))
-    assert verdict.acknowledged > 1000
-    assert verdict.lost == 0 and verdict.out_of_order == 0 and verdict.duplicates == 0, verdict
 
 
 def test_topic_writes_through_the_port_are_answers_not_failures(admin_engine: EngineLab,
