@@ -17,6 +17,7 @@ from kafka import TopicPartition as KafkaTP
 
 from kops.cli.main import main
 from kops.lab.kafka_admin import first_answer, layout
+from kops.model.plan import Move
 from tests.engines import EngineLab
 from tests.integration.test_admin_transport import (
     apply_in_flight,
@@ -224,6 +225,27 @@ def test_rebalance_noop_refusal_while_reassigning_and_sigterm(tmp_path: Path, ad
     assert throttles(bootstrap) == {}
 
 
+
+def back_in_order(bootstrap: str, moves: list[Move]) -> list[Move]:
+    """Kafka's view after a cancellation: each of `moves` at its target (completed) or on its original replicas in
+    their original order, led by its preferred (first) replica. The moves not at their target."""
+    now = layout(bootstrap)
+    back = [m for m in moves if now[m.topic][m.partition]["replicas"] != m.to_replicas]
+    assert {m.tp: now[m.topic][m.partition]["replicas"] for m in back} == {m.tp: m.from_replicas for m in back}, \
+        "original replicas, in their original order"
+    assert all(now[m.topic][m.partition]["leader"] == m.from_replicas[0] for m in back), \
+        "each led by its preferred (first) replica"
+    return back
+
+
+def order_restored(out: str) -> dict:
+    """The one `order_restored` event of a run's JSON lines."""
+    said = [e for e in map(json.loads, (line for line in out.splitlines() if line.startswith("{")))
+            if e["event"] == "order_restored"]
+    assert len(said) == 1 and not said[0]["left"], out
+    return said[0]
+
+
 def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_preferred_leader(
         tmp_path: Path, admin_cluster: EngineLab) -> None:
     """KIP-455 returns a cancelled partition to its original replica set but not to its order (Kafka keeps the
@@ -232,20 +254,46 @@ def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_prefe
     bootstrap = admin_cluster.bootstrap
     assert bootstrap is not None
     _plan_file, plan, applying = apply_in_flight(tmp_path, bootstrap, 1, "128KiB/s")
-    first = plan.batches[0]
     assert main(["cancel", "-b", bootstrap, "--now"]) == 0
     out, err = applying.communicate(timeout=180)
     assert applying.returncode == 3, err
     assert "cancelled in flight (KIP-455)" in out + err
     assert not in_flight(bootstrap)
-    now = layout(bootstrap)
-    cancelled = [m for m in first.moves if now[m.topic][m.partition]["replicas"] != m.to_replicas]
+    cancelled = back_in_order(bootstrap, list(plan.batches[0].moves))
     assert cancelled, "a throttled batch of 1 MB partitions is still copying when it is cancelled"
-    assert {m.tp: now[m.topic][m.partition]["replicas"] for m in cancelled} == \
-        {m.tp: m.from_replicas for m in cancelled}, "original replicas, in their original order"
-    assert all(now[m.topic][m.partition]["leader"] == m.from_replicas[0] for m in cancelled), \
-        "each led by its preferred (first) replica"
-    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    said = [e for e in events if e["event"] == "order_restored"]
-    assert len(said) == 1 and said[0]["partitions"] == len(cancelled) and not said[0]["left"], out
+    assert order_restored(out)["partitions"] == len(cancelled)
+    assert throttles(bootstrap) == {}
+
+
+def test_a_rolling_cancel_now_and_a_rollback_of_a_killed_apply_keep_replica_order(
+        tmp_path: Path, admin_engine: EngineLab, request: pytest.FixtureRequest) -> None:
+    """The other two KIP-455 cancellations: the rolling executor's (`kops cancel --now`) and a rollback's step 0
+    (the apply killed with a batch in flight). Kafka 4 only: the cancellation is one function, tested on both
+    engines above."""
+    bootstrap = kafka4_only(admin_engine, request, "the same cancellation as test_cancel_now_leaves_..., on Kafka 4")
+    create_and_fill(bootstrap, 1)
+    plan_file, plan = make_plan(tmp_path, bootstrap, "128KiB/s")
+    applying = kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                    "--rolling", "--max-moves-per-broker", "2")
+    wait_in_flight(bootstrap, applying)
+    assert main(["cancel", "-b", bootstrap, "--now"]) == 0
+    out, err = applying.communicate(timeout=180)
+    assert applying.returncode == 3 and "cancelled in flight (KIP-455)" in out + err, err
+    back_in_order(bootstrap, list(plan.moves))
+    assert order_restored(out)["partitions"] >= 1 and throttles(bootstrap) == {}
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
+    # a batch apply killed mid-batch: the rollback cancels the batch it left in flight, in order, first
+    (tmp_path / "second").mkdir()
+    plan_file, _plan = make_plan(tmp_path / "second", bootstrap, "120KiB/s")  # another plan: the first was stopped
+    killed = kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                  "--session-timeout", "6")
+    wait_in_flight(bootstrap, killed)
+    killed.kill()
+    killed.wait()
+    rollback = kops("rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2")
+    out, err = rollback.communicate(timeout=180)
+    assert rollback.returncode == 0, err
+    assert order_restored(out)["partitions"] >= 1
+    wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
     assert throttles(bootstrap) == {}
