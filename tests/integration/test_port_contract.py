@@ -40,6 +40,8 @@ class Side:
     sleep: Callable[[float], None]
     monotonic: Callable[[], float]
     write_data: Callable[[str, Layout, int], None]  # bytes into every partition of a topic
+    stop_broker: Callable[[int], None]  # a clean stop
+    start_broker: Callable[[int], None]
     ports: list[Any] = field(default_factory=list)
 
     @property
@@ -94,7 +96,8 @@ def _memory() -> Side:
     def write(name: str, _layout: Layout, nbytes: int) -> None:
         kafka.produce(name, nbytes)
 
-    return Side("memory", lambda: MemoryCluster(kafka), kafka.clock.sleep, kafka.clock.monotonic, write)
+    return Side("memory", lambda: MemoryCluster(kafka), kafka.clock.sleep, kafka.clock.monotonic, write,
+                kafka.stop_broker, kafka.start_broker)
 
 
 def _kafka4(cluster: EngineLab) -> Side:
@@ -109,7 +112,8 @@ def _kafka4(cluster: EngineLab) -> Side:
     def write(name: str, layout: Layout, nbytes: int) -> None:
         fill_real(bootstrap, {name: layout}, nbytes / MB)
 
-    return Side("kafka-4", lambda: AdminCluster(AdminSettings(bootstrap)), time.sleep, time.monotonic, write)
+    return Side("kafka-4", lambda: AdminCluster(AdminSettings(bootstrap)), time.sleep, time.monotonic, write,
+                cluster.lab.stop_broker, cluster.lab.start_broker)  # the next test's reset starts every broker
 
 
 def settled(snapshot: Snapshot, topic: str, layout: Layout) -> Snapshot | None:
@@ -236,6 +240,23 @@ def test_a_reorder_completes_at_once_and_elect_preferred_makes_the_first_replica
     assert side.port.elect_preferred([tp], 30.0)
     side.wait(lambda: partition(side, tp).leader == 2, "the preferred leader elected")
     assert side.port.elect_preferred([tp], 30.0), "no election needed is success"
+
+
+def test_a_stopped_broker_leaves_the_live_set_and_the_isr_and_rejoins_when_back(port_cluster: Side) -> None:
+    """Broker 4 (not the quorum controller) stops: its leadership passes to the first replica in sync."""
+    side = port_cluster
+    tp = TopicPartition("stops", 0)
+    side.topic_with_data("stops", {0: (4, 2, 3)}, 0)
+    side.stop_broker(4)
+    gone = side.wait(lambda: 4 not in (s := side.port.snapshot()).live_broker_ids and s, "broker 4 gone")
+    part = side.wait(lambda: (p := partition(side, tp)).leader != 4 and p, "a new leader")
+    assert part.leader == 2 and set(part.isr) == {2, 3} and part.replicas == (4, 2, 3)
+    assert gone.under_replicated() == [tp] or tp in side.port.snapshot().under_replicated()
+    side.start_broker(4)
+    back = side.wait(lambda: set((p := partition(side, tp)).isr) == {2, 3, 4} and p, "broker 4 in sync again")
+    assert back.leader == 2, "rejoining the ISR elects no one"
+    assert side.port.elect_preferred([tp], 30.0)
+    side.wait(lambda: partition(side, tp).leader == 4, "broker 4 leads again once elected")
 
 
 def test_records_are_created_saved_loaded_and_listed(port_cluster: Side, tmp_path: Path) -> None:
