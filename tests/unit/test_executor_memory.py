@@ -152,20 +152,22 @@ def test_a_stop_at_the_checkpoint_then_resume(tmp_path: Path) -> None:
     b.finished_as_planned()
 
 
-def count_writes(tmp_path: Path) -> int:
-    b = bed(tmp_path)
+def count_writes(tmp_path: Path, rolling: Rolling | None) -> int:
+    b = bed(tmp_path, rolling=rolling)
     port = MemoryCluster(b.kafka)
     assert b.apply(port).exit_code == ExitCode.OK
     return len(port.writes)
 
 
-def test_resume_after_a_crash_at_every_write_reaches_the_plan_with_no_throttle_left(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rolling", [None, Rolling(2)], ids=["batches", "rolling"])
+def test_resume_after_a_crash_at_every_write_reaches_the_plan_with_no_throttle_left(
+        tmp_path: Path, rolling: Rolling | None) -> None:
     """kill -9 at the Nth write, for every N: a new kops resumes from the record (or, with no record yet, starts
     afresh) once the dead one's lease lapsed; the end is the plan's, with only the operator's throttle left."""
-    writes = count_writes(tmp_path)
+    writes = count_writes(tmp_path, rolling)
     assert writes > 20
     for n in range(1, writes + 1):
-        b = bed(tmp_path / "absent")  # no local copy of the record (a convenience; resume reads the cluster's)
+        b = bed(tmp_path / "absent", rolling=rolling)  # no local copy of the record (resume reads the cluster's)
         crashing = MemoryCluster(b.kafka)
         crashing.crash_at = n
         with pytest.raises(Crash):
@@ -177,6 +179,16 @@ def test_resume_after_a_crash_at_every_write_reaches_the_plan_with_no_throttle_l
             b.finished_as_planned()
         except AssertionError as exc:
             raise AssertionError(f"after a crash at write {n} (after {crashing.writes[-3:]}): {exc}") from exc
+
+
+def test_a_rollback_returns_every_partition_to_its_original_replicas_in_order(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    assert b.apply().exit_code == ExitCode.OK
+    outcome = b.executor().rollback(b.path, DIGEST, b.plan.cluster_id)
+    assert outcome.exit_code == ExitCode.OK and outcome.record.kind == "rollback"
+    assert b.layout() == ORIGINAL
+    assert all(part.leader == part.replicas[0] for parts in b.kafka.topics.values() for part in parts.values())
+    assert b.kafka.read_config("topics", "pay") == {} and not b.moving() and b.throttles() == OPERATOR
 
 
 def test_drift_before_a_batch_is_refused_and_nothing_more_is_moved(tmp_path: Path) -> None:
