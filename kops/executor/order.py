@@ -69,7 +69,7 @@ def restore_order(cluster: Cluster, moves: Sequence[Move], clock: Clock) -> Rest
     """Steps 1-3 of the module for `moves` (their cancellation done)."""
     tps = [m.tp for m in moves]
     snapshot = _read_until(cluster, tps, clock, lambda s: not any(_reassigning(s, tp) for tp in tps))
-    back = [m for m in moves if _on_original_set(snapshot, m)]
+    back = [m for m in moves if on_original_set(snapshot, m)]
     todo, left = reorders(snapshot, back)
     if todo:
         try:
@@ -103,9 +103,12 @@ def _reassigning(snapshot: Snapshot, tp: TopicPartition) -> bool:
         (r.topic, r.partition) == (tp.topic, tp.partition) for r in snapshot.requested_moves)
 
 
-def _on_original_set(snapshot: Snapshot, move: Move) -> bool:
+def on_original_set(snapshot: Snapshot, move: Move) -> bool:
+    """Back on its original replica set, in any order; not a completed move (a leader-only move that completed
+    is on that set too, in its target order: it stays)."""
     part = snapshot.partition(move.tp)
-    return part is not None and not part.reassigning and set(part.replicas) == set(move.from_replicas)
+    return (part is not None and not part.reassigning and set(part.replicas) == set(move.from_replicas)
+            and part.replicas != tuple(move.to_replicas))
 
 
 def reorders(snapshot: Snapshot, moves: Sequence[Move]) -> tuple[list[Move], list[str]]:

@@ -5,7 +5,7 @@ tests/integration/test_admin_executor.py and test_executor.py."""
 from __future__ import annotations
 
 from kops.executor import health
-from kops.executor.order import Restored, reorders, to_elect
+from kops.executor.order import Restored, on_original_set, reorders, to_elect
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.plan import Move
@@ -31,6 +31,12 @@ def test_a_cancelled_partition_out_of_order_gets_a_leader_only_move_to_its_origi
     assert [(m.partition, m.from_replicas, m.to_replicas, m.bytes, m.kind) for m in todo] == [
         (0, (1, 3), (3, 1), 0, "leader")]  # pay-1 is in order already
     assert left == ["pay-2 stays [1, 3, 4] (original order [3, 4, 1]): broker 4 not in sync"]
+
+
+def test_a_leader_only_move_completed_before_the_cancellation_stays_at_its_target() -> None:
+    moves = [Move("pay", 0, (1, 2), (2, 1)), Move("pay", 1, (1, 2), (2, 1)), Move("pay", 2, (3, 1), (4, 1))]
+    snap = snapshot({0: part((2, 1), 2, (1, 2)), 1: part((1, 2), 1, (1, 2)), 2: part((1, 3), 3, (1, 3))})
+    assert [m.partition for m in moves if on_original_set(snap, m)] == [1, 2]
 
 
 def test_only_partitions_in_their_original_order_whose_preferred_leader_is_in_sync_are_elected() -> None:
