@@ -18,6 +18,7 @@ import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 
 from kops.model.partitions import TopicPartition
 from kops.planner.budget import Budget
@@ -58,8 +59,9 @@ class _Candidates:
         stamp = self.layout.gained[broker]
         cached = self.cache.get(broker)
         if cached is None or cached[0] != stamp:
-            size, movable = self.layout.sizes.get, self.movable
-            ranked = sorted((size(tp, 0), tp) for tp in self.layout.by_broker[broker] if movable is None or tp in movable)
+            on = self.layout.by_broker[broker]
+            items = list(on if self.movable is None else on & self.movable)
+            ranked = sorted(zip(map(self.layout.sizes.get, items, repeat(0)), items))  # (size, tp): unique keys
             cached = (stamp, [tp for _, tp in ranked], [s for s, _ in ranked])
             self.cache[broker] = cached
         return cached
@@ -124,16 +126,17 @@ def balance_replicas(
     stuck: set[int] = set()
     moved = 0
     limit = max_moves if max_moves is not None else 4 * total  # every move strictly evens counts; a safety net
+    pop, push, load = heapq.heappop, heapq.heappush, layout.bytes  # bound once: half a million steps
     while sources and moved < limit and not (budget and budget.exhausted()):
-        neg, source = heapq.heappop(sources)
+        neg, source = pop(sources)
         if -neg != count[source]:
-            heapq.heappush(sources, (-count[source], source))
+            push(sources, (-count[source], source))
             continue
         fresh: list[int] = []
         while dests and len(fresh) < DESTINATIONS_TRIED:
-            c, _, d = heapq.heappop(dests)
+            c, _, d = pop(dests)
             if c != count[d]:
-                heapq.heappush(dests, (count[d], layout.bytes[d], d))
+                push(dests, (count[d], load[d], d))
                 continue
             fresh.append(d)
         open_dests = [d for d in fresh if count[d] < limits.upper and d != source]
@@ -143,7 +146,7 @@ def balance_replicas(
             break
         if open_dests and _try_move(layout, source, open_dests, candidates.of(source), rack_aware, budget):
             moved += 1
-            heapq.heappush(sources, (-count[source], source))
+            push(sources, (-count[source], source))
         else:
             # This broker cannot shed (racks, or nowhere to go): the others balance among themselves.
             stuck.add(source)
@@ -151,7 +154,7 @@ def balance_replicas(
             if pool:
                 limits = bounds(sum(count[b] for b in pool), len(pool), tolerance)
         for d in fresh:
-            heapq.heappush(dests, (count[d], layout.bytes[d], d))
+            push(dests, (count[d], load[d], d))
     return moved
 
 
@@ -283,5 +286,4 @@ def smallest_on(layout: Layout, broker: int, count: int) -> int:
     """Bytes of the `count` smallest replicas on a broker: what shedding `count` replicas costs at least."""
     if count <= 0:
         return 0
-    size = layout.sizes.get
-    return sum(sorted(size(tp, 0) for tp in layout.by_broker[broker])[:count])
+    return sum(sorted(map(layout.sizes.get, layout.by_broker[broker], repeat(0)))[:count])
