@@ -6,8 +6,10 @@ kafka-python asks whichever broker is least loaded, so two reads in a row can co
 points in time: right after topics are created, one broker lists names another cannot describe yet. So the
 reader asks each broker the same question and merges the answers here.
 
-No Metadata response says how far its broker has replayed (no metadata offset, no partition epoch), so a view
-is ordered only by what Kafka never takes back:
+On KRaft, ApiVersions v3+ says how far a broker's image has replayed the metadata log (FinalizedFeaturesEpoch) and
+DescribeQuorum how far the log is committed: the reader uses only brokers that have caught up (reader.py). Beyond
+that (and in ZooKeeper mode, where no response says how far its broker is), views are ordered by what Kafka never
+takes back:
 - a partition's leader epoch only rises: the higher one is newer. KRaft raises it when the leader changes and
   when replicas leave the replica set (a reassignment's end or cancel), not when one starts, not when the ISR
   grows, and from metadata version 3.6 not when it shrinks;
@@ -33,7 +35,9 @@ from typing import Any
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 from kafka.protocol.admin import DescribeQuorumRequest
-from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
+
+from kops import __version__
 
 
 @dataclass(frozen=True)
@@ -96,10 +100,9 @@ def ask_each(client: KafkaAdminClient, brokers: Iterable[int], topics: Iterable[
         return answers
 
     run = client._manager.run  # noqa: SLF001 - as kafka-python's admin methods run their requests
-    # ApiVersions sent on an open connection is a response kafka-python cannot decode (it drops the connection:
-    # seen on Kafka 4.3), so the image offsets are not asked yet; without them views are ordered by evidence only
-    answers = run(each, metadata)
-    before = after = [KafkaError("not asked")] * len(asked)
+    # ApiVersions v3+ (KIP-511: with the client's name and version, as kafka-python's describe_features asks)
+    versions = ApiVersionsRequest(min_version=3, client_software_name="kops", client_software_version=__version__)
+    before, answers, after = run(each, versions), run(each, metadata), run(each, versions)
     found = Answers({}, {}, set())
     for broker, lo, answer, hi in zip(asked, before, answers, after, strict=True):
         if isinstance(answer, Exception):
