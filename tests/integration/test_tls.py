@@ -77,10 +77,10 @@ def state_through(bootstrap: str, config: Path, capsys: pytest.CaptureFixture[st
     return json.loads(out)
 
 
-def refused(bootstrap: str, config: Path, capsys: pytest.CaptureFixture[str]) -> str:
+def refused(bootstrap: str, config: Path, capsys: pytest.CaptureFixture[str], timeout: float = 3.0) -> str:
     """The one line (exit 1) `kops state` gives; it carries no secret."""
     capsys.readouterr()
-    code = main(["state", "-b", bootstrap, "--command-config", str(config), "--connect-timeout", "3"])
+    code = main(["state", "-b", bootstrap, "--command-config", str(config), "--connect-timeout", str(timeout)])
     out, err = capsys.readouterr()
     assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
     assert not any(secret in out + err for secret in SECRETS), err
@@ -130,7 +130,8 @@ def test_pem_files_and_inline_pem_reach_the_mtls_listener(lab, tmp_path, capsys)
 def test_keytool_stores_are_read_and_a_jks_store_is_refused_with_the_command_that_converts_it(
         lab, tmp_path, capsys) -> None:
     """Java 17's keytool writes PKCS12 unless told -storetype JKS: such a file, declared JKS or not at all (Kafka's
-    default type), is read; a true JKS store is one line naming JKS and the keytool command."""
+    default type), is read, and so is an older Java's PKCS12; a true JKS store is one line naming JKS and the
+    keytool command."""
     tool = keytool()
     trust = tmp_path / "truststore.jks"  # keytool's default type: PKCS12, whatever the name says
     subprocess.run([tool, "-importcert", "-noprompt", "-alias", "ca", "-file", str(lab.files.ca_pem),
@@ -139,10 +140,15 @@ def test_keytool_stores_are_read_and_a_jks_store_is_refused_with_the_command_tha
     subprocess.run([tool, "-importkeystore", "-noprompt", "-srckeystore", str(lab.files.client_p12),
                     "-srcstoretype", "PKCS12", "-srcstorepass", STORE_PASSWORD, "-destkeystore", str(jks),
                     "-deststoretype", "JKS", "-deststorepass", STORE_PASSWORD], check=True, capture_output=True)
+    legacy = tmp_path / "legacy.p12"  # as Java 8 and 11 wrote PKCS12: RC2-40 and 3DES (OpenSSL 3's legacy ciphers)
+    subprocess.run([tool, "-J-Dkeystore.pkcs12.legacy", "-importkeystore", "-noprompt", "-srckeystore",
+                    str(lab.files.client_p12), "-srcstoretype", "PKCS12", "-srcstorepass", STORE_PASSWORD,
+                    "-destkeystore", str(legacy), "-deststoretype", "PKCS12", "-deststorepass", STORE_PASSWORD],
+                   check=True, capture_output=True)
     assert trust.read_bytes()[:1] == b"\x30" and jks.read_bytes()[:4] == b"\xfe\xed\xfe\xed"
     readable = properties(tmp_path, "security.protocol=SSL", "ssl.truststore.type=JKS",
                           f"ssl.truststore.location={trust}", f"ssl.truststore.password={STORE_PASSWORD}",
-                          f"ssl.keystore.location={lab.files.client_p12}", f"ssl.keystore.password={STORE_PASSWORD}")
+                          f"ssl.keystore.location={legacy}", f"ssl.keystore.password={STORE_PASSWORD}")
     assert "paid" in state_through(lab.ssl, readable, capsys)["topics"]
     line = refused(lab.ssl, properties(tmp_path, "security.protocol=SSL", f"ssl.truststore.location={trust}",
                                        f"ssl.truststore.password={STORE_PASSWORD}", f"ssl.keystore.location={jks}",
@@ -207,7 +213,7 @@ def test_a_wrong_store_password_and_a_wrong_scram_password_are_one_line_each(lab
     line = refused(lab.ssl, wrong_store, capsys)
     assert "wrong ssl.truststore.password" in line and str(wrong_store) in line, line
     text = (lab.directory / lab_tls.SASL_SSL_PROPERTIES).read_text().replace(SCRAM_PASSWORD, "wrong-secret-value")
-    line = refused(lab.sasl_ssl, properties(tmp_path, text.strip()), capsys)
+    line = refused(lab.sasl_ssl, properties(tmp_path, text.strip()), capsys, timeout=10)  # the refusal, not a timeout
     assert "authentication failed" in line.lower(), line
 
 
