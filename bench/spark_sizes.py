@@ -10,7 +10,7 @@ source, as one CSV export. Per size and source, each in a fresh process (so RSS 
 and, in the same run, the single-process baseline (pandas/pyarrow: read, max per time, sort, positive increments,
 aggregate) over the same input, in a process watched for memory (over --pandas-limit-gb it is stopped) and time.
 The summaries are compared on every partition wherever the baseline finishes (bytes, peak, samples, last_seen
-exactly; growth to 1e-9).
+exactly; growth and write rate to 1e-9).
 
 Targets (issue 19): 200M rows from Parquet <= 5 min, from CSV <= 15 min, driver <= 8 GiB; incremental update of
 5 minutes of samples into a week's state <= 30 s; summaries identical to the baseline wherever it finishes.
@@ -141,11 +141,14 @@ def baseline_frame(source: str, path: str):  # type: ignore[no-untyped-def]  # p
     df["rise"] = df.groupby(["topic", "partition"], sort=False, observed=True)["bytes"].diff().clip(lower=0).fillna(0)
     g = df.groupby(["topic", "partition"], sort=True, observed=True)
     out = g.agg(bytes=("bytes", "last"), peak_bytes=("bytes", "max"), samples=("bytes", "size"),
-                first_seen=("ts", "min"), last_seen=("ts", "max"), risen=("rise", "sum")).reset_index()
+                first_seen=("ts", "min"), last_seen=("ts", "max"), risen=("rise", "sum"),
+                first_bytes=("bytes", "first")).reset_index()
     window = (out["last_seen"] - out["first_seen"]) / 1000.0
-    out["growth_bytes_per_s"] = np.where(window > 0, out["risen"] / window.where(window > 0, 1), 0.0)
+    out["write_bytes_per_s"] = np.where(window > 0, out["risen"] / window.where(window > 0, 1), 0.0)
+    out["growth_bytes_per_s"] = np.where(window > 0, (out["bytes"] - out["first_bytes"]) / window.where(window > 0, 1), 0.0)
     out["topic"] = out["topic"].astype(str)
-    return out[["topic", "partition", "bytes", "growth_bytes_per_s", "peak_bytes", "samples", "last_seen"]]
+    return out[["topic", "partition", "bytes", "growth_bytes_per_s", "write_bytes_per_s", "peak_bytes", "samples",
+                "last_seen"]]
 
 
 def child_pandas(source: str, path: str, out: str) -> dict[str, Any]:
@@ -189,7 +192,8 @@ def same_summary(spark_out: Path, pandas_out: Path) -> bool:
     expected = pd.read_parquet(pandas_out).sort_values(["topic", "partition"]).reset_index(drop=True)
     exact = ["bytes", "peak_bytes", "samples", "last_seen"]
     return bool(len(got) == len(expected) and (got[exact].to_numpy() == expected[exact].to_numpy()).all()
-                and np.allclose(got["growth_bytes_per_s"], expected["growth_bytes_per_s"], rtol=1e-9))
+                and np.allclose(got["growth_bytes_per_s"], expected["growth_bytes_per_s"], rtol=1e-9)
+                and np.allclose(got["write_bytes_per_s"], expected["write_bytes_per_s"], rtol=1e-9))
 
 
 def measure(rows: int, source: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:

@@ -14,9 +14,10 @@ Inputs (local paths, folders, globs, or anything Spark reads: s3a://, hdfs://):
   timestamp ISO-8601 or epoch milliseconds. Files ending in .csv.
 
 Output under PATH: `partitions/` with one row per topic-partition — `bytes` (the latest sample, max over the
-replicas; future replicas of intra-broker moves and log dirs in error excluded), `growth_bytes_per_s` (the sum
-of the increases between consecutive samples over the window: a retention drop is a decrease and never makes
-it negative), `peak_bytes`, `samples`, `last_seen` (ms) — and `brokers/` with bytes per broker and log dir at
+replicas; future replicas of intra-broker moves and log dirs in error excluded), `write_bytes_per_s` (per
+replica series, in its broker's own sample times, the sum of the increases ÷ the time it covers — a decrease is
+retention, a rebuilt replica's copy is not writes — the largest over the replicas), `growth_bytes_per_s` (the
+net growth of the longest-observed replica), `peak_bytes`, `samples`, `last_seen` (ms) — and `brokers/` with bytes per broker and log dir at
 each broker's latest sample. Malformed documents and rows are counted per file and reported, never fatal.
 
 The transforms (`read_log_dirs`, `read_csv`, `summarize_partitions`, `summarize_brokers`) are importable; the
@@ -277,29 +278,106 @@ def within(samples: DataFrame, since_ms: int | None) -> DataFrame:
 
 
 TP = ("topic", "partition")
+SERIES = (*TP, "broker", "log_dir")  # one replica: its sizes form one series, in its broker's own sample times
 
 
-def partition_state(samples: DataFrame, previous: DataFrame | None = None) -> DataFrame:
-    """What the summary needs to go on from here, per topic-partition: `bytes` (the size at `last_seen`),
-    `peak_bytes`, `samples`, `first_seen`, `last_seen` and `risen` (the sum of the increases between consecutive
-    sample times). With `previous` (a state), `samples` must all be newer than it: their increases start from
-    each partition's last known size, so merging equals summarising everything at once."""
-    per_time = (usable(samples).repartition(*TP)
-                .groupBy(*TP, "ts").agg(F.max("bytes").alias("size")).withColumn("seed", F.lit(False)))
+@dataclass
+class State:
+    """What the summary needs to go on from here. `partitions`, per topic-partition: `bytes` (the largest size at
+    `last_seen`), `peak_bytes`, `samples` (sample times), `first_seen`, `last_seen`. `replicas`, per replica
+    series: `first_seen`, `last_seen`, `size` (at `last_seen`), `risen` and `dropped` (the sums of its increases
+    and decreases), and `target` while it is a replica rebuilt by a move still copying (else null)."""
+
+    partitions: DataFrame
+    replicas: DataFrame
+
+
+def replica_rows(samples: DataFrame) -> DataFrame:
+    """One size per replica series and sample time (a log dir unknown to the input, as in CSV, is '')."""
+    return (usable(samples).withColumn("log_dir", F.coalesce("log_dir", F.lit("")))
+            .repartition(*TP).groupBy(*SERIES, "ts").agg(F.max("bytes").alias("size")))
+
+
+def _partition_totals(rows: DataFrame) -> DataFrame:
+    return rows.groupBy(*TP).agg(
+        F.max(F.struct("ts", "size")).getField("size").alias("bytes"), F.max("size").alias("peak_bytes"),
+        F.countDistinct("ts").alias("samples"), F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"))
+
+
+def _newcomers(rows: DataFrame, partitions: DataFrame, previous: State | None) -> DataFrame:
+    """(SERIES, ts, size) of the virtual first sample of each replica that appeared after its partition was
+    first seen (a replica rebuilt by a move, or an intra-broker move's new log dir): the largest of the other
+    replicas' latest sizes at or before its first sample. Its copy up to that size is not writes."""
+    firsts = rows.groupBy(*SERIES).agg(F.min("ts").alias("start"))
+    known = rows.select(*SERIES, "ts", "size")
     if previous is not None:
-        per_time = per_time.unionByName(previous.select(*TP, F.col("last_seen").alias("ts"),
-                                                        F.col("bytes").alias("size"), F.lit(True).alias("seed")))
-    ordered = Window.partitionBy(*TP).orderBy("ts")
-    steps = per_time.withColumn("rise", F.greatest(F.col("size") - F.lag("size").over(ordered), F.lit(0)))
-    new = (steps.filter(~F.col("seed")).groupBy(*TP).agg(
-        F.max_by("size", "ts").alias("bytes"), F.max("size").alias("peak_bytes"), F.count(F.lit(1)).alias("samples"),
-        F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"),
-        F.sum(F.coalesce("rise", F.lit(0))).alias("risen")))
-    return new if previous is None else merge_states(previous, new)
+        firsts = firsts.join(previous.replicas.select(*SERIES), list(SERIES), "left_anti")
+        known = known.unionByName(previous.replicas.select(*SERIES, F.col("last_seen").alias("ts"), "size"))
+    firsts = firsts.join(partitions.select(*TP, "first_seen"), list(TP)).filter(F.col("start") > F.col("first_seen"))
+    n, o = firsts.alias("n"), known.alias("o")
+    before = n.join(o, [F.col(f"n.{c}") == F.col(f"o.{c}") for c in TP]).filter(
+        (F.col("o.ts") <= F.col("n.start"))
+        & ((F.col("o.broker") != F.col("n.broker")) | (F.col("o.log_dir") != F.col("n.log_dir"))))
+    latest = before.groupBy(*(F.col(f"n.{c}") for c in SERIES), F.col("o.broker").alias("other"),
+                            F.col("o.log_dir").alias("other_dir")).agg(
+        F.max(F.struct(F.col("o.ts").alias("ts"), F.col("o.size").alias("size"))).alias("last"))
+    target = latest.groupBy(*SERIES).agg(
+        F.max(F.struct(F.col("last.size").alias("size"), F.col("last.ts").alias("ts"))).alias("t"))
+    return target.select(*SERIES, F.col("t.ts").alias("ts"), F.col("t.size").alias("size"))
+
+
+def _steps(rows: DataFrame, partitions: DataFrame, previous: State | None) -> DataFrame:
+    """Every sample of every replica series with its `rise` and `drop` from the series' previous size. A series
+    goes on from its last size in `previous`; a rebuilt replica starts at its virtual first sample and, until its
+    size first reaches that `target`, counts only what grows beyond it (and no decrease: its copy is not the
+    partition's size)."""
+    real = rows.select(*SERIES, "ts", "size", F.lit(None).cast("long").alias("floor"), F.lit("real").alias("kind"))
+    virtual = _newcomers(rows, partitions, previous)
+    seeds = virtual.select(*SERIES, "ts", "size", F.col("size").alias("floor"), F.lit("virtual").alias("kind"))
+    if previous is not None:
+        carried = previous.replicas.select(*SERIES, F.col("last_seen").alias("ts"), "size",
+                                           F.col("target").alias("floor"), F.lit("state").alias("kind"))
+        seeds = seeds.unionByName(carried.join(rows.select(*SERIES).distinct(), list(SERIES), "left_semi"))
+    real_row = F.col("kind") == "real"
+    series = Window.partitionBy(*SERIES)
+    ordered = series.orderBy("ts", real_row)  # a seed before a sample of the same time (one collector, all brokers)
+    marked = real.unionByName(seeds).withColumn("target", F.max("floor").over(series))
+    caught = F.min(F.when(real_row & (F.col("size") >= F.col("target")), F.col("ts"))).over(series)
+    filling = F.col("target").isNotNull() & (~real_row | F.col("caught").isNull() | (F.col("ts") < F.col("caught")))
+    marked = marked.withColumn("caught", caught).withColumn("floor", F.when(filling, F.col("target")))
+    prev, prev_floor = F.lag("size").over(ordered), F.lag("floor").over(ordered)
+    return (marked.withColumn("rise", F.coalesce(F.greatest(F.col("size") - F.greatest(prev, prev_floor), F.lit(0)),
+                                                 F.lit(0)))
+            .withColumn("drop", F.when(prev_floor.isNull(), F.coalesce(F.greatest(prev - F.col("size"), F.lit(0)),
+                                                                       F.lit(0))).otherwise(F.lit(0))))
+
+
+def _series_state(steps: DataFrame) -> DataFrame:
+    """Per series, what this run's samples add (a virtual first sample opens the series; a carried one does not)."""
+    new = steps.filter(F.col("kind") != "state")
+    real = F.col("kind") == "real"
+    return new.groupBy(*SERIES).agg(
+        F.min("ts").alias("first_seen"), F.max(F.when(real, F.col("ts"))).alias("last_seen"),
+        F.max(F.when(real, F.struct("ts", "size"))).getField("size").alias("size"),
+        F.sum("rise").alias("risen"), F.sum("drop").alias("dropped"),
+        F.when(F.max(F.when(real, F.col("caught"))).isNull(), F.max("target")).alias("target"))
+
+
+def partition_state(samples: DataFrame, previous: State | None = None) -> State:
+    """The state of `samples`; with `previous`, `samples` must all be newer than it: each replica series goes on
+    from its last known size, so merging equals summarising everything at once."""
+    rows = replica_rows(samples)  # used four times in one plan: Spark reuses its shuffle
+    partitions = _partition_totals(rows)
+    if previous is not None:
+        partitions = merge_states(previous.partitions, partitions)
+    replicas = _series_state(_steps(rows, partitions, previous))
+    if previous is not None:
+        replicas = merge_series(previous.replicas, replicas)
+    return State(partitions, replicas)
 
 
 def merge_states(old: DataFrame, new: DataFrame) -> DataFrame:
-    """A state followed by a newer one (`new.risen` already counts the step from `old`'s last size)."""
+    """A partitions state followed by a newer one."""
     o, n = old.alias("o"), new.alias("n")
     def both(name: str) -> tuple[Any, Any]:
         return F.col(f"o.{name}"), F.col(f"n.{name}")
@@ -309,22 +387,39 @@ def merge_states(old: DataFrame, new: DataFrame) -> DataFrame:
         F.greatest(*both("peak_bytes")).alias("peak_bytes"),
         (F.coalesce(both("samples")[0], F.lit(0)) + F.coalesce(both("samples")[1], F.lit(0))).alias("samples"),
         F.least(*both("first_seen")).alias("first_seen"),
-        F.greatest(*both("last_seen")).alias("last_seen"),
-        (F.coalesce(both("risen")[0], F.lit(0)) + F.coalesce(both("risen")[1], F.lit(0))).alias("risen"))
+        F.greatest(*both("last_seen")).alias("last_seen"))
 
 
-def summary_of(state: DataFrame) -> DataFrame:
-    """One row per topic-partition: bytes, growth_bytes_per_s, peak_bytes, samples, last_seen."""
-    seconds = (F.col("last_seen") - F.col("first_seen")) / 1000.0
-    return state.select(
-        *TP, "bytes",
-        F.when(F.col("last_seen") > F.col("first_seen"), F.col("risen") / seconds).otherwise(F.lit(0.0))
-        .alias("growth_bytes_per_s"),
-        "peak_bytes", "samples", "last_seen")
+def merge_series(old: DataFrame, new: DataFrame) -> DataFrame:
+    """A replicas state followed by a newer one (`new` already counts the step from `old`'s last size)."""
+    o, n = old.alias("o"), new.alias("n")
+    moved = F.col("n.last_seen").isNotNull()
+    def total(name: str) -> Any:
+        return (F.coalesce(F.col(f"o.{name}"), F.lit(0)) + F.coalesce(F.col(f"n.{name}"), F.lit(0))).alias(name)
+    return o.join(n, list(SERIES), "full_outer").select(
+        *SERIES, F.coalesce("o.first_seen", "n.first_seen").alias("first_seen"),
+        F.coalesce("n.last_seen", "o.last_seen").alias("last_seen"), F.coalesce("n.size", "o.size").alias("size"),
+        total("risen"), total("dropped"), F.when(moved, F.col("n.target")).otherwise(F.col("o.target")).alias("target"))
+
+
+def summary_of(state: State) -> DataFrame:
+    """One row per topic-partition: bytes, write_bytes_per_s (the largest of its replica series' rates: the sum
+    of a series' increases over the time it covers), growth_bytes_per_s (the net growth of its longest series),
+    peak_bytes, samples, last_seen."""
+    covered = (F.col("last_seen") - F.col("first_seen")) / 1000.0
+    rates = state.replicas.filter(F.col("last_seen") > F.col("first_seen")).select(
+        *SERIES, (F.col("risen") / covered).alias("rate"), ((F.col("risen") - F.col("dropped")) / covered).alias("net"),
+        covered.alias("covered"))
+    best = rates.groupBy(*TP).agg(
+        F.max(F.struct("rate", "covered", "broker", "log_dir")).getField("rate").alias("write_bytes_per_s"),
+        F.max(F.struct("covered", "rate", "net", "broker", "log_dir")).getField("net").alias("growth_bytes_per_s"))
+    return state.partitions.join(best, list(TP), "left").select(
+        *TP, "bytes", F.coalesce("growth_bytes_per_s", F.lit(0.0)).alias("growth_bytes_per_s"),
+        F.coalesce("write_bytes_per_s", F.lit(0.0)).alias("write_bytes_per_s"), "peak_bytes", "samples", "last_seen")
 
 
 def summarize_partitions(samples: DataFrame) -> DataFrame:
-    """One row per topic-partition: bytes, growth_bytes_per_s, peak_bytes, samples, last_seen."""
+    """One row per topic-partition: bytes, growth_bytes_per_s, write_bytes_per_s, peak_bytes, samples, last_seen."""
     return summary_of(partition_state(samples))
 
 
@@ -390,7 +485,7 @@ def run(spark: SparkSession, inputs: list[str], out: str, since: str | None = No
 # -- the incremental summary -------------------------------------------------------------------------------------
 
 STATE_FILE = "state.json"  # under OUT: {"format", "store", "current", "version", "watermark"}
-STATE_FORMAT = "kops-sizes-state/1"
+STATE_FORMAT = "kops-sizes-state/2"  # /2: replica series (/1 had one series per partition)
 
 
 def _state_pointer(out: str) -> dict[str, Any] | None:
@@ -423,20 +518,20 @@ def run_incremental(spark: SparkSession, store: str, out: str, fmt: str = "json"
     pointer = _state_pointer(out)
     if pointer is not None and pointer.get("store") != os.path.abspath(store):
         raise ValueError(f"{out} summarises {pointer.get('store')}, not {store}")
-    previous = None if pointer is None else spark.read.parquet(os.path.join(out, pointer["current"]))
+    previous = None if pointer is None else read_state(spark, os.path.join(out, pointer["current"]))
     watermark = None if pointer is None else int(pointer["watermark"])
     progress(f"stage 1/4: reading the samples after {watermark or 'the start'}")
     samples = read_stores(spark, [store], after_ms=watermark).cache()
     report = Report(samples=samples.count())
     if report.samples == 0:
         samples.unpersist()
-        report.partitions = 0 if previous is None else previous.count()
+        report.partitions = 0 if previous is None else previous.partitions.count()
         return report
     progress(f"stage 2/4: {report.samples} new samples; merging them into the state")
     version = 1 if pointer is None else int(pointer["version"]) + 1
     current = f"state/v{version}"
-    partition_state(samples, previous).write.mode("overwrite").parquet(os.path.join(out, current))
-    state = spark.read.parquet(os.path.join(out, current))
+    write_state(partition_state(samples, previous), os.path.join(out, current))
+    state = read_state(spark, os.path.join(out, current))
     _write(summary_of(state), f"{out.rstrip('/')}/partitions", fmt)
     progress("stage 3/4: summarising brokers")
     old_brokers = None
@@ -451,10 +546,19 @@ def run_incremental(spark: SparkSession, store: str, out: str, fmt: str = "json"
                         "version": version, "watermark": max(int(latest), watermark or 0)})
     if pointer is not None:
         shutil.rmtree(os.path.join(out, pointer["current"]), ignore_errors=True)
-    report.partitions = state.count()
+    report.partitions = state.partitions.count()
     report.brokers = spark.read.format(fmt).load(f"{out.rstrip('/')}/brokers").select("broker").distinct().count()
     samples.unpersist()
     return report
+
+
+def read_state(spark: SparkSession, folder: str) -> State:
+    return State(spark.read.parquet(os.path.join(folder, "partitions")), spark.read.parquet(os.path.join(folder, "replicas")))
+
+
+def write_state(state: State, folder: str) -> None:
+    state.partitions.write.mode("overwrite").parquet(os.path.join(folder, "partitions"))
+    state.replicas.write.mode("overwrite").parquet(os.path.join(folder, "replicas"))
 
 
 def _save_pointer(out: str, doc: dict[str, Any]) -> None:

@@ -151,13 +151,13 @@ def _snapshot(path: Path, plan: Plan) -> Snapshot:
 
 def _sizes(plan: Plan, path: Path | None) -> tuple[dict[TopicPartition, int], dict[str, float]]:
     """Production bytes per partition (the plan's for what it moves, the summary's for the rest) and each
-    topic's growth in bytes/s (its background traffic)."""
+    topic's write rate in bytes/s (its background traffic)."""
     sizes: dict[TopicPartition, int] = {}
     traffic: dict[str, float] = {}
     if path is not None:
         found = read_sizes(path)
         sizes.update(found.bytes)
-        for tp, rate in found.growth.items():
+        for tp, rate in found.write.items():
             if rate > 0:
                 traffic[tp.topic] = traffic.get(tp.topic, 0.0) + rate
     sizes.update({m.tp: m.bytes for m in plan.moves if m.bytes})

@@ -56,10 +56,11 @@ def summarize(
 ) -> None:
     """Run the PySpark job (spark/sizes_job.py, also runnable with spark-submit) over raw partition-size
     observations: per partition the latest size (max over replicas; future replicas and failed log dirs
-    excluded), growth per second (retention drops never count as negative growth), peak, samples and last
-    seen; per broker the bytes per log dir. Malformed documents are counted and named, never fatal.
+    excluded), the write rate (the sum of the increases of each replica's own series over the time it covers,
+    the largest of them: retention drops and a moved replica's copy are not writes), the net growth, peak,
+    samples and last seen; per broker the bytes per log dir. Malformed documents are counted and named, never fatal.
 
-    With --incremental the input is one sample store and the summary's state (growth, peak, last seen) is kept
+    With --incremental the input is one sample store and the summary's state (each replica's series, peak, last seen) is kept
     under --out: each run reads only the samples newer than the last, so a five-minute cron costs seconds, and
     the result equals a full summary of the same samples.
 
@@ -202,12 +203,16 @@ def show(
     if output_format is OutputFormat.json:
         console.print_json([{"topic": tp.topic, "partition": tp.partition, "bytes": sizes.bytes[tp],
                              "growth_bytes_per_s": float(row.get("growth_bytes_per_s") or 0.0),
+                             "write_bytes_per_s": sizes.write.get(tp, 0.0),
                              **{k: row[k] for k in ("peak_bytes", "samples", "last_seen") if k in row}}
                             for tp, row in ordered])
         return
     table = console.table(f"Partition sizes ({len(sizes.bytes)} partitions, "
-                          f"{format_size(sum(sizes.bytes.values()))})", "Partition", ">Size", ">Growth/s", ">Peak", ">Samples")
+                          f"{format_size(sum(sizes.bytes.values()))})", "Partition", ">Size", ">Writes/s", ">Growth/s",
+                          ">Peak", ">Samples")
     for tp, row in ordered:
-        table.add_row(str(tp), format_size(sizes.bytes[tp]), format_size(float(row.get("growth_bytes_per_s") or 0)),
+        growth = float(row.get("growth_bytes_per_s") or 0)
+        table.add_row(str(tp), format_size(sizes.bytes[tp]), format_size(sizes.write.get(tp, 0.0)),
+                      ("-" if growth < 0 else "") + format_size(abs(growth)),
                       format_size(row.get("peak_bytes") or sizes.bytes[tp]), str(row.get("samples", "")))
     console.out.print(table)

@@ -18,8 +18,16 @@ class SizesRowDoc(Doc):
     topic: Text
     partition: Id
     bytes: Size = Field(description="the partition's size at its latest sample (largest replica)")
-    growth_bytes_per_s: Number | None = Field(default=None, exclude_if=lambda v: v is None,
-                                              description="average growth over the window, bytes/s")
+    growth_bytes_per_s: Number | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "net growth over the window, bytes/s: the change in size of the partition's longest-observed replica "
+        "÷ the time it was observed; negative when retention shrank it. What the planner sizes a later batch's "
+        "moves with (before `write_bytes_per_s` existed, this field held the sum of the increases)"))
+    write_bytes_per_s: Number | None = Field(default=None, exclude_if=lambda v: v is None, ge=0, description=(
+        "write rate, bytes/s: per replica, the sum of the increases between its consecutive samples (its "
+        "broker's own sample times; a decrease is retention or truncation, never growth) ÷ the time its samples "
+        "cover; the largest over the replicas. A replica that appears in the window (rebuilt by a move) counts "
+        "only what grows beyond the other replicas' size when it appeared: its copy is not writes. Network in, "
+        "on every replica"))
     peak_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None,
                                     description="the largest size seen in the window")
     remote_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None, description=(

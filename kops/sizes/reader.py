@@ -2,7 +2,9 @@
 
 Accepted: the folder `kops sizes summarize --out` wrote (its `partitions/` part), a folder of Spark output files (`part-*.json` JSON lines, `part-*.parquet` when pyarrow is
 installed), a single JSON-lines file, or a JSON object `{"topic-partition": bytes}`. Each row has at least
-`topic`, `partition`, `bytes`; `growth_bytes_per_s` is kept when present. Malformed rows are errors naming the
+`topic`, `partition`, `bytes`; `growth_bytes_per_s` (net growth) and `write_bytes_per_s` (the write rate) are
+kept when present; a summary written before the write rate was named has only `growth_bytes_per_s`, which then
+was the sum of the increases, so it stands for the write rate too. Malformed rows are errors naming the
 file and line: sizes drive batching and estimates, so a silently dropped row would mislead.
 """
 
@@ -22,7 +24,8 @@ from kops.model.partitions import TopicPartition
 @dataclass
 class Sizes:
     bytes: dict[TopicPartition, int] = field(default_factory=dict)
-    growth: dict[TopicPartition, float] = field(default_factory=dict)
+    growth: dict[TopicPartition, float] = field(default_factory=dict)  # net growth, bytes/s (may be negative)
+    write: dict[TopicPartition, float] = field(default_factory=dict)  # appended bytes/s (network in per replica)
     remote: dict[TopicPartition, int] = field(default_factory=dict)  # tiered storage: bytes in remote storage
     files: list[str] = field(default_factory=list)
     rows: dict[TopicPartition, dict] = field(default_factory=dict)  # every field of the summary row
@@ -39,6 +42,9 @@ def _row(row: object, where: str, sizes: Sizes) -> None:
     sizes.rows[tp] = doc.model_dump(mode="json")
     if doc.growth_bytes_per_s is not None:
         sizes.growth[tp] = doc.growth_bytes_per_s
+    write = doc.write_bytes_per_s if doc.write_bytes_per_s is not None else doc.growth_bytes_per_s
+    if write is not None:
+        sizes.write[tp] = max(write, 0.0)
     if doc.remote_bytes is not None:
         sizes.remote[tp] = doc.remote_bytes
 
