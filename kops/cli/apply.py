@@ -91,15 +91,16 @@ def apply(
 
     Examples:
 
+    \b
+      kops apply plans/staging.json -b broker1:9092
+      kops apply plans/staging.json -b broker1:9092 \\
+          --command-config client.properties
       kops apply plans/staging.json -z zk1:2181/kafka
-
-      kops apply plans/staging.json -b broker1:9092 --command-config client.properties
-
-      kops apply plans/staging.json -i inventories/example -l staging --yes --format json
-
-      kops apply --resume plans/staging.json -z zk1:2181/kafka --yes
-
-      kops apply plans/decommission.json -b broker1:9092 --rolling --max-moves-per-broker 3
+      kops apply plans/staging.json -i inventories/example -l staging --yes \\
+          --format json
+      kops apply --resume plans/staging.json -b broker1:9092 --yes
+      kops apply plans/decommission.json -b broker1:9092 --rolling \\
+          --max-moves-per-broker 3
 
     Exit codes: 0 done, 1 error or refused, 3 stopped at a checkpoint, or not started: the snapshot is incomplete
     (cluster metadata still propagating; --allow-incomplete goes on), 4 the cluster drifted from the plan,
@@ -179,9 +180,10 @@ def rollback(
 
     Examples:
 
-      kops rollback plans/staging.json -z zk1:2181/kafka
-
-      kops rollback plans/staging.json -z zk1:2181/kafka --execution 20261121T101500Z-3f2a9c1d-apply --yes
+    \b
+      kops rollback plans/staging.json -b broker1:9092
+      kops rollback plans/staging.json -z zk1:2181/kafka \\
+          --execution 20261121T101500Z-3f2a9c1d-apply --yes
 
     Exit codes: 0 done, 1 error, 3 stopped at a checkpoint, 4 the cluster changed since (cannot roll back
     safely), 5 another execution holds the lock.

@@ -87,11 +87,17 @@ def up(
     """Start a lab cluster and return once every broker is registered and a controller is elected.
 
     Writes the bootstrap servers to DIR/bootstrap (real engines) and the ZooKeeper connect string, with its
-    chroot, to DIR/zookeeper (kops and kafka-3.9). Examples:
-    kops lab up --brokers 6 --racks 3 && kops state -z "$(cat .kops/lab/zookeeper)"
-    kops lab up --engine kafka-4 --brokers 3 --controllers 3
-    kops lab up --disk-capacity 2GiB --disk-capacity 3=1GiB
-    kops lab up --engine kafka-4 --tls && kops state -b "$(cat .kops/lab/bootstrap-ssl)" --command-config .kops/lab/client-ssl.properties
+    chroot, to DIR/zookeeper (kops and kafka-3.9).
+
+    Examples:
+
+    \b
+      kops lab up --engine kafka-4 --brokers 3 --controllers 3
+      kops lab up --brokers 6 --racks 3 \\
+          --disk-capacity 2GiB --disk-capacity 3=1GiB
+      kops lab up --engine kafka-4 --tls
+      kops state -b "$(cat .kops/lab/bootstrap-ssl)" \\
+          --command-config .kops/lab/client-ssl.properties
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}", hint=f"one of: {', '.join(ENGINES)}")
@@ -240,7 +246,11 @@ def produce(
 ) -> None:
     """Add data to a topic: once (--bytes) and/or steadily (--rate), in simulated time.
 
-    Examples: kops lab produce payments --bytes 1GB ;  kops lab produce payments --rate 2MB/s
+    Examples:
+
+    \b
+      kops lab produce payments --bytes 1GB
+      kops lab produce payments --rate 2MB/s
     """
     if size is None and rate is None:
         raise UsageError("say how much: --bytes SIZE and/or --rate RATE", hint="e.g. kops lab produce t --bytes 100MB")

@@ -144,13 +144,14 @@ def plan(
 
     Examples:
 
-      kops plan playbooks/platform.yml -i inventories/example -l staging -o plans/staging.json
-
-      kops plan playbooks/platform.yml -i inventories/example -l prod-eu --snapshot snaps/prod-eu.json --format markdown
-
-      kops plan playbooks/platform.yml -b broker1:9092 -o plans/kraft.json
-
-      kops plan --import-kafka reassign.json -z zk1:2181/kafka --throttle 30MiB/s -o plans/imported.json
+    \b
+      kops plan playbooks/platform.yml -b broker1:9092 -o plans/staging.json
+      kops plan playbooks/platform.yml -i inventories/example -l staging \\
+          -o plans/staging.json
+      kops plan playbooks/platform.yml -i inventories/example -l prod-eu \\
+          --snapshot snaps/prod-eu.json --format markdown
+      kops plan --import-kafka reassign.json -z zk1:2181/kafka \\
+          --throttle 30MiB/s -o plans/imported.json
 
     Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error,
     3 the snapshot is incomplete (cluster metadata still propagating; --allow-incomplete plans anyway).

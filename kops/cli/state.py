@@ -74,13 +74,13 @@ def state(
 
     Examples:
 
-      kops state -z zk1:2181/kafka
-
-      kops state -z zk1:2181/kafka --out snapshots/prod.json
-
-      kops state -z zk1:2181/kafka --format json | jq '.summary'
-
-      kops state -b broker1:9092 --command-config client.properties --out snapshots/prod.json
+    \b
+      kops state -b broker1:9092
+      kops state -b broker1:9092 --out snapshots/prod.json
+      kops state -b broker1:9092 --format json | jq '.summary'
+      kops state -z zk1:2181/kafka                 # ZooKeeper mode
+      kops state -b broker1:9092 --command-config client.properties \\
+          --out snapshots/prod.json
     """
     offers: dict[str, str] = {}
     snapshot = take_snapshot(connection, resolve(connection), offers)
