@@ -120,9 +120,8 @@ def apply(
     confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
 
     def run(executor: Executor) -> Outcome:
-        refuse_incomplete(executor.read_snapshot(), allow_incomplete)  # before the lock: nothing is written
         return executor.apply(plan, str(plan_file), digest, resume, rate,
-                              rolling_of(plan, rolling, max_moves_per_broker, max_in_flight))
+                              rolling_of(plan, rolling, max_moves_per_broker, max_in_flight), allow_incomplete)
 
     run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan), run)
 

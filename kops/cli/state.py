@@ -14,7 +14,7 @@ from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.options import Format, OutputFormat
 from kops.cluster.zookeeper import ZkCluster
-from kops.errors import NotReady, UsageError
+from kops.errors import UsageError
 from kops.kafka.reader import read_snapshot
 from kops.model import snapshot_format
 from kops.model.partitions import TopicPartition
@@ -104,14 +104,7 @@ def report_problems(snapshot: Snapshot) -> None:
     for problem in snapshot.problems:
         console.warning(f"{problem.path}: {problem.message}")
     if snapshot.problems:
-        console.warning(f"snapshot incomplete: {_incomplete(snapshot)}")
-
-
-def _incomplete(snapshot: Snapshot) -> str:
-    count = len(snapshot.problems)
-    if snapshot.propagating:
-        return f"cluster metadata is still propagating ({count} problem(s): the brokers' views disagree)"
-    return f"{count} znode(s) could not be read as Kafka reads them"
+        console.warning(f"snapshot incomplete: {snapshot.incompleteness}")
 
 
 AllowIncomplete = Annotated[bool, typer.Option(
@@ -120,16 +113,11 @@ AllowIncomplete = Annotated[bool, typer.Option(
 
 
 def refuse_incomplete(snapshot: Snapshot, allowed: bool) -> None:
-    """An incomplete snapshot may miss topics or partitions: a plan made from it would leave them out (a
-    decommission would leave their replicas behind). Refused (exit 3, try again later) unless `allowed`."""
-    if snapshot.complete:
-        return
-    first = snapshot.problems[0]
+    """Refused (exit 3) unless `allowed`: then said, and gone on with."""
     if not allowed:
-        raise NotReady(f"the snapshot is incomplete: {_incomplete(snapshot)}, first {first.path}: {first.message}",
-                       where=snapshot.connect, hint="try again in a moment (kops state names every problem), or "
-                                                    "pass --allow-incomplete to go on with what could be read")
-    console.warning(f"going on with an incomplete snapshot (--allow-incomplete): {_incomplete(snapshot)}")
+        snapshot.refuse_incomplete()
+    elif snapshot.incompleteness is not None:
+        console.warning(f"going on with an incomplete snapshot (--allow-incomplete): {snapshot.incompleteness}")
 
 
 def render(snapshot: Snapshot) -> None:

@@ -122,9 +122,12 @@ class Executor:
     # -- entry points --------------------------------------------------------------------------------------
 
     def apply(self, plan: Plan, plan_path: str, plan_digest: str, resume: bool = False,
-              rate: int | None = None, rolling: Rolling | None = None) -> Outcome:
-        """Run `plan` (batches, or rolling: `rolling`, else the plan's own `rolling`)."""
+              rate: int | None = None, rolling: Rolling | None = None, allow_incomplete: bool = False) -> Outcome:
+        """Run `plan` (batches, or rolling: `rolling`, else the plan's own `rolling`). An incomplete snapshot
+        (brokers' views still disagreeing) is refused before anything is written, unless `allow_incomplete`."""
         snapshot = self.read_snapshot()
+        if not allow_incomplete:
+            snapshot.refuse_incomplete()
         self._refuse_unsafe(snapshot, plan.cluster_id)
         with self._locked(plan_path) as lock:
             if resume:

@@ -10,6 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from kops.errors import NotReady
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, TopicPartition
 from kops.model.topics import Topic
@@ -83,6 +84,26 @@ class Snapshot:
     def propagating(self) -> bool:
         """Some problem is brokers still disagreeing about the cluster's metadata (asking later may settle it)."""
         return any(p.path.startswith(PROPAGATING.rstrip("/")) for p in self.problems)
+
+    @property
+    def incompleteness(self) -> str | None:
+        """Why the snapshot may miss topics or partitions, in a few words; None when it is complete."""
+        if self.complete:
+            return None
+        count = len(self.problems)
+        if self.propagating:
+            return f"cluster metadata is still propagating ({count} problem(s): the brokers' views disagree)"
+        return f"{count} znode(s) could not be read as Kafka reads them"
+
+    def refuse_incomplete(self) -> None:
+        """An incomplete snapshot may miss topics or partitions: a plan made or applied from it would leave them
+        out (a decommission would leave their replicas behind). Refused: exit 3, try again in a moment."""
+        if self.incompleteness is None:
+            return
+        first = self.problems[0]
+        raise NotReady(f"the snapshot is incomplete: {self.incompleteness}, first {first.path}: {first.message}",
+                       where=self.connect, hint="try again in a moment (kops state names every problem), or pass "
+                                                "--allow-incomplete to go on with what could be read")
 
     @cached_property
     def live_broker_ids(self) -> frozenset[int]:

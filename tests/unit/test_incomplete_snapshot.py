@@ -1,15 +1,22 @@
-"""`kops plan` refuses an incomplete snapshot (exit 3) unless --allow-incomplete; fenced brokers round-trip."""
+"""`kops plan` and the executor behind `kops apply` refuse an incomplete snapshot (exit 3) unless
+--allow-incomplete; fenced brokers round-trip."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kops.cli.main import main
+from kops.errors import ExitCode, NotReady
 from kops.model import snapshot_format
 from kops.model.brokers import Broker
+from kops.model.partitions import TopicPartition
 from kops.model.snapshot import ControllerInfo, Problem, Snapshot
+from tests.memory_cluster import MemoryCluster
+from tests.unit.test_executor_memory import DIGEST, bed
 
 
 def snapshot(problems: tuple[Problem, ...]) -> Snapshot:
@@ -31,3 +38,25 @@ def test_plan_refuses_an_incomplete_snapshot_unless_allowed(tmp_path: Path, caps
 def test_fenced_brokers_round_trip_and_are_not_live() -> None:
     loaded = snapshot_format.loads(snapshot_format.dumps(snapshot(())), "x")
     assert loaded.fenced == (4,) and 4 not in loaded.live_broker_ids and loaded.complete
+
+
+class Propagating(MemoryCluster):
+    """The memory cluster read while its brokers' views still disagree (what the Admin-API reader reports)."""
+
+    def snapshot(self, only_topics: set[str] | None = None,
+                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
+        found = super().snapshot(only_topics, only_partitions)
+        return replace(found, problems=(Problem("metadata/pay", "the brokers disagree"),))
+
+
+def test_apply_refuses_an_incomplete_snapshot_before_writing_anything_unless_allowed(tmp_path: Path) -> None:
+    setup = bed(tmp_path)
+    before = (setup.layout(), setup.throttles())
+    executor = setup.executor(Propagating(setup.kafka))
+    with pytest.raises(NotReady, match="cluster metadata is still propagating") as refused:
+        executor.apply(setup.plan, setup.path, DIGEST)
+    assert refused.value.exit_code == ExitCode.STOPPED
+    assert (setup.layout(), setup.throttles()) == before and setup.record() is None
+    outcome = setup.executor(Propagating(setup.kafka)).apply(setup.plan, setup.path, DIGEST, allow_incomplete=True)
+    assert outcome.exit_code == ExitCode.OK
+    setup.finished_as_planned()
