@@ -15,7 +15,7 @@ from kops.kafka import admin
 from kops.kafka.client import ZkClient, ZkSettings
 from kops.kafka.codecs.log_dirs import parse_log_dirs
 from kops.lab import traffic
-from kops.lab.cluster import Lab, disk_capacities
+from kops.lab.cluster import disk_capacities
 from kops.lab.processes import pid_alive
 from kops.model.partitions import TopicPartition
 from tests.labtools import broker_status, running_lab, state, wait_until
@@ -118,16 +118,3 @@ def test_a_full_disk_takes_the_dir_offline_stops_the_broker_and_leadership_moves
         assert 3 not in api.describe_log_dirs()  # no longer registered
         wait_until(lambda: produced(zk, "t", MiB, 0), what="produce to t-0 at its new leader")
 
-
-def test_disk_capacity_option_in_one_line(tmp_path: Path) -> None:
-    """Bad --disk-capacity values are refused before anything starts."""
-    from kops.errors import UsageError
-
-    for values, message in ((["2GiB", "4=1GiB"], "no broker 4 in this lab"), (["x=1GiB"], "no broker x"),
-                            (["2GiB", "1GiB"], "already given"), (["1=1GiB", "1=2GiB"], "broker 1 was given"),
-                            (["0"], "at least one byte"), (["lots"], "not a size")):
-        with pytest.raises(UsageError, match=message):
-            disk_capacities(values, [1, 2, 3])
-    assert disk_capacities(["2GiB", "3=1GiB"], [1, 2, 3]) == {1: 2 << 30, 2: 2 << 30, 3: 1 << 30}
-    assert disk_capacities(["2=500MB"], [1, 2, 3]) == {2: 500_000_000} and disk_capacities([], [1]) == {}
-    assert not Lab(tmp_path / "none").exists()

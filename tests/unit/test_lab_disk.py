@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from kops.errors import UsageError
 from kops.lab.broker.disk import UNKNOWN_BYTES, LogDirDisk
 from kops.lab.broker.replicas import ReplicaManager
+from kops.lab.cluster import disk_capacities
 from kops.lab.controller.effects import LeaderAndIsrEntry
 from kops.lab.controller.wire import ControllerBatch
 from kops.model.partitions import TopicPartition
@@ -83,3 +85,14 @@ def test_ingest_that_does_not_fit_fails_the_dir_at_the_tick() -> None:
         rm.tick()
     assert len(failures) == 1 and "ingest into t-0" in failures[0]
     assert rm.replicas[TP].log.end == ends[-1] and 9000 < ends[-1] <= 10_000  # the tick that did not fit wrote nothing
+
+
+def test_bad_disk_capacity_options_are_refused_in_one_line() -> None:
+    """`kops lab up --disk-capacity`: SIZE for all, ID=SIZE for one; anything else is refused before a start."""
+    for values, message in ((["2GiB", "4=1GiB"], "no broker 4 in this lab"), (["x=1GiB"], "no broker x"),
+                            (["2GiB", "1GiB"], "already given"), (["1=1GiB", "1=2GiB"], "broker 1 was given"),
+                            (["0"], "at least one byte"), (["lots"], "not a size")):
+        with pytest.raises(UsageError, match=message):
+            disk_capacities(values, [1, 2, 3])
+    assert disk_capacities(["2GiB", "3=1GiB"], [1, 2, 3]) == {1: 2 << 30, 2: 2 << 30, 3: 1 << 30}
+    assert disk_capacities(["2=500MB"], [1, 2, 3]) == {2: 500_000_000} and disk_capacities([], [1]) == {}
