@@ -27,6 +27,7 @@ from tests.integration.test_admin_transport import (
     make_plan,
     replicas,
     throttles,
+    topic_config,
     wait_in_flight,
 )
 from tests.integration.test_executor import ORIGINAL, kops, mid_batch_checks, targets
@@ -246,14 +247,14 @@ def order_restored(out: str) -> dict:
     return said[0]
 
 
-def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_preferred_leader(
+def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_preferred_leader_then_rollback(
         tmp_path: Path, admin_cluster: EngineLab) -> None:
     """KIP-455 returns a cancelled partition to its original replica set but not to its order (Kafka keeps the
     order the reassignment had: logs-1 [3, 2] came back as [2, 3] on both engines before kops put it back); kops
     restores the order (a leader-only reassignment) and elects the preferred leaders before it reports the stop."""
     bootstrap = admin_cluster.bootstrap
     assert bootstrap is not None
-    _plan_file, plan, applying = apply_in_flight(tmp_path, bootstrap, 1, "128KiB/s")
+    plan_file, plan, applying = apply_in_flight(tmp_path, bootstrap, 1, "128KiB/s")
     assert main(["cancel", "-b", bootstrap, "--now"]) == 0
     out, err = applying.communicate(timeout=180)
     assert applying.returncode == 3, err
@@ -262,7 +263,12 @@ def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_prefe
     cancelled = back_in_order(bootstrap, list(plan.batches[0].moves))
     assert cancelled, "a throttled batch of 1 MB partitions is still copying when it is cancelled"
     assert order_restored(out)["partitions"] == len(cancelled)
-    assert throttles(bootstrap) == {}
+    assert throttles(bootstrap) == {}  # the cancelled batch's throttles went with it
+    record = latest_record(bootstrap)
+    assert record is not None and record.status == "stopped"
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
+    assert throttles(bootstrap) == {} and topic_config(bootstrap, "pay") == {}
 
 
 def test_a_rolling_cancel_now_and_a_rollback_of_a_killed_apply_keep_replica_order(

@@ -151,23 +151,6 @@ def test_apply_rollback_and_rollback_of_the_rollback(tmp_path: Path, admin_clust
     wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the plan again")
 
 
-def test_cancel_now_returns_the_batch_in_flight_then_rollback_restores_all(tmp_path: Path, admin_cluster: EngineLab) -> None:
-    bootstrap = admin_cluster.bootstrap
-    assert bootstrap is not None
-    plan_file, _plan, applying = apply_in_flight(tmp_path, bootstrap, 1, "128KiB/s")
-    assert main(["cancel", "-b", bootstrap, "--now"]) == 0
-    out, err = applying.communicate(timeout=120)
-    assert applying.returncode == 3, err
-    assert "cancelled in flight (KIP-455)" in out + err
-    assert not first_answer(bootstrap, lambda c: c.list_partition_reassignments())
-    assert throttles(bootstrap) == {}  # the cancelled batch's throttles went with it
-    record = latest_record(bootstrap)
-    assert record is not None and record.status == "stopped"
-    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
-    wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
-    assert throttles(bootstrap) == {} and topic_config(bootstrap, "pay") == {}
-
-
 def test_kill_9_mid_batch_then_resume_waits_for_the_lease(tmp_path: Path, admin_engine: EngineLab,
                                                          request: pytest.FixtureRequest) -> None:
     bootstrap = kafka4_only(admin_engine, request, "the lease is the same on every engine; tested once, on Kafka 4")
