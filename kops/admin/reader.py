@@ -100,8 +100,9 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
 def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str] | None, waiting: Waiting) -> _Read:
     """Every serving broker's Metadata, merged, with the reassignments the controller lists; asked again while
     the brokers disagree in a way no evidence orders, or the merged replicas do not match the controller's
-    list, for up to `waiting.settle` seconds. What still differs then is named as a problem."""
-    deadline = waiting.monotonic() + waiting.settle
+    list, for up to `waiting.settle` seconds. What still differs then is named as a problem. A poll (`only_topics`:
+    the executor's progress reads, every half second) does not wait: its next poll asks again."""
+    deadline = waiting.monotonic() + (waiting.settle if only_topics is None else 0.0)
     while True:
         committed = committed_offset(client)
         answers = ask_each(client, serving, only_topics)
