@@ -89,8 +89,8 @@ class AdminCluster:
             return call(client)
         except answers:
             raise
-        except (KafkaError, OSError, ConnectionFailed) as exc:  # the reader turns Kafka's errors into the latter
-            first: Exception = exc
+        except (KafkaError, OSError, ConnectionFailed, RuntimeError) as exc:  # the reader: Kafka's -> the latter
+            first: Exception = _transient(exc)
         deadline = time.monotonic() + max(self.settings.connect_timeout_ms / 1000, 5.0) * 2
         while True:
             self.close_client()
@@ -100,8 +100,8 @@ class AdminCluster:
                     return call(self._client)
                 except answers:
                     raise
-                except (KafkaError, OSError, ConnectionFailed) as exc:
-                    first = exc
+                except (KafkaError, OSError, ConnectionFailed, RuntimeError) as exc:
+                    first = _transient(exc)
                     self.close_client()
             if time.monotonic() > deadline:
                 reason = first.what if isinstance(first, ConnectionFailed) else f"{type(first).__name__}: {first}"
@@ -362,3 +362,11 @@ def _resource(entity_type: str, name: str, configs: dict[str, Any] | None = None
         raise KopsError(f"kops cannot address {entity_type}/{name} through the Admin API", where=f"{entity_type}/{name}",
                         hint="topics/<name> and brokers/<id> are supported; set cluster-wide defaults with kafka-configs.sh")
     return ConfigResource(RESOURCE[entity_type], name, configs=configs)
+
+
+def _transient(exc: Exception) -> Exception:
+    """`exc` if a retry may help; raised again otherwise. kafka-python raises a bare RuntimeError when no broker
+    names an active controller, as while a ZooKeeper-mode controller is being elected: that one passes in seconds."""
+    if isinstance(exc, RuntimeError) and "controller" not in str(exc):
+        raise exc
+    return exc

@@ -127,8 +127,9 @@ def settled(snapshot: Snapshot, topic: str, layout: Layout) -> Snapshot | None:
 
 
 def quiet(snapshot: Snapshot) -> Snapshot | None:
-    """The snapshot once nothing in it is moving (no partition reassigning, no reassignment listed)."""
-    return None if snapshot.in_flight() or snapshot.requested_moves else snapshot
+    """The snapshot once nothing in it is moving (no partition reassigning, no reassignment listed) and the brokers
+    agree on it: a poll does not wait for them, and one broker may still show the replicas being removed."""
+    return None if snapshot.in_flight() or snapshot.requested_moves or snapshot.problems else snapshot
 
 
 def partition(side: Side, tp: TopicPartition) -> Partition:
