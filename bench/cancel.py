@@ -22,13 +22,13 @@ import threading
 import time
 from pathlib import Path
 
-from kops.kafka import admin, paths
-from kops.kafka.client import Node, ZkClient, ZkSettings
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
-from kops.kafka.codecs.topics import decode_topic
 from kops.lab import traffic
-from kops.lab.cluster import Lab
+from kops.lab.kops_engine import Lab
 from kops.lab.zookeeper import ZooKeeperServer
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import Node, ZkClient, ZkSettings
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
+from kops.zk_layout.codecs.topics import decode_topic
 
 MB = 1024 * 1024
 BROKERS = 4
@@ -63,7 +63,7 @@ def main() -> None:
                 targets = []
                 for t, name in enumerate(names):
                     assignment = {p: ((p + t) % BROKERS + 1, (p + t + 1) % BROKERS + 1) for p in range(per_topic)}
-                    admin.create_topic(zk, name, assignment)
+                    tool_writes.create_topic(zk, name, assignment)
                     for p, replicas in assignment.items():
                         originals[(name, p)] = replicas
                         targets.append(ReassignmentTarget(name, p, ((p + t + 2) % BROKERS + 1, (p + t + 3) % BROKERS + 1)))
@@ -71,13 +71,13 @@ def main() -> None:
                 for name in names:
                     wait_for(lambda name=name: _produce(zk, name, per_topic * MB), 30, "produce")
                 for b in range(1, BROKERS + 1):
-                    admin.alter_config(zk, "brokers", str(b), {"follower.replication.throttled.rate": str(MB)})
+                    tool_writes.alter_config(zk, "brokers", str(b), {"follower.replication.throttled.rate": str(MB)})
                 for name in names:
-                    admin.alter_config(zk, "topics", name, {"follower.replication.throttled.replicas": "*"})
+                    tool_writes.alter_config(zk, "topics", name, {"follower.replication.throttled.replicas": "*"})
                 time.sleep(3.0)  # original followers replicate the data: 30 simulated seconds
 
                 started = time.monotonic()
-                admin.start_reassignment(zk, targets)
+                tool_writes.start_reassignment(zk, targets)
                 wait_for(lambda: all(len(a.adding) == per_topic for a in topics_state(zk, names).values()), 120,
                          "every move in flight")
                 start_seconds = time.monotonic() - started

@@ -45,14 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kops.admin.cluster import AdminCluster
-from kops.admin.connection import AdminSettings
+from kops.cluster.admin.adapter import AdminCluster
+from kops.cluster.admin.connection import AdminSettings
 from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import KopsError
 from kops.executor.journal import Journal
 from kops.lab import traffic
-from kops.lab.cluster import Lab
+from kops.lab.kops_engine import Lab
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.model.throttle_keys import ALL_KEYS
 
@@ -102,14 +102,14 @@ class Env:
     def produce(self, topic: str, partition: int, count: int) -> bool:
         if isinstance(self.cluster, ZkCluster):
             return bool(traffic.produce(self.cluster.client, topic, count, partition))
-        from kops.lab.kafka_admin import produce  # noqa: PLC0415 - real Kafka only
+        from kops.lab.kafka_client import produce  # noqa: PLC0415 - real Kafka only
 
         return produce(self.target[1], topic, count, partition) > 0
 
     def controller(self) -> int:
         if isinstance(self.cluster, ZkCluster):
             return self.cluster.snapshot().controller.id or 1
-        from kops.lab.kafka_admin import cluster_status  # noqa: PLC0415 - KRaft: the quorum leader
+        from kops.lab.kafka_client import cluster_status  # noqa: PLC0415 - KRaft: the quorum leader
 
         return int(cluster_status(self.target[1], kraft=True).get("controller") or 1)  # type: ignore[call-overload]  # plain JSON values
 

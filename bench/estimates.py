@@ -26,11 +26,11 @@ from pathlib import Path
 from kops.cluster.zookeeper import ZkRecords
 from kops.errors import KopsError
 from kops.executor.journal import Journal
-from kops.kafka import admin
 from kops.lab import traffic
-from kops.lab.cluster import Lab
+from kops.lab.kops_engine import Lab
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.model import plan_format
+from kops.zk_layout import tool_writes
 
 MB = 1024 * 1024
 SCALE = 5.0
@@ -69,8 +69,8 @@ def one_run(folder: Path, server: ZooKeeperServer, run: int) -> dict:
     lab.up(brokers=4, zookeeper=connect, session_timeout=6.0, time_scale=SCALE, logdirs_every=5.0)
     try:
         with lab.client() as zk:
-            admin.create_topic(zk, "big", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
-            admin.create_topic(zk, "small", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
+            tool_writes.create_topic(zk, "big", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
+            tool_writes.create_topic(zk, "small", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
             for (topic, p), megabytes in SIZES.items():
                 retry(lambda topic=topic, p=p, n=megabytes: traffic.produce(zk, topic, n * MB, p))
             time.sleep(0.5)

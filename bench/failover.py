@@ -32,16 +32,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kops.kafka import admin, paths
-from kops.kafka.client import Node, ZkClient, ZkSettings
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
-from kops.kafka.codecs.controller import decode_controller
-from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
-from kops.lab.cluster import Lab
 from kops.lab.controller.channel import call_registered_broker
 from kops.lab.controller.eventloop import EventLoop
+from kops.lab.kops_engine import Lab
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.model.partitions import PartitionState, TopicPartition
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import Node, ZkClient, ZkSettings
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
+from kops.zk_layout.codecs.controller import decode_controller
+from kops.zk_layout.codecs.partition_state import decode_partition_state, encode_partition_state
 
 
 def _states(client: ZkClient, keys: list[tuple[str, int]]) -> list[tuple[PartitionState | None, Node | None]]:
@@ -107,7 +107,7 @@ def _election_seconds(zk: ZkClient, keys: list[tuple[str, int]], leader: int) ->
     """Request a preferred election of `keys`; seconds until every partition has its new leader and the
     controller is done with the request (it deletes the znode once its requests to the brokers are out)."""
     started = time.monotonic()
-    admin.request_preferred_election(zk, [TopicPartition(t, p) for t, p in keys])
+    tool_writes.request_preferred_election(zk, [TopicPartition(t, p) for t, p in keys])
     _wait_states(zk, keys, lambda s: s.leader == leader)
     _wait_absent(zk, paths.PREFERRED_REPLICA_ELECTION)
     return time.monotonic() - started
@@ -146,11 +146,11 @@ def paused_broker(partitions: int, rounds: int = 3) -> dict[str, object]:
         groups = []
         for r in range(rounds + 1):
             name = f"elect-{r}"
-            admin.create_topic(zk, name, {p: (b, a) for p in range(per_round)})
+            tool_writes.create_topic(zk, name, {p: (b, a) for p in range(per_round)})
             groups.append([(name, p) for p in range(per_round)])
         keys = [k for g in groups for k in g]
         _wait_states(zk, keys, lambda s: s.leader == b and set(s.isr) == {a, b})
-        admin.start_reassignment(zk, [ReassignmentTarget(t, p, (a, b)) for t, p in keys])  # reorder only
+        tool_writes.start_reassignment(zk, [ReassignmentTarget(t, p, (a, b)) for t, p in keys])  # reorder only
         _wait_absent(zk, paths.REASSIGN_PARTITIONS)  # leader b stays; a is now preferred
         baseline = _election_seconds(zk, groups[0], a)
         lab.pause_broker(quiet)
@@ -181,7 +181,7 @@ def main() -> None:
         keys = []
         for t in range(args.topics):
             name = f"bench-{t:03d}"
-            admin.create_topic(zk, name, {p: (leader, active if p % 2 else other) for p in range(per_topic)})
+            tool_writes.create_topic(zk, name, {p: (leader, active if p % 2 else other) for p in range(per_topic)})
             keys += [(name, p) for p in range(per_topic)]
         _wait_states(zk, keys, lambda s: s.leader == leader)
         time.sleep(2.0)  # followers fetching, steady state

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from kops.cli.main import main as kops_main
 from kops.lab.delivery import SequenceProducer, compare, read_back
-from kops.lab.kafka_admin import first_answer, layout, produce
+from kops.lab.kafka_client import first_answer, layout, produce
 from kops.lab.kafka_lab import KafkaLab
 
 TOPIC = "ledger"

@@ -20,13 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.clusters builds the cluster
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.builders builds the cluster
 
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
-from kops.kafka.writer import write_snapshot
 from kops.lab.zookeeper import ZooKeeperServer
-from tests.clusters import brokers, round_robin, snapshot
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
+from kops.zk_layout.writer import write_snapshot
+from tests.builders import brokers, round_robin, snapshot
 
 
 def best(repeat: int, read) -> float:  # type: ignore[no-untyped-def]  # a helper over callables of any shape

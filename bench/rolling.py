@@ -118,17 +118,17 @@ def makespan(stamped: list[tuple[float, dict]]) -> float:
 @contextmanager
 def kops_engine(work: Path, scale: float) -> Iterator[dict]:
     from kops.cluster.zookeeper import ZkCluster
-    from kops.kafka import admin
-    from kops.kafka.reader import read_snapshot
     from kops.lab import traffic
-    from kops.lab.cluster import Lab
+    from kops.lab.kops_engine import Lab
+    from kops.zk_layout import tool_writes
+    from kops.zk_layout.reader import read_snapshot
 
     lab = Lab(work / "kops-lab", detached=False)
     state = lab.up(brokers=BROKERS + 1, racks=RACKS, time_scale=scale)
 
     def prepare(lay: Layout, topic: str) -> list[str]:  # simulated bytes, all of them: they cost nothing
         with lab.client() as zk:
-            _fresh_topic_zk(zk, admin, lay, topic)
+            _fresh_topic_zk(zk, tool_writes, lay, topic)
             for p, size in lay.sizes.items():
                 _retry(lambda p=p, size=size: traffic.produce(zk, topic, size, p))
             _wait(lambda: all(part.state is not None and set(part.state.isr) == set(part.replicas)
@@ -158,27 +158,27 @@ def sizes_file(work: Path, lay: Layout, topic: str) -> str:
     return str(path)
 
 
-def _fresh_topic_zk(zk, admin, lay: Layout, topic: str) -> None:  # type: ignore[no-untyped-def]  # the lab's client
+def _fresh_topic_zk(zk, tool_writes, lay: Layout, topic: str) -> None:  # type: ignore[no-untyped-def]  # lab's client
     """The earlier runs' topics deleted, then `topic` created: a new name each run, so no broker can hold a
     stale log of it (a lab broker may keep one of a deleted topic a while, and its copy would start ahead)."""
-    from kops.kafka.reader import read_snapshot
+    from kops.zk_layout.reader import read_snapshot
 
     def ours() -> list[str]:
         return [t for t in read_snapshot(zk).topics if t.startswith(PREFIX)]
     for old in ours():
-        admin.delete_topic(zk, old)
+        tool_writes.delete_topic(zk, old)
     _wait(lambda: not ours())
     if zk.exists("/kops") is not None:
         zk.delete("/kops", recursive=True)
-    admin.create_topic(zk, topic, lay.assignment)
+    tool_writes.create_topic(zk, topic, lay.assignment)
     _wait(lambda: all(p.state is not None and p.state.leader >= 0
                       for p in read_snapshot(zk).topics[topic].partitions.values()))
 
 
 @contextmanager
 def kafka4_engine(work: Path) -> Iterator[dict]:
-    from kops.lab.kafka_admin import fill, first_answer
-    from kops.lab.kafka_admin import layout as kafka_layout
+    from kops.lab.kafka_client import fill, first_answer
+    from kops.lab.kafka_client import layout as kafka_layout
     from kops.lab.kafka_lab import KafkaLab
 
     lab = KafkaLab(work / "kafka4", detached=False)

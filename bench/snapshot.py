@@ -24,15 +24,15 @@ import tempfile
 import time
 import uuid
 
-from kops.kafka import paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
-from kops.kafka.writer import write_snapshot
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState
 from kops.model.snapshot import ControllerInfo, Snapshot
 from kops.model.topics import Topic
+from kops.zk_layout import paths
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
+from kops.zk_layout.writer import write_snapshot
 
 BROKERS = 30
 
@@ -83,7 +83,7 @@ def same_paths(client: ZkClient) -> list[str]:
 
 def sequential_read(client: ZkClient) -> tuple[float, int]:
     """The baseline: one synchronous get per znode, partition states found from each topic znode."""
-    from kops.kafka.codecs.topics import decode_topic
+    from kops.zk_layout.codecs.topics import decode_topic
 
     started = time.perf_counter()
     count = 0

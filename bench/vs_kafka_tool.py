@@ -28,12 +28,12 @@ import time
 from pathlib import Path
 
 from kops.cli.main import main as kops_main
-from kops.kafka import admin
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
-from kops.lab.kafka_admin import admin_client, layout, produce
+from kops.lab.kafka_client import admin_client, layout, produce
 from kops.lab.kafka_lab import KafkaLab
 from kops.units import parse_rate
+from kops.zk_layout import tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 TOPIC = "bench"
@@ -81,9 +81,9 @@ class UrpSampler(threading.Thread):
 def prepare(lab: KafkaLab, connect: str, bootstrap: str, scenario: str, partitions: int, megabytes: float) -> None:
     with ZkClient(ZkSettings(connect)) as zk:
         if TOPIC in read_snapshot(zk).topics:
-            admin.delete_topic(zk, TOPIC)
+            tool_writes.delete_topic(zk, TOPIC)
             _wait(lambda: TOPIC not in read_snapshot(zk).topics and not zk.exists(f"/admin/delete_topics/{TOPIC}"))
-        admin.create_topic(zk, TOPIC, placements(scenario, partitions))
+        tool_writes.create_topic(zk, TOPIC, placements(scenario, partitions))
         _wait(lambda: TOPIC in layout(bootstrap) and all(
             p["leader"] >= 0 for p in layout(bootstrap)[TOPIC].values()))  # type: ignore[operator]  # plain JSON rows
     produce(bootstrap, TOPIC, int(megabytes * partitions * 1024 * 1024))

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from kops.kafka.client import ZkClient, ZkSettings
 from kops.lab.zookeeper import ZooKeeperServer
+from kops.zk_layout.client import ZkClient, ZkSettings
 
 # CI replays the same examples every run (a red CI blocks landing); developers' runs keep exploring.
 settings.register_profile("ci", derandomize=True, deadline=None)

@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 
 from kops.errors import KopsError
-from kops.kafka import admin, paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
 from kops.lab import kafka_dist, traffic
-from kops.lab.cluster import Lab
+from kops.lab.kops_engine import Lab
 from kops.model.throttle_keys import ALL_KEYS
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
 from tests.labtools import running_lab, state, wait_until
 
 ENGINES = ("kops", "kafka-3.9")
@@ -48,7 +48,7 @@ def require_real(engine: str) -> kafka_dist.Distribution:
 @dataclass
 class EngineLab:
     engine: str
-    lab: Any  # kops.lab.cluster.Lab or kops.lab.kafka_lab.KafkaLab
+    lab: Any  # kops.lab.kops_engine.Lab or kops.lab.kafka_lab.KafkaLab
     zk_connect: str
     bootstrap: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -64,7 +64,7 @@ class EngineLab:
                 return bool(traffic.produce(zk, topic, count, partition))
             except KopsError:  # the leader was just elected: retry
                 return False
-        from kops.lab.kafka_admin import produce
+        from kops.lab.kafka_client import produce
 
         assert self.bootstrap is not None
         try:
@@ -74,7 +74,7 @@ class EngineLab:
 
     def create_and_fill(self, zk: ZkClient, layouts: dict[str, dict[int, tuple[int, ...]]], megabytes: float) -> None:
         for name, assignment in layouts.items():
-            admin.create_topic(zk, name, assignment)
+            tool_writes.create_topic(zk, name, assignment)
         if self.real:
             assert self.bootstrap is not None
             fill_real(self.bootstrap, layouts, megabytes)
@@ -89,7 +89,7 @@ class EngineLab:
         """Replicas per partition as Kafka itself reports them (Admin API); None on the kops engine."""
         if not self.real:
             return None
-        from kops.lab.kafka_admin import layout
+        from kops.lab.kafka_client import layout
 
         assert self.bootstrap is not None
         return {t: {p: row["replicas"] for p, row in parts.items()}  # type: ignore[misc]  # plain JSON rows
@@ -99,7 +99,7 @@ class EngineLab:
 def fill_real(bootstrap: str, layouts: dict[str, dict[int, tuple[int, ...]]], megabytes: float) -> None:
     """`megabytes` of real records into every partition, through one producer once every leader is elected (a
     producer per partition cost half a second each)."""
-    from kops.lab.kafka_admin import fill, layout
+    from kops.lab.kafka_client import fill, layout
 
     def elected() -> bool:
         found = layout(bootstrap)
@@ -132,12 +132,12 @@ def reset_real_cluster(lab: Any, connect: str) -> None:
             return [t for t in read_snapshot(zk).topics if not t.startswith("__") or t == "__kops"]
 
         for name in ours():
-            admin.delete_topic(zk, name)
+            tool_writes.delete_topic(zk, name)
         wait_until(lambda: not ours(), timeout=120, what="topics deleted")
         for broker, config in read_snapshot(zk).broker_configs.items():
             keys = [k for k in config if k in ALL_KEYS]
             if keys:
-                admin.alter_config(zk, "brokers", str(broker), dict.fromkeys(keys))
+                tool_writes.alter_config(zk, "brokers", str(broker), dict.fromkeys(keys))
 
 
 @contextmanager
@@ -174,7 +174,7 @@ def reset_admin_cluster(lab: Any, bootstrap: str) -> None:
     moving, no topics (kops's `__kops` included), no throttles."""
     from kafka.admin import ConfigResource
 
-    from kops.lab.kafka_admin import admin_client, first_answer
+    from kops.lab.kafka_client import admin_client, first_answer
 
     every_broker_running(lab)
     wait_until(lambda: not first_answer(bootstrap, lambda c: c.list_partition_reassignments()), timeout=120,

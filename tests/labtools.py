@@ -8,14 +8,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kops.kafka import paths
-from kops.kafka.client import ZkClient
-from kops.kafka.codecs.controller import decode_controller
-from kops.kafka.codecs.partition_state import decode_partition_state
-from kops.kafka.codecs.topics import decode_topic
-from kops.lab.cluster import Lab
 from kops.lab.controller.channel import call_registered_broker
+from kops.lab.kops_engine import Lab
 from kops.model.partitions import PartitionState
+from kops.zk_layout import paths
+from kops.zk_layout.client import ZkClient
+from kops.zk_layout.codecs.controller import decode_controller
+from kops.zk_layout.codecs.partition_state import decode_partition_state
+from kops.zk_layout.codecs.topics import decode_topic
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """An in-memory Kafka behind the cluster port, for tests: the executor's logic in milliseconds, on a clock the
 test drives. It is a second implementation of `kops.cluster.port.Cluster` with the Admin-API adapter's semantics
-(transport "admin", as `kops.admin.cluster.AdminCluster` over KRaft), not a mock: the contract tests
+(transport "admin", as `kops.cluster.admin.adapter.AdminCluster` over KRaft), not a mock: the contract tests
 (tests/integration/test_port_contract.py) run the same functions over it and over real Kafka 4, so it is held
 to Kafka's behaviour. It never replaces a real-cluster test, and it is test code: nothing in kops/ imports it.
 
@@ -103,7 +103,7 @@ class _Part:
 
 @dataclass
 class _Claim:
-    """A contender for the lock, as `kops.admin.lease.Claims` folds it from `__kops`."""
+    """A contender for the lock, as `kops.cluster.admin.lease.Claims` folds it from `__kops`."""
 
     id: str
     port: MemoryCluster
@@ -372,7 +372,7 @@ class MemoryKafka:
 
     def snapshot(self, where: str, only_topics: set[str] | None = None) -> Snapshot:
         """What the Admin-API reader makes: live brokers, topics, requested moves; broker configs only for the
-        whole cluster (as `kops.admin.reader.read_snapshot`)."""
+        whole cluster (as `kops.cluster.admin.reader.read_snapshot`)."""
         names = sorted(n for n in self.topics if only_topics is None or n in only_topics)
         topics = {n: self._topic(n) for n in names}
         brokers = tuple(Broker(id=b, host="127.0.0.1", port=9090 + b, endpoints=(f"PLAINTEXT://127.0.0.1:{9090 + b}",),
@@ -598,7 +598,7 @@ class MemoryRecords:
 
 
 class MemoryLock:
-    """The lease of `kops.admin.lease.LeaseLock`: a claim that heartbeats while its kops lives; the first live
+    """The lease of `kops.cluster.admin.lease.LeaseLock`: a claim that heartbeats while its kops lives; the first live
     claim holds the lock. A contender waits for a claim whose kops crashed (its lease runs out), as LeaseLock
     waits for a killed kops on its own host, and is refused by a live one."""
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kops.admin.cluster import AdminCluster
-from kops.admin.connection import AdminSettings, read_properties
 from kops.cli import console
 from kops.cli.options import (
     BootstrapServer,
@@ -30,6 +28,8 @@ from kops.cli.options import (
     Zookeeper,
     zk_settings,
 )
+from kops.cluster.admin.adapter import AdminCluster
+from kops.cluster.admin.connection import AdminSettings, read_properties
 from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.declare.inventory import load_inventory
@@ -37,10 +37,10 @@ from kops.declare.loader import cluster_address
 from kops.declare.patterns import PatternError, select_hosts
 from kops.declare.problems import Problems
 from kops.errors import UsageError
-from kops.kafka.client import ZkClient
-from kops.kafka.connect import parse_connect
 from kops.model.desired import SourceLocation
 from kops.model.snapshot import ADMIN_API
+from kops.zk_layout.client import ZkClient
+from kops.zk_layout.connect import parse_connect
 
 F = TypeVar("F", bound=Callable[..., Any])
 

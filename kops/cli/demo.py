@@ -26,10 +26,10 @@ import typer
 
 from kops.cli import console
 from kops.errors import KopsError
-from kops.kafka import admin
 from kops.lab import kafka_dist, traffic
-from kops.lab.cluster import Lab
 from kops.lab.engines import open_lab
+from kops.lab.kops_engine import Lab
+from kops.zk_layout import tool_writes
 
 DEFAULT_DIR = Path(".kops/demo")
 PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "lab-demo.yml"
@@ -80,7 +80,7 @@ def _create_topics(lab: Lab) -> None:
     """What kafka-topics.sh --create writes, then data at the leaders (followers replicate it)."""
     with lab.client() as client:
         for topic, partitions in TOPICS.items():
-            admin.create_topic(client, topic, {p: replicas for p, (replicas, _) in partitions.items()})
+            tool_writes.create_topic(client, topic, {p: replicas for p, (replicas, _) in partitions.items()})
         for topic, partitions in TOPICS.items():
             for p, (_, megabytes) in partitions.items():
                 _retry(functools.partial(traffic.produce, client, topic, megabytes * MB, p),
@@ -124,7 +124,7 @@ def _fresh_snapshots(lab_dir: Path, since: float, brokers: int, count: int = 2) 
 def _create_real_topics(bootstrap: str) -> None:
     """The same topics on real Kafka, through the Admin API, with real records (an eighth of the sizes: real
     bytes are written, replicated and copied on this machine)."""
-    from kops.lab.kafka_admin import first_answer, produce  # noqa: PLC0415 - only the real-Kafka demo needs it
+    from kops.lab.kafka_client import first_answer, produce  # noqa: PLC0415 - only the real-Kafka demo needs it
 
     spec = {t: {"assignments": {p: list(r) for p, (r, _) in parts.items()}} for t, parts in TOPICS.items()}
     first_answer(bootstrap, lambda c: c.create_topics(spec))

@@ -15,9 +15,9 @@ from typing import Annotated, TypeVar
 import typer
 
 from kops.errors import UsageError
-from kops.kafka.client import ZkAuth, ZkSettings, ZkTls
-from kops.kafka.connect import parse_connect
 from kops.units import parse_rate
+from kops.zk_layout.client import ZkAuth, ZkSettings, ZkTls
+from kops.zk_layout.connect import parse_connect
 
 T = TypeVar("T")
 

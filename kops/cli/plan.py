@@ -15,7 +15,6 @@ from kops.cli.options import ExtraVars, Inventory, Limit, parse_throttle
 from kops.cli.state import AllowIncomplete, refuse_incomplete, write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
 from kops.errors import ExitCode, UsageError
-from kops.kafka.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
 from kops.model import plan_format
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
@@ -25,6 +24,7 @@ from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import read_sizes
 from kops.units import format_size
+from kops.zk_layout.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
 
 
 class PlanFormat(str, Enum):

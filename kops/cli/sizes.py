@@ -10,18 +10,18 @@ from typing import Annotated, Any
 
 import typer
 
-from kops.admin.connection import AdminSettings, admin_session, read_properties
-from kops.admin.log_dirs import describe_log_dirs
 from kops.cli import console
 from kops.cli.options import BootstrapServer, CommandConfig, ConnectTimeout, Format, OutputFormat
 from kops.cli.spark_run import spark_session, stage_progress
 from kops.cli.state import write_atomically
+from kops.cluster.admin.connection import AdminSettings, admin_session, read_properties
+from kops.cluster.admin.log_dirs import describe_log_dirs
 from kops.errors import KopsError, UsageError
-from kops.kafka.codecs.log_dirs import encode_log_dirs
 from kops.sizes.reader import read_sizes
 from kops.sizes.store import append_report, is_store
 from kops.sizes.store import create as create_store
 from kops.units import format_size, parse_duration
+from kops.zk_layout.codecs.log_dirs import encode_log_dirs
 
 app = typer.Typer(help="Partition sizes: summarise raw observations with Spark, show the summary.",
                   no_args_is_help=True)

@@ -15,11 +15,11 @@ from kops.cli.connection import Address, Connection, connection_options, open_cl
 from kops.cli.options import Format, OutputFormat
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
-from kops.kafka.reader import read_snapshot
 from kops.model import snapshot_format
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import ALL_KEYS as THROTTLE_KEYS
+from kops.zk_layout.reader import read_snapshot
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -1,8 +1,8 @@
 """One interface for everything the executor does to a cluster, so it never knows the transport.
 
 Two adapters implement it: `kops.cluster.zookeeper.ZkCluster` (Kafka's znodes, for 2.x/3.x clusters in
-ZooKeeper mode and the kops engine) and `kops.admin.cluster.AdminCluster` (Kafka's Admin API: KRaft, Kafka 4,
-any 2.4+ broker). The executor holds a `Fenced` view while it holds the lock: every write first checks it.
+ZooKeeper mode and the kops engine) and `kops.cluster.admin.adapter.AdminCluster` (Kafka's Admin API: KRaft,
+Kafka 4, any 2.4+ broker). The executor holds a `Fenced` view while it holds the lock: every write first checks it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The cluster port over ZooKeeper: Kafka's znodes written as Kafka's own tools write them (kops.kafka), for
+"""The cluster port over ZooKeeper: Kafka's znodes written as Kafka's own tools write them (kops.zk_layout), for
 clusters in ZooKeeper mode (Kafka 2.4 – 3.9) and the kops engine.
 
 The lock is an ephemeral `/kops/lock` naming the holder, so a crashed holder's lock vanishes with its session;
@@ -15,18 +15,18 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from kops.adminapi.client import AdminApiClient
-from kops.adminapi.protocol import ErrorCode
 from kops.cluster.port import Assignment, Target
 from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, dead_local, describe
-from kops.kafka import admin, paths
-from kops.kafka.client import NodeExists, NodeMissing, ZkClient
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
-from kops.kafka.reader import read_snapshot
+from kops.kip179.client import Kip179Client
+from kops.kip179.protocol import ErrorCode
 from kops.model.features import KIP179_ADMIN, KIP236_CANCEL, KIP236_QUEUE
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import NodeExists, NodeMissing, ZkClient
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
+from kops.zk_layout.reader import read_snapshot
 
 CANCEL = "cancel"
 
@@ -38,7 +38,7 @@ class ZkCluster:
         self.client = client
         self.where = where
         self._records = ZkRecords(client)
-        self._api: AdminApiClient | None = None
+        self._api: Kip179Client | None = None
 
     def snapshot(self, only_topics: set[str] | None = None,
                  only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
@@ -69,27 +69,27 @@ class ZkCluster:
     def create_topic(self, name: str, assignment: Assignment, config: Mapping[str, str]) -> bool:
         if self.client.exists(paths.topic(name)) is not None:
             return False
-        admin.create_topic(self.client, name, {p: tuple(r) for p, r in assignment.items()}, config)
+        tool_writes.create_topic(self.client, name, {p: tuple(r) for p, r in assignment.items()}, config)
         return True
 
     def add_partitions(self, topic: str, assignment: Assignment) -> bool:
         existing = self.client.children(paths.partitions(topic)) or []
         if self.client.get(paths.topic(topic)) is not None and all(str(p) in existing for p in assignment):
             return False
-        admin.add_partitions(self.client, topic, {p: tuple(r) for p, r in assignment.items()})
+        tool_writes.add_partitions(self.client, topic, {p: tuple(r) for p, r in assignment.items()})
         return True
 
     def shrink_partitions(self, topic: str, keep: int) -> None:
-        admin.mark_partitions_for_deletion(self.client, topic, keep)
+        tool_writes.mark_partitions_for_deletion(self.client, topic, keep)
 
     def delete_topic(self, name: str) -> None:
-        admin.delete_topic(self.client, name)
+        tool_writes.delete_topic(self.client, name)
 
     def read_config(self, entity_type: str, name: str) -> dict[str, str]:
-        return admin.read_config(self.client, entity_type, name)[0]
+        return tool_writes.read_config(self.client, entity_type, name)[0]
 
     def alter_config(self, entity_type: str, name: str, updates: Mapping[str, str | None]) -> None:
-        admin.alter_config(self.client, entity_type, name, dict(updates))
+        tool_writes.alter_config(self.client, entity_type, name, dict(updates))
 
     # -- reassignments and elections -----------------------------------------------------------------------
 
@@ -97,13 +97,13 @@ class ZkCluster:
         """`/admin/reassign_partitions`; while one is in flight, the KIP-236 queue where the cluster has it."""
         wanted = [ReassignmentTarget(tp.topic, tp.partition, replicas) for tp, replicas in targets]
         try:
-            admin.start_reassignment(self.client, wanted)
-        except admin.AdminRefused as exc:
+            tool_writes.start_reassignment(self.client, wanted)
+        except tool_writes.AdminRefused as exc:
             if not self.accepts_moves_in_flight(snapshot):
                 raise Refused(exc.what, where=paths.REASSIGN_PARTITIONS) from None
             if not self._wait_absent(paths.REASSIGN_QUEUE, 30.0):  # the controller takes the last one in first
                 raise Refused("the controller has not taken in the last queued moves", where=paths.REASSIGN_QUEUE) from None
-            admin.queue_reassignment(self.client, wanted)
+            tool_writes.queue_reassignment(self.client, wanted)
 
     def can_cancel(self, snapshot: Snapshot) -> bool:
         return KIP236_CANCEL in snapshot.cluster_features()
@@ -123,10 +123,10 @@ class ZkCluster:
     def elect_preferred(self, partitions: Sequence[TopicPartition], timeout: float) -> bool:
         self._wait_absent(paths.PREFERRED_REPLICA_ELECTION, timeout)
         try:
-            admin.request_preferred_election(self.client, partitions)
-        except admin.AdminRefused:
+            tool_writes.request_preferred_election(self.client, partitions)
+        except tool_writes.AdminRefused:
             self._wait_absent(paths.PREFERRED_REPLICA_ELECTION, timeout)
-            admin.request_preferred_election(self.client, partitions)
+            tool_writes.request_preferred_election(self.client, partitions)
         return self._wait_absent(paths.PREFERRED_REPLICA_ELECTION, timeout)
 
     def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]:
@@ -136,7 +136,7 @@ class ZkCluster:
         if self._api is None:
             if KIP179_ADMIN not in read_snapshot(self.client, only_topics=set()).cluster_features():
                 return {}
-            self._api = AdminApiClient(self.client, timeout=5.0)
+            self._api = Kip179Client(self.client, timeout=5.0)
         try:
             return {(s.tp, s.broker): s.lag_bytes for s in self._api.replica_status(asked)
                     if s.error is ErrorCode.NONE and s.lag_bytes >= 0}

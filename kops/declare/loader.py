@@ -25,7 +25,6 @@ from kops.declare.templating import Renderer, TemplateProblem, resolve_variables
 from kops.declare.topics import TopicReader, topic_list
 from kops.declare.yamlsource import YamlError, YamlList, YamlMap, load_yaml, location_of, parse_yaml
 from kops.errors import UsageError
-from kops.kafka.connect import parse_connect
 from kops.model.desired import (
     GOALS,
     BrokerChanges,
@@ -37,6 +36,7 @@ from kops.model.desired import (
 )
 from kops.model.plan import Rolling
 from kops.model.snapshot import admin_api_connect
+from kops.zk_layout.connect import parse_connect
 
 PLAY_KEYS = (
     "name", "hosts", "vars", "vars_files", "topic_defaults", "topics", "brokers", "rebalance", "execution",

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kops.lab import kafka_admin, traffic
-from kops.lab.cluster import Lab
+from kops.lab import kafka_client, traffic
 from kops.lab.engines import KOPS
 from kops.lab.kafka_lab import KafkaLab
+from kops.lab.kops_engine import Lab
 
 KOPS_BANDWIDTH = 100 * 1024 * 1024  # the kops engine's port speed, per simulated second, at least
 HEADROOM = 4  # the port runs this many times faster than the throttle, so the throttle is what binds
@@ -39,7 +39,7 @@ class CloneLab:
         if isinstance(self.lab, Lab):
             with self.lab.client() as client:
                 return traffic.fill(client, sizes)
-        return kafka_admin.fill(self.bootstrap or "", sizes)
+        return kafka_client.fill(self.bootstrap or "", sizes)
 
     def ingest(self, topic: str, rate: float) -> None:
         """Steady traffic into `topic` (bytes per clone second; simulated seconds on the kops engine)."""

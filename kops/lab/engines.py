@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kops.lab.cluster import Lab
 from kops.lab.kafka_dist import ENGINES as REAL_ENGINES
 from kops.lab.kafka_dist import installed, pinned_version
 from kops.lab.kafka_lab import KafkaLab
+from kops.lab.kops_engine import Lab
 
 KOPS = "kops"
 ENGINES = (KOPS, *REAL_ENGINES)

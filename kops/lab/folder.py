@@ -1,5 +1,5 @@
 """What every lab engine shares: its folder with `lab.json`, the processes it started, and the faults it injects
-into them (stop, kill, pause, resume). `kops.lab.cluster.Lab` (the kops engine) and `kops.lab.kafka_lab.KafkaLab`
+into them (stop, kill, pause, resume). `kops.lab.kops_engine.Lab` (the kops engine) and `kops.lab.kafka_lab.KafkaLab`
 (real Kafka) differ in what they start and how they know a process is theirs.
 """
 

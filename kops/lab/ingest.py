@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from kops.lab.kafka_admin import steady
+from kops.lab.kafka_client import steady
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,6 @@
 """A lab cluster of real Apache Kafka: 3.9 brokers in ZooKeeper mode, or a Kafka 4 KRaft cluster.
 
-Same folder contract as the kops engine (`kops.lab.cluster`): `<dir>/lab.json` describes the lab, `<dir>/bootstrap`
+Same folder contract as the kops engine (`kops.lab.kops_engine`): `<dir>/lab.json` describes the lab, `<dir>/bootstrap`
 holds the bootstrap servers and, for kafka-3.9, `<dir>/zookeeper` the connect string with its chroot. Each
 node is one JVM from the fetched jars (`kops.lab.kafka_dist`), its settings in `<dir>/nodes/<id>/`, its logs in
 `<dir>/logs/node-<id>/server.log` (stdout, for the JVM's own complaints, in `<dir>/logs/node-<id>.out`).
@@ -335,7 +335,7 @@ class KafkaLab(LabFolder):
 
     def wait_registered(self, state: KafkaLabState, brokers: set[int], timeout: float) -> None:
         """Until the cluster's metadata lists `brokers` (unfenced) and names a controller."""
-        from kops.lab.kafka_admin import live_brokers  # kafka-python is imported only when a real lab runs
+        from kops.lab.kafka_client import live_brokers  # kafka-python is imported only when a real lab runs
 
         deadline = time.monotonic() + timeout
         while True:
@@ -380,8 +380,8 @@ class KafkaLab(LabFolder):
             self.wait_registered(state, {node_id}, timeout)
 
     def _wait_unregistered(self, state: KafkaLabState, node_id: int, timeout: float) -> None:
-        from kops.kafka.client import ZkClient, ZkSettings
-        from kops.kafka.paths import broker
+        from kops.zk_layout.client import ZkClient, ZkSettings
+        from kops.zk_layout.paths import broker
 
         assert state.connect is not None
         deadline = time.monotonic() + timeout
@@ -404,7 +404,7 @@ class KafkaLab(LabFolder):
 
     def produce(self, topic: str, count: int, partition: int | None = None) -> int:
         """`count` bytes of real records, acknowledged by all in-sync replicas; how many records."""
-        from kops.lab.kafka_admin import produce
+        from kops.lab.kafka_client import produce
 
         return produce(self.state().bootstrap, topic, count, partition)
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 
 from kops.errors import KopsError, UsageError
-from kops.kafka import paths
-from kops.kafka.client import NodeExists, VersionConflict, ZkClient
-from kops.kafka.codecs.topics import decode_topic
-from kops.kafka.reader import read_snapshot
 from kops.model.partitioner import key_shares
 from kops.model.snapshot import Snapshot
 from kops.rpc import RpcClient, RpcError, RpcUnavailable
+from kops.zk_layout import paths
+from kops.zk_layout.client import NodeExists, VersionConflict, ZkClient
+from kops.zk_layout.codecs.topics import decode_topic
+from kops.zk_layout.reader import read_snapshot
 
 
 def produce(client: ZkClient, topic: str, count: int, partition: int | None = None) -> dict[int, int]:

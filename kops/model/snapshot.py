@@ -1,6 +1,6 @@
 """A snapshot: everything kops knows about one cluster at one moment, as pure data.
 
-Read live by `kops.kafka.reader`, or loaded from a `kops-snapshot/1` file (`kops.model.snapshot_format`) for
+Read live by `kops.zk_layout.reader`, or loaded from a `kops-snapshot/1` file (`kops.model.snapshot_format`) for
 offline planning. The planner only ever sees this type, never ZooKeeper.
 """
 

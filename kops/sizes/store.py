@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 
 from kops.errors import DocumentError
-from kops.kafka.codecs.log_dirs import LogDirsReport
+from kops.zk_layout.codecs.log_dirs import LogDirsReport
 
 FORMAT = "kops-sizes-store/1"
 MARKER = "kops-sizes-store.json"

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kops.model import snapshot_format
-from tests.clusters import brokers, round_robin, snapshot, topic
+from tests.builders import brokers, round_robin, snapshot, topic
 
 HERE = Path(__file__).parent
 

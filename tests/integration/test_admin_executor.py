@@ -16,7 +16,7 @@ import pytest
 from kafka import TopicPartition as KafkaTP
 
 from kops.cli.main import main
-from kops.lab.kafka_admin import first_answer, layout
+from kops.lab.kafka_client import first_answer, layout
 from kops.model.plan import Move
 from tests.engines import EngineLab
 from tests.integration.test_admin_transport import (
@@ -136,9 +136,9 @@ def test_controller_failover_mid_batch_does_not_disturb_the_execution(tmp_path: 
     which only talks to brokers, never notices. (Kafka 4's lab has a single quorum controller.)"""
     if admin_engine.engine != "kafka-3.9":
         pytest.skip("the lab's Kafka 4 runs one quorum controller: nothing to fail over to")
-    from kops.kafka import paths
-    from kops.kafka.client import ZkClient, ZkSettings
-    from kops.kafka.reader import read_snapshot
+    from kops.zk_layout import paths
+    from kops.zk_layout.client import ZkClient, ZkSettings
+    from kops.zk_layout.reader import read_snapshot
 
     cluster: EngineLab = request.getfixturevalue("admin_cluster")
     bootstrap = cluster.bootstrap
@@ -156,7 +156,7 @@ def test_controller_failover_mid_batch_does_not_disturb_the_execution(tmp_path: 
 
 
 def _fill_skewed(bootstrap: str, megabytes: float) -> None:
-    from kops.lab.kafka_admin import produce
+    from kops.lab.kafka_client import produce
 
     spec = {name: {"assignments": {p: list(r) for p, r in a.items()}} for name, a in SKEWED.items()}
     first_answer(bootstrap, lambda c: c.create_topics(spec))
@@ -190,7 +190,7 @@ def test_rebalance_noop_refusal_while_reassigning_and_sigterm(tmp_path: Path, ad
     assert doc["status"] == "noop" and doc["plan"] is None and "below --min-improvement 0.2" in doc["reason"]
     # a reassignment someone else started, held back by their own throttle (more than one fetch of data, or the
     # first fetch, which no quota stops, would finish it): refused, nothing written
-    from kops.lab.kafka_admin import produce
+    from kops.lab.kafka_client import produce
 
     wait_until(lambda: produce(bootstrap, "pay", 4 * MB, 0) > 0, timeout=60, what="pay-0 grown past one fetch")
     _throttle_foreign_move(bootstrap, "1024")

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from kops.admin.cluster import AdminCluster
-from kops.admin.connection import AdminSettings
 from kops.cli.main import main
-from kops.lab.kafka_admin import admin_client, first_answer
+from kops.cluster.admin.adapter import AdminCluster
+from kops.cluster.admin.connection import AdminSettings
+from kops.lab.kafka_client import admin_client, first_answer
 from kops.model.snapshot import PROPAGATING, Snapshot
 from tests.engines import EngineLab, kafka4_cluster, reset_admin_cluster
 from tests.labtools import wait_until

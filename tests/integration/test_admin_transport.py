@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from kafka.admin import ConfigResource
 
-from kops.admin.cluster import AdminCluster
-from kops.admin.connection import AdminSettings
 from kops.cli.main import main
+from kops.cluster.admin.adapter import AdminCluster
+from kops.cluster.admin.connection import AdminSettings
 from kops.executor.journal import Journal
 from kops.executor.record import ExecutionRecord
-from kops.lab.kafka_admin import first_answer, layout
+from kops.lab.kafka_client import first_answer, layout
 from kops.model.plan import Plan
 from kops.model.throttle_keys import ALL_KEYS
 from tests.engines import EngineLab, fill_real

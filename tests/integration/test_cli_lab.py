@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
-from kops.kafka import admin
-from kops.kafka.client import ZkClient, ZkSettings
 from kops.lab.processes import pid_alive
 from kops.model.partitioner import key_shares
+from kops.zk_layout import tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
 from tests.labtools import replica, state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -25,7 +25,7 @@ def test_lab_lifecycle_through_the_cli(tmp_path: Path, zk_connect: str, capsys) 
     try:
         assert (tmp_path / "lab" / "zookeeper").read_text().strip() == zk_connect
         with ZkClient(ZkSettings(zk_connect)) as zk:
-            admin.create_topic(zk, "clicks", {0: (1, 2), 1: (2, 3)})
+            tool_writes.create_topic(zk, "clicks", {0: (1, 2), 1: (2, 3)})
             wait_until(lambda: state(zk, "clicks", 1), what="partitions created")
             capsys.readouterr()
             assert main(["lab", "produce", "clicks", "--bytes", "10MB", "--dir", lab_dir]) == 0

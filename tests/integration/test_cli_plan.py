@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
-from kops.kafka.client import ZkClient
-from kops.kafka.codecs.reassign_tool import read_reassignment_json
-from kops.kafka.writer import write_snapshot
 from kops.lab.sample import sample_snapshot
 from kops.model import plan_format
+from kops.zk_layout.client import ZkClient
+from kops.zk_layout.codecs.reassign_tool import read_reassignment_json
+from kops.zk_layout.writer import write_snapshot
 
 PLAYBOOK = """- name: lab
   hosts: all

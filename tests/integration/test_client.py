@@ -7,7 +7,8 @@ import time
 import pytest
 
 from kops.errors import ConnectionFailed
-from kops.kafka.client import (
+from kops.lab.ports import free_port
+from kops.zk_layout.client import (
     NodeExists,
     PermissionDenied,
     TransactionFailed,
@@ -16,7 +17,6 @@ from kops.kafka.client import (
     ZkClient,
     ZkSettings,
 )
-from kops.lab.ports import free_port
 
 
 def test_digest_auth_against_the_real_server(zk_connect: str) -> None:

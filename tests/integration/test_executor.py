@@ -19,12 +19,12 @@ import pytest
 from kops.cli.main import main
 from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
-from kops.kafka import admin, paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
 from kops.model import plan_format
 from kops.model.plan import Batch, Plan
 from kops.model.throttle_keys import ALL_KEYS
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
 from tests.engines import EngineLab
 from tests.labtools import state, wait_until
 
@@ -90,7 +90,8 @@ def test_a_multi_batch_plan_applies_end_to_end_then_rolls_back_exactly(tmp_path:
     with engine_lab(time_scale=20.0) as cluster, ZkClient(ZkSettings(cluster.zk_connect)) as zk:
         zk_connect = cluster.zk_connect
         cluster.create_and_fill(zk, ORIGINAL, 2)
-        admin.alter_config(zk, "brokers", "1", {"leader.replication.throttled.rate": "104857600"})  # the operator's own, above ours
+        # the operator's own, above ours
+        tool_writes.alter_config(zk, "brokers", "1", {"leader.replication.throttled.rate": "104857600"})
         plan_file, plan = make_plan(tmp_path, zk_connect)
         assert len(plan.batches) >= 2
         capsys.readouterr()
@@ -101,7 +102,7 @@ def test_a_multi_batch_plan_applies_end_to_end_then_rolls_back_exactly(tmp_path:
         # bytes: KIP-179 lag on the kops engine; through ZooKeeper real Kafka reports no lag (partitions only)
         assert any(e["event"] == "progress" and (e["bytes_total"] > 0 or cluster.real) for e in events)
         assert judged(cluster, zk, targets(plan))
-        assert admin.read_config(zk, "topics", "pay")[0] == {"retention.ms": "86400000"}
+        assert tool_writes.read_config(zk, "topics", "pay")[0] == {"retention.ms": "86400000"}
         assert throttle_configs(zk) == {"brokers/1": {"leader.replication.throttled.rate": "104857600"}}  # kept
         leaders = {(m.topic, m.partition): m.to_replicas[0] for m in plan.moves}
         wait_until(lambda: all(state(zk, t, p).leader == leader for (t, p), leader in leaders.items()),
@@ -114,7 +115,7 @@ def test_a_multi_batch_plan_applies_end_to_end_then_rolls_back_exactly(tmp_path:
         # rollback after a full apply: the exact original layout, replica order included
         assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
         assert judged(cluster, zk, ORIGINAL)
-        assert admin.read_config(zk, "topics", "pay")[0] == {}  # the config found before is back
+        assert tool_writes.read_config(zk, "topics", "pay")[0] == {}  # the config found before is back
         assert throttle_configs(zk) == {"brokers/1": {"leader.replication.throttled.rate": "104857600"}}
         rolled = Journal(ZkRecords(zk)).latest()
         assert rolled.kind == "rollback" and rolled.of == record.id and rolled.status == "done"
@@ -156,7 +157,7 @@ def test_drift_lock_and_confirmation(tmp_path: Path, engine_lab, capsys) -> None
         assert main(["apply", str(other), "-z", zk_connect, "--yes", "--accept-edited-plan"]) == 1
         assert "the plan is for AAAAAAAAAAAAAAAAAAAAAA" in capsys.readouterr().err
         # drift: exit 4, naming what changed
-        admin.add_partitions(zk, "logs", {3: (1, 2)})
+        tool_writes.add_partitions(zk, "logs", {3: (1, 2)})
         assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 4
         assert "topic logs changed" in capsys.readouterr().err
 

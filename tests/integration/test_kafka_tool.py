@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
-from kops.kafka.client import ZkClient, ZkSettings
 from kops.model import plan_format
+from kops.zk_layout.client import ZkClient, ZkSettings
 from tests.engines import EngineLab
 from tests.integration.test_executor import judged, layout, throttle_configs
 from tests.labtools import wait_until

@@ -8,10 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from kops.kafka import admin, paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
-from kops.kafka.codecs.controller import decode_controller_epoch
 from kops.lab import traffic
 from kops.lab.controller.channel import call_registered_broker
 from kops.lab.controller.context import LeaderState
@@ -19,6 +15,10 @@ from kops.lab.controller.effects import Effects
 from kops.lab.controller.store import ControllerMoved, ControllerStore
 from kops.model.partitions import TopicPartition
 from kops.rpc import RpcError
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
+from kops.zk_layout.codecs.controller import decode_controller_epoch
 from tests.labtools import broker_status, configs_applied, controller, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -46,18 +46,18 @@ def test_election_and_failover_of_the_controller(lab_dir: Path, zk_connect: str)
 
 def test_topic_create_partition_add_and_delete(lab_dir: Path, zk_connect: str) -> None:
     with running_lab(lab_dir, zk_connect, brokers=3) as _lab, ZkClient(ZkSettings(zk_connect)) as zk:
-        admin.create_topic(zk, "orders", {0: (1, 2), 1: (2, 3), 2: (3, 1)}, {"retention.ms": "86400000"})
+        tool_writes.create_topic(zk, "orders", {0: (1, 2), 1: (2, 3), 2: (3, 1)}, {"retention.ms": "86400000"})
         for p, leader in ((0, 1), (1, 2), (2, 3)):
             s = wait_until(lambda p=p: state(zk, "orders", p), what=f"state of orders-{p}")
             assert s.leader == leader and s.leader_epoch == 0 and len(s.isr) == 2
         assert replica(zk, 1, "orders", 0)["role"] == "leader"
         wait_until(lambda: replica(zk, 2, "orders", 0), what="broker 2 follows orders-0")
 
-        admin.add_partitions(zk, "orders", {3: (1, 3)})
+        tool_writes.add_partitions(zk, "orders", {3: (1, 3)})
         s = wait_until(lambda: state(zk, "orders", 3), what="state of the added partition")
         assert s.leader == 1 and set(s.isr) == {1, 3}
 
-        admin.delete_topic(zk, "orders")
+        tool_writes.delete_topic(zk, "orders")
         wait_until(lambda: zk.exists(paths.topic("orders")) is None, what="topic znode removed")
         assert zk.exists(paths.config("topics", "orders")) is None
         assert zk.exists(paths.delete_topic("orders")) is None
@@ -70,7 +70,7 @@ def test_broker_kill_moves_leaders_to_isr_members(lab_dir: Path, zk_connect: str
         active = wait_until(lambda: controller(zk), what="a controller")
         victim = next(b for b in (1, 2, 3) if b != active)
         others = tuple(b for b in (1, 2, 3) if b != victim)
-        admin.create_topic(zk, "events", {p: (victim,) + (others if p % 2 else others[::-1]) for p in range(6)})
+        tool_writes.create_topic(zk, "events", {p: (victim,) + (others if p % 2 else others[::-1]) for p in range(6)})
         wait_until(lambda: all(state(zk, "events", p) for p in range(6)), what="partitions created")
         lab.kill_broker(victim)
         for p in range(6):
@@ -80,7 +80,7 @@ def test_broker_kill_moves_leaders_to_isr_members(lab_dir: Path, zk_connect: str
 
 def test_controlled_shutdown_moves_leadership_before_exit(lab_dir: Path, zk_connect: str) -> None:
     with running_lab(lab_dir, zk_connect, brokers=3) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
-        admin.create_topic(zk, "jobs", {p: (1, 2, 3) if p % 2 else (1, 3, 2) for p in range(4)})
+        tool_writes.create_topic(zk, "jobs", {p: (1, 2, 3) if p % 2 else (1, 3, 2) for p in range(4)})
         wait_until(lambda: all((s := state(zk, "jobs", p)) and s.leader == 1 for p in range(4)), what="led by 1")
         lab.stop_broker(1)
         gone = zk.exists(paths.BROKER_IDS).pzxid  # the zxid of broker 1's deregistration
@@ -93,17 +93,17 @@ def test_controlled_shutdown_moves_leadership_before_exit(lab_dir: Path, zk_conn
 def test_throttled_reassignment_takes_bytes_over_throttle(lab_dir: Path, zk_connect: str) -> None:
     scale, size, rate = 20.0, 200 * MB, 2 * MB  # 100 simulated seconds = 5 real seconds
     with running_lab(lab_dir, zk_connect, brokers=3, time_scale=scale) as _lab, ZkClient(ZkSettings(zk_connect)) as zk:
-        admin.create_topic(zk, "logs", {0: (1, 2)})
+        tool_writes.create_topic(zk, "logs", {0: (1, 2)})
         wait_until(lambda: state(zk, "logs", 0), what="partition created")
         wait_until(lambda: traffic.produce(zk, "logs", size, 0), what="produce")
         wait_until(lambda: (r := replica(zk, 2, "logs", 0)) and r["end"] == size, what="follower caught up")
-        admin.alter_config(zk, "topics", "logs", {"leader.replication.throttled.replicas": "0:1,0:2",
+        tool_writes.alter_config(zk, "topics", "logs", {"leader.replication.throttled.replicas": "0:1,0:2",
                                                   "follower.replication.throttled.replicas": "0:3"})
         for broker in (1, 3):
-            admin.alter_config(zk, "brokers", str(broker), {"leader.replication.throttled.rate": str(rate),
+            tool_writes.alter_config(zk, "brokers", str(broker), {"leader.replication.throttled.rate": str(rate),
                                                             "follower.replication.throttled.rate": str(rate)})
         configs_applied(zk)
-        admin.start_reassignment(zk, [ReassignmentTarget("logs", 0, (3, 2))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("logs", 0, (3, 2))])
         wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, timeout=60, what="reassignment done")
         assert replicas(zk, "logs") == {0: (3, 2)}
         assert state(zk, "logs", 0).leader == 3
@@ -120,14 +120,14 @@ def test_new_controller_finishes_a_reassignment_when_the_old_one_dies(lab_dir: P
         active = wait_until(lambda: controller(zk), what="a controller")
         source, target = [b for b in (1, 2, 3, 4) if b != active][:2], None
         target = next(b for b in (1, 2, 3, 4) if b not in source and b != active)
-        admin.create_topic(zk, "moving", {0: tuple(source)})
+        tool_writes.create_topic(zk, "moving", {0: tuple(source)})
         wait_until(lambda: state(zk, "moving", 0), what="partition created")
         wait_until(lambda: traffic.produce(zk, "moving", 100 * MB, 0), what="produce")
         wait_until(lambda: (r := replica(zk, source[1], "moving", 0)) and r["end"] == 100 * MB, what="follower caught up")
-        admin.alter_config(zk, "brokers", str(target), {"follower.replication.throttled.rate": str(20 * MB)})
-        admin.alter_config(zk, "topics", "moving", {"follower.replication.throttled.replicas": f"0:{target}"})
+        tool_writes.alter_config(zk, "brokers", str(target), {"follower.replication.throttled.rate": str(20 * MB)})
+        tool_writes.alter_config(zk, "topics", "moving", {"follower.replication.throttled.replicas": f"0:{target}"})
         configs_applied(zk)
-        admin.start_reassignment(zk, [ReassignmentTarget("moving", 0, (target, source[1]))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("moving", 0, (target, source[1]))])
         wait_until(lambda: replicas(zk, "moving")[0][0] == target, what="reassignment started")
         lab.kill_broker(active)  # 100 MB at 20 MB/s: 5 simulated seconds, still copying
         wait_until(lambda: controller(zk) not in (None, active), what="a new controller")
@@ -140,7 +140,7 @@ def test_new_controller_finishes_a_reassignment_when_the_old_one_dies(lab_dir: P
 def test_isr_shrinks_for_a_lagging_follower_and_expands_when_it_catches_up(lab_dir: Path, zk_connect: str) -> None:
     with running_lab(lab_dir, zk_connect, brokers=2, time_scale=20.0, bandwidth=1 * MB) as _lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
-        admin.create_topic(zk, "busy", {0: (1, 2)})
+        tool_writes.create_topic(zk, "busy", {0: (1, 2)})
         wait_until(lambda: state(zk, "busy", 0), what="partition created")
         traffic.set_ingest(zk, "busy", 2 * MB)  # twice what the follower can fetch
         s = wait_until(lambda: (x := state(zk, "busy", 0)) and x.isr == (1,) and x, what="ISR shrink")
@@ -152,14 +152,14 @@ def test_isr_shrinks_for_a_lagging_follower_and_expands_when_it_catches_up(lab_d
 
 def test_preferred_replica_election(lab_dir: Path, zk_connect: str) -> None:
     with running_lab(lab_dir, zk_connect, brokers=2) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
-        admin.create_topic(zk, "pref", {0: (1, 2)})
+        tool_writes.create_topic(zk, "pref", {0: (1, 2)})
         wait_until(lambda: state(zk, "pref", 0), what="partition created")
         lab.stop_broker(1)
         assert state(zk, "pref", 0).leader == 2
         lab.start_broker(1)
         wait_until(lambda: set(state(zk, "pref", 0).isr) == {1, 2}, what="broker 1 back in sync")
         assert state(zk, "pref", 0).leader == 2
-        admin.request_preferred_election(zk, [TopicPartition("pref", 0)])
+        tool_writes.request_preferred_election(zk, [TopicPartition("pref", 0)])
         wait_until(lambda: state(zk, "pref", 0).leader == 1, what="preferred leader elected")
         wait_until(lambda: zk.exists(paths.PREFERRED_REPLICA_ELECTION) is None, what="request znode deleted")
 
@@ -183,7 +183,7 @@ def test_a_replaced_controller_cannot_write(zk: ZkClient) -> None:
     store = ControllerStore(zk)
     epoch, version = store.register_controller(7)
     assert (epoch, version) == (1, 1)
-    admin.create_topic(zk, "t", {0: (7,)})
+    tool_writes.create_topic(zk, "t", {0: (7,)})
     ctx, _view = store.load(7, epoch)
     zk.set(paths.CONTROLLER_EPOCH, b"2")  # a successor's election
     effects = Effects(states={TopicPartition("t", 0): LeaderState(7, 0, (7,), 0)},
@@ -208,10 +208,10 @@ def test_lab_down_leaves_no_process(lab_dir: Path, zk_connect: str) -> None:
 
 
 def test_brokers_write_log_dir_snapshots_and_apply_retention(lab_dir: Path, zk_connect: str) -> None:
-    from kops.kafka.codecs.log_dirs import parse_log_dirs
+    from kops.zk_layout.codecs.log_dirs import parse_log_dirs
 
     with running_lab(lab_dir, zk_connect, brokers=1, time_scale=300.0) as _lab, ZkClient(ZkSettings(zk_connect)) as zk:
-        admin.create_topic(zk, "capped", {0: (1,), 1: (1,)}, {"retention.bytes": str(1 * MB)})
+        tool_writes.create_topic(zk, "capped", {0: (1,), 1: (1,)}, {"retention.bytes": str(1 * MB)})
         wait_until(lambda: state(zk, "capped", 1), what="partitions created")
         traffic.produce(zk, "capped", 6 * MB)
         wait_until(lambda: (r := replica(zk, 1, "capped", 0)) and r["end"] - r["start"] == MB, what="retention")
@@ -237,7 +237,7 @@ def test_a_raced_state_znode_fails_only_its_own_partition(zk: ZkClient) -> None:
         zk.ensure_path(path)
     store = ControllerStore(zk, batch_ops=50)
     epoch, version = store.register_controller(1)
-    admin.create_topic(zk, "t", {p: (1,) for p in range(40)})
+    tool_writes.create_topic(zk, "t", {p: (1,) for p in range(40)})
     ctx, _view = store.load(1, epoch)
     created = Effects(states={TopicPartition("t", p): LeaderState(1, 0, (1,), 0) for p in range(40)},
                       created_states={TopicPartition("t", p) for p in range(40)})
@@ -259,23 +259,23 @@ def test_a_paused_broker_does_not_hold_up_the_controllers_other_decisions(tmp_pa
         active = wait_until(lambda: controller(zk), what="a controller")
         quiet = max({1, 2, 3} - {active})  # never the controller: pausing it would stall everything
         a, b = sorted({1, 2, 3} - {quiet})
-        admin.create_topic(zk, "e", {0: (b, a), 1: (b, a)})
+        tool_writes.create_topic(zk, "e", {0: (b, a), 1: (b, a)})
         wait_until(lambda: all(state(zk, "e", p) for p in (0, 1)), what="created")
         wait_until(lambda: all(set(state(zk, "e", p).isr) == {a, b} for p in (0, 1)), what="in sync")
         for p in (0, 1):  # make a the leader while b stays preferred: reorder, elect, reorder back
-            admin.start_reassignment(zk, [ReassignmentTarget("e", p, (a, b))])
+            tool_writes.start_reassignment(zk, [ReassignmentTarget("e", p, (a, b))])
             wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, what="reordered")
-            admin.request_preferred_election(zk, [TopicPartition("e", p)])
+            tool_writes.request_preferred_election(zk, [TopicPartition("e", p)])
             wait_until(lambda p=p: state(zk, "e", p).leader == a, what="a leads")
             wait_until(lambda: zk.exists(paths.PREFERRED_REPLICA_ELECTION) is None, what="election done")
-            admin.start_reassignment(zk, [ReassignmentTarget("e", p, (b, a))])
+            tool_writes.start_reassignment(zk, [ReassignmentTarget("e", p, (b, a))])
             wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, what="preferred b again")
         assert all(state(zk, "e", p).leader == a for p in (0, 1))
         lab.pause_broker(quiet)  # holds nothing of "e", but every decision sends it UpdateMetadata
         try:
             for p in (0, 1):
                 wait_until(lambda: zk.exists(paths.PREFERRED_REPLICA_ELECTION) is None, timeout=10, what="no election")
-                admin.request_preferred_election(zk, [TopicPartition("e", p)])
+                tool_writes.request_preferred_election(zk, [TopicPartition("e", p)])
                 wait_until(lambda p=p: state(zk, "e", p).leader == b, timeout=10,
                            what=f"e-{p}'s preferred leader elected while broker {quiet} is paused")
         finally:

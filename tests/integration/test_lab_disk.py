@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from kops.adminapi.client import AdminApiClient
-from kops.adminapi.protocol import ErrorCode
 from kops.errors import KopsError
-from kops.kafka import admin
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.codecs.log_dirs import parse_log_dirs
+from kops.kip179.client import Kip179Client
+from kops.kip179.protocol import ErrorCode
 from kops.lab import traffic
-from kops.lab.cluster import disk_capacities
+from kops.lab.kops_engine import disk_capacities
 from kops.lab.processes import pid_alive
 from kops.model.partitions import TopicPartition
+from kops.zk_layout import tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.codecs.log_dirs import parse_log_dirs
 from tests.labtools import broker_status, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -45,8 +45,8 @@ def sizes_on(zk: ZkClient, broker: int) -> dict[tuple[str, int], int]:
 def test_brokers_report_their_capacity_minus_the_bytes_they_hold(tmp_path: Path, zk_connect: str) -> None:
     capacity = disk_capacities(["64MiB", "3=32MiB", "2=48MiB"], [1, 2, 3])
     with running_lab(tmp_path / "lab", zk_connect, brokers=3, disk_capacity=capacity, logdirs_every=1.0) as lab, \
-            ZkClient(ZkSettings(zk_connect)) as zk, AdminApiClient(zk) as api:
-        admin.create_topic(zk, "t", {0: (1, 3), 1: (2, 3), 2: (3, 1)})
+            ZkClient(ZkSettings(zk_connect)) as zk, Kip179Client(zk) as api:
+        tool_writes.create_topic(zk, "t", {0: (1, 3), 1: (2, 3), 2: (3, 1)})
         wait_until(lambda: all(state(zk, "t", p) for p in range(3)), what="topic created")
         for p, count in ((0, 5 * MiB), (1, 3 * MiB), (2, 2 * MiB + 123)):
             wait_until(functools.partial(produced, zk, "t", count, p), what=f"produce to t-{p}")
@@ -92,8 +92,8 @@ def test_a_full_disk_takes_the_dir_offline_stops_the_broker_and_leadership_moves
     """Broker 3 holds 8 MiB. `follower`: it fills copying t-1 from broker 1; `leader`: a produce to t-0, which it
     leads, does not fit. Either way it halts; the controller elects broker 1 where 3 led and shrinks the ISRs."""
     with running_lab(tmp_path / "lab", zk_connect, brokers=3, disk_capacity={3: 8 * MiB}) as lab, \
-            ZkClient(ZkSettings(zk_connect)) as zk, AdminApiClient(zk) as api:
-        admin.create_topic(zk, "t", {0: (3, 1, 2), 1: (1, 3, 2)})
+            ZkClient(ZkSettings(zk_connect)) as zk, Kip179Client(zk) as api:
+        tool_writes.create_topic(zk, "t", {0: (3, 1, 2), 1: (1, 3, 2)})
         wait_until(lambda: all(state(zk, "t", p) for p in range(2)), what="topic created")
         pid = lab.state().pids[3]
         wait_until(lambda: produced(zk, "t", 3 * MiB, 0), what="produce to t-0")

@@ -6,22 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from kops.adminapi.client import AdminApiClient
-from kops.adminapi.protocol import (
+from kops.kip179.client import Kip179Client
+from kops.kip179.protocol import (
     REPLICA_STATUS,
     AlteredTopic,
     ErrorCode,
     decode_replica_statuses,
     encode_replica_status_request,
 )
-from kops.kafka import admin, paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
-from kops.kafka.reader import read_snapshot
 from kops.lab import traffic
 from kops.lab.controller.channel import call_registered_broker
 from kops.model.features import KIP179_ADMIN
 from kops.model.partitions import TopicPartition
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
+from kops.zk_layout.reader import read_snapshot
 from tests.labtools import configs_applied, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -35,10 +35,10 @@ def errors(results: list) -> dict[str, ErrorCode]:
 def test_alter_topics_performs_changes_through_the_controller_and_answers_the_kips_errors(
         tmp_path: Path, zk_connect: str) -> None:
     with running_lab(tmp_path / "lab", zk_connect, brokers=3) as _lab, ZkClient(ZkSettings(zk_connect)) as zk, \
-            AdminApiClient(zk) as api:
+            Kip179Client(zk) as api:
         assert KIP179_ADMIN in read_snapshot(zk).cluster_features() and api.supported()
-        admin.create_topic(zk, "grow", {0: (1, 2), 1: (2, 3)})
-        admin.create_topic(zk, "wide", {0: (1,), 1: (2,)})
+        tool_writes.create_topic(zk, "grow", {0: (1, 2), 1: (2, 3)})
+        tool_writes.create_topic(zk, "wide", {0: (1,), 1: (2,)})
         wait_until(lambda: state(zk, "wide", 1) and state(zk, "grow", 1), what="topics created")
 
         # validate_only: accepted, nothing written
@@ -73,26 +73,27 @@ def test_alter_topics_performs_changes_through_the_controller_and_answers_the_ki
 
         # only one reassignment at a time
         traffic.produce(zk, "grow", 40 * MB, 1)
-        admin.alter_config(zk, "brokers", "1", {"follower.replication.throttled.rate": str(MB)})
-        admin.alter_config(zk, "topics", "grow", {"follower.replication.throttled.replicas": "*"})
+        tool_writes.alter_config(zk, "brokers", "1", {"follower.replication.throttled.rate": str(MB)})
+        tool_writes.alter_config(zk, "topics", "grow", {"follower.replication.throttled.replicas": "*"})
         configs_applied(zk)
-        admin.start_reassignment(zk, [ReassignmentTarget("grow", 1, (2, 3, 1))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("grow", 1, (2, 3, 1))])
         assert errors(api.alter_topics([AlteredTopic("wide", assignment={0: (2, 3)})])) \
             == {"wide": ErrorCode.PARTITION_REASSIGNMENT_IN_PROGRESS}
 
 
 def test_replica_status_reports_lag_that_shrinks_as_a_follower_catches_up(tmp_path: Path, zk_connect: str) -> None:
     with running_lab(tmp_path / "lab", zk_connect, brokers=3, time_scale=10.0) as _lab, \
-            ZkClient(ZkSettings(zk_connect)) as zk, AdminApiClient(zk) as api:
-        admin.create_topic(zk, "lag", {0: (1, 2)})
+            ZkClient(ZkSettings(zk_connect)) as zk, Kip179Client(zk) as api:
+        tool_writes.create_topic(zk, "lag", {0: (1, 2)})
         wait_until(lambda: state(zk, "lag", 0), what="topic created")
         wait_until(lambda: traffic.produce(zk, "lag", 20 * MB, 0), what="produce")
         # the leader's high watermark at the end first: a new replica at or above it joins the ISR at once
         wait_until(lambda: (r := replica(zk, 2, "lag", 0)) and r["end"] == 20 * MB, what="follower 2 caught up")
-        admin.alter_config(zk, "brokers", "3", {"follower.replication.throttled.rate": str(MB)})  # 1 MB/s simulated
-        admin.alter_config(zk, "topics", "lag", {"follower.replication.throttled.replicas": "*"})
+        # 1 MB/s simulated
+        tool_writes.alter_config(zk, "brokers", "3", {"follower.replication.throttled.rate": str(MB)})
+        tool_writes.alter_config(zk, "topics", "lag", {"follower.replication.throttled.replicas": "*"})
         configs_applied(zk)
-        admin.start_reassignment(zk, [ReassignmentTarget("lag", 0, (1, 2, 3))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("lag", 0, (1, 2, 3))])
         tp = TopicPartition("lag", 0)
 
         def lag_of_3() -> int:
@@ -113,7 +114,7 @@ def test_replica_status_reports_lag_that_shrinks_as_a_follower_catches_up(tmp_pa
         assert unknown_topic.error is ErrorCode.INVALID_TOPIC_EXCEPTION
         assert bad_partition.error is ErrorCode.INVALID_PARTITIONS
         assert unknown_broker.error is ErrorCode.UNKNOWN_MEMBER_ID
-        admin.create_topic(zk, "solo", {0: (2,)})
+        tool_writes.create_topic(zk, "solo", {0: (2,)})
         wait_until(lambda: state(zk, "solo", 0), what="solo created")
         assert api.replica_status([(TopicPartition("solo", 0), 1)])[0].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         # asked of a broker that does not lead: NOT_LEADER_OR_FOLLOWER (the client re-asks the leader itself)

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from kops.kafka import admin, paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.codecs.admin_requests import ReassignmentTarget, encode_reassignment
-from kops.kafka.codecs.topics import decode_topic
-from kops.kafka.reader import read_snapshot
 from kops.lab import traffic
 from kops.model.features import KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget, encode_reassignment
+from kops.zk_layout.codecs.topics import decode_topic
+from kops.zk_layout.reader import read_snapshot
 from tests.labtools import configs_applied, controller, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -21,7 +21,7 @@ MB = 1024 * 1024
 
 def slow_topic(zk: ZkClient, name: str, assignment: dict[int, tuple[int, ...]], slow_brokers: tuple[int, ...]) -> None:
     """A topic with 50 MB per partition whose new replicas on `slow_brokers` copy at 1 MB/s (50 s simulated)."""
-    admin.create_topic(zk, name, assignment)
+    tool_writes.create_topic(zk, name, assignment)
     wait_until(lambda: all(state(zk, name, p) for p in assignment), what="partitions created")
     for p in assignment:
         wait_until(lambda p=p: traffic.produce(zk, name, 50 * MB, p), what="produce")
@@ -30,8 +30,8 @@ def slow_topic(zk: ZkClient, name: str, assignment: dict[int, tuple[int, ...]], 
             wait_until(lambda p=p, b=b: (r := replica(zk, b, name, p)) and r["end"] == 50 * MB,
                        what=f"{name}-{p} on broker {b} caught up")
     for broker in slow_brokers:
-        admin.alter_config(zk, "brokers", str(broker), {"follower.replication.throttled.rate": str(1 * MB)})
-    admin.alter_config(zk, "topics", name, {"follower.replication.throttled.replicas": "*"})
+        tool_writes.alter_config(zk, "brokers", str(broker), {"follower.replication.throttled.rate": str(1 * MB)})
+    tool_writes.alter_config(zk, "topics", name, {"follower.replication.throttled.replicas": "*"})
     configs_applied(zk)
 
 
@@ -49,7 +49,7 @@ def test_cancel_mid_move_restores_the_original_order_and_drops_new_replicas(tmp_
     with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=10.0) as _lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
         slow_topic(zk, "pay", {0: (2, 1), 1: (3, 4)}, slow_brokers=(1, 2, 3, 4))
-        admin.start_reassignment(zk, [ReassignmentTarget("pay", 0, (1, 3)), ReassignmentTarget("pay", 1, (1, 2))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("pay", 0, (1, 3)), ReassignmentTarget("pay", 1, (1, 2))])
         wait_until(lambda: in_flight(zk, "pay") == {0: (3,), 1: (1, 2)}, what="both moves in flight")
         wait_until(lambda: replica(zk, 3, "pay", 0), what="the new replica exists")
         zk.create(paths.CANCEL_REASSIGNMENT, b"")
@@ -74,10 +74,11 @@ def test_cancel_skips_a_partition_that_would_go_offline(tmp_path: Path, zk_conne
             lab.start_broker(active)
             active = new
         slow_topic(zk, "risky", {0: (1, 2)}, slow_brokers=(3,))
-        admin.alter_config(zk, "topics", "risky", {"unclean.leader.election.enable": "true"})  # the operator allows it
-        admin.alter_config(zk, "brokers", "4", {"follower.replication.throttled.rate": "1024"})  # 4 stays behind
+        # the operator allows it
+        tool_writes.alter_config(zk, "topics", "risky", {"unclean.leader.election.enable": "true"})
+        tool_writes.alter_config(zk, "brokers", "4", {"follower.replication.throttled.rate": "1024"})  # 4 stays behind
         configs_applied(zk)
-        admin.start_reassignment(zk, [ReassignmentTarget("risky", 0, (3, 4))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("risky", 0, (3, 4))])
         wait_until(lambda: in_flight(zk, "risky") == {0: (3, 4)}, what="move in flight")
         wait_until(lambda: (r := replica(zk, 3, "risky", 0)) and r["end"] > 5 * MB, what="broker 3 holds data")
         lab.kill_broker(1)
@@ -94,7 +95,7 @@ def test_freeze_cancels_what_is_pending_and_starts_nothing_while_present(tmp_pat
     with running_lab(tmp_path / "lab", zk_connect, brokers=3, time_scale=10.0) as _lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
         slow_topic(zk, "frozen", {0: (1, 2), 1: (2, 3)}, slow_brokers=(1, 2, 3))
-        admin.start_reassignment(zk, [ReassignmentTarget("frozen", 0, (3, 2))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("frozen", 0, (3, 2))])
         wait_until(lambda: in_flight(zk, "frozen") == {0: (3,)}, what="move in flight")
         zk.create(paths.REASSIGN_CANCEL, b"")
         wait_until(lambda: in_flight(zk, "frozen") == {} and zk.exists(paths.REASSIGN_PARTITIONS) is None,
@@ -106,7 +107,7 @@ def test_freeze_cancels_what_is_pending_and_starts_nothing_while_present(tmp_pat
         assert zk.exists(paths.REASSIGN_CANCEL) is not None  # stays until an operator removes it
         zk.delete(paths.REASSIGN_CANCEL)
         configs_applied(zk)
-        admin.start_reassignment(zk, [ReassignmentTarget("frozen", 1, (2, 3, 1))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("frozen", 1, (2, 3, 1))])
         wait_until(lambda: in_flight(zk, "frozen") == {1: (1,)}, what="moves start again once unfrozen")
 
 
@@ -114,7 +115,7 @@ def test_queue_adds_moves_in_flight_and_retargets_a_pending_one(tmp_path: Path, 
     with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=10.0) as _lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
         slow_topic(zk, "q", {0: (1, 2), 1: (2, 3)}, slow_brokers=(1, 2, 3, 4))
-        admin.start_reassignment(zk, [ReassignmentTarget("q", 0, (3, 2))])
+        tool_writes.start_reassignment(zk, [ReassignmentTarget("q", 0, (3, 2))])
         wait_until(lambda: in_flight(zk, "q") == {0: (3,)}, what="first move in flight")
         zk.create(paths.REASSIGN_QUEUE, encode_reassignment([ReassignmentTarget("q", 1, (4, 3))]))
         wait_until(lambda: in_flight(zk, "q") == {0: (3,), 1: (4,)}, what="queued move started alongside")
@@ -124,6 +125,7 @@ def test_queue_adds_moves_in_flight_and_retargets_a_pending_one(tmp_path: Path, 
         assert decode_topic(zk.get(paths.topic("q")).data, "t").replicas[0] == (4, 1, 2)  # from [1, 2], not [3, 2, 1]
         wait_until(lambda: replica(zk, 3, "q", 0) is None, what="the abandoned new replica is deleted")
         for broker in (1, 2, 3, 4):
-            admin.alter_config(zk, "brokers", str(broker), {"follower.replication.throttled.rate": str(1000 * MB)})
+            tool_writes.alter_config(zk, "brokers", str(broker),
+                                     {"follower.replication.throttled.rate": str(1000 * MB)})
         wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, timeout=60, what="both moves complete")
         assert replicas(zk, "q") == {0: (4, 1), 1: (4, 3)}

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
-from kops.kafka import paths
-from kops.kafka.client import ZkClient, ZkSettings
+from kops.zk_layout import paths
+from kops.zk_layout.client import ZkClient, ZkSettings
 from tests.integration.test_executor import judged, throttle_configs
 
 pytestmark = pytest.mark.lab

@@ -6,7 +6,7 @@ stops at a checkpoint (health stop), the broker comes back, the apply resumes an
 (kafka-python) then reads every partition: nothing acknowledged is missing, order is kept per partition.
 
 On Kafka 3.9 through ZooKeeper, and on Kafka 4 (KRaft) through the Admin API in batches and rolling: one cluster
-of each per module. The lab's fills (kops/lab/kafka_admin.py) are judged here too: a window of records
+of each per module. The lab's fills (kops/lab/kafka_client.py) are judged here too: a window of records
 unacknowledged at most, every record landed.
 """
 
@@ -23,11 +23,11 @@ from kafka import TopicPartition as KafkaTP
 from kops.cli.main import main
 from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
-from kops.kafka import admin, paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
 from kops.lab.delivery import Acks, SequenceProducer, compare, read_back
-from kops.lab.kafka_admin import fill, first_answer, layout, send_bounded
+from kops.lab.kafka_client import fill, first_answer, layout, send_bounded
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
 from tests.engines import EngineLab, kafka4_cluster, reset_admin_cluster, reset_real_cluster
 from tests.integration.test_admin_transport import throttles
 from tests.integration.test_executor import (
@@ -57,7 +57,7 @@ def test_no_acknowledged_record_is_lost_through_a_leader_kill_a_stop_and_a_resum
     assert cluster.bootstrap is not None
     with ZkClient(ZkSettings(cluster.zk_connect)) as zk:
         cluster.create_and_fill(zk, LEDGER, 3)
-        admin.alter_config(zk, "topics", "ledger", {"min.insync.replicas": "2"})
+        tool_writes.alter_config(zk, "topics", "ledger", {"min.insync.replicas": "2"})
         plan_file, plan = make_plan(tmp_path, cluster.zk_connect, playbook=PLAYBOOK)
         producer = SequenceProducer(cluster.bootstrap, "ledger", 6, rate=400).start()
         wait_until(lambda: producer.acks.count > 200, timeout=60, what="records acknowledged before the apply")

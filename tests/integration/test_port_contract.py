@@ -101,8 +101,8 @@ def _memory() -> Side:
 
 
 def _kafka4(cluster: EngineLab) -> Side:
-    from kops.admin.cluster import AdminCluster
-    from kops.admin.connection import AdminSettings
+    from kops.cluster.admin.adapter import AdminCluster
+    from kops.cluster.admin.connection import AdminSettings
     from tests.engines import fill_real, reset_admin_cluster
 
     bootstrap = cluster.bootstrap

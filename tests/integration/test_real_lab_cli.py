@@ -14,7 +14,7 @@ import pytest
 from kafka.admin import NewTopic
 
 from kops.cli.main import main
-from kops.lab.kafka_admin import admin_client, layout
+from kops.lab.kafka_client import admin_client, layout
 from kops.lab.kafka_dist import pinned_version
 from kops.lab.processes import pid_alive
 from tests.engines import require_real

@@ -12,9 +12,9 @@ from pathlib import Path
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from kops.cli.main import main
-from kops.kafka.codecs.log_dirs import parse_log_dirs
-from kops.lab.kafka_admin import admin_client, layout, produce
+from kops.lab.kafka_client import admin_client, layout, produce
 from kops.model import plan_format
+from kops.zk_layout.codecs.log_dirs import parse_log_dirs
 from tests.engines import EngineLab, reset_real_cluster
 from tests.labtools import wait_until
 

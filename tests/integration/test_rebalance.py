@@ -11,11 +11,11 @@ import pytest
 from kops.cli.main import main
 from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
-from kops.kafka import admin, paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
-from kops.kafka.reader import read_snapshot
 from kops.model import plan_format
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
+from kops.zk_layout.reader import read_snapshot
 from tests.integration.test_executor import judged, kops, layout, throttle_configs
 from tests.labtools import wait_until
 
@@ -63,7 +63,7 @@ def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(ske
     # A reassignment in flight (someone else's, onto a broker that is down, so it cannot finish under us):
     # refused with exit 3 and the reason, nothing written.
     lab.stop_broker(4)
-    admin.start_reassignment(zk, [ReassignmentTarget("pay", 0, (4, 2))])
+    tool_writes.start_reassignment(zk, [ReassignmentTarget("pay", 0, (4, 2))])
     wait_until(lambda: read_snapshot(zk).in_flight(), what="a reassignment running")
     out_file = tmp_path / "refused.json"
     assert main(base + ["-o", str(out_file)]) == 3

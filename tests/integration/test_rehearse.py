@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from kops.kafka.client import ZkClient, ZkSettings
 from kops.lab import traffic
-from kops.lab.cluster import Lab
+from kops.lab.kops_engine import Lab
 from kops.model import plan_format
+from kops.zk_layout.client import ZkClient, ZkSettings
 from tests.labtools import wait_until
 
 pytestmark = pytest.mark.lab

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kops.lab.kafka_admin import first_answer, layout, produce
+from kops.lab.kafka_client import first_answer, layout, produce
 from kops.model import plan_format
 from tests.engines import kafka4_cluster
 from tests.integration.test_rehearse import MB, rehearse, snapshot_and_plan

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
-from kops.lab.kafka_admin import first_answer
+from kops.lab.kafka_client import first_answer
 from kops.model.throttle_keys import FOLLOWER_REPLICAS
 from kops.model.throttle_keys import list_entries as entries
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
 from tests.engines import EngineLab
 from tests.integration.test_admin_transport import create_and_fill, latest_record, make_plan, replicas, throttles
 from tests.integration.test_executor import ORIGINAL, kops, targets, throttle_configs

@@ -164,8 +164,8 @@ def test_incremental_summaries_of_a_store_equal_the_full_summary(spark, tmp_path
 
 
 def test_collect_writes_the_store_spark_reads(spark, tmp_path: Path) -> None:
-    from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize
     from kops.sizes.store import append_report, is_store
+    from kops.zk_layout.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize
 
     store = tmp_path / "store"
     for i, size in enumerate((100, 300, 250)):

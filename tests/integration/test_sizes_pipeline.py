@@ -12,11 +12,11 @@ import pytest
 from kops.cli.main import main
 from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
-from kops.kafka import admin
-from kops.kafka.client import ZkClient, ZkSettings
 from kops.model import plan_format
 from kops.model.partitions import TopicPartition
 from kops.sizes.reader import read_sizes
+from kops.zk_layout import tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
 from tests.engines import EngineLab
 from tests.labtools import running_lab, state, wait_until
 
@@ -30,8 +30,8 @@ def test_snapshots_summarized_then_planned_with_sizes_and_applied(tmp_path: Path
     lab_dir = tmp_path / "lab"
     with running_lab(lab_dir, zk_connect, brokers=4, time_scale=SCALE, logdirs_every=5.0) as _lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
-        admin.create_topic(zk, "big", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
-        admin.create_topic(zk, "small", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
+        tool_writes.create_topic(zk, "big", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
+        tool_writes.create_topic(zk, "small", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
         lab = EngineLab("kops", _lab, zk_connect)
         for (topic, p), megabytes in SIZES.items():
             wait_until(lambda topic=topic, p=p: state(zk, topic, p), what="created")

@@ -7,13 +7,13 @@ import dataclasses
 import pytest
 
 from kops.errors import NotAKafkaCluster
-from kops.kafka import paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
-from kops.kafka.writer import write_snapshot
 from kops.lab.sample import sample_snapshot
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import RequestedMove
+from kops.zk_layout import paths
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
+from kops.zk_layout.writer import write_snapshot
 
 
 def _without_epochs(snapshot):

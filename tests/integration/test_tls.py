@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from kops.admin.cluster import AdminCluster
-from kops.admin.connection import AdminSettings, read_properties
 from kops.cli.main import main
+from kops.cluster.admin.adapter import AdminCluster
+from kops.cluster.admin.connection import AdminSettings, read_properties
 from kops.lab import tls as lab_tls
-from kops.lab.kafka_admin import first_answer
+from kops.lab.kafka_client import first_answer
 from kops.lab.kafka_config import SCRAM_PASSWORD, SCRAM_USER
 from kops.lab.tls import STORE_PASSWORD, LabTls
 from tests.engines import require_real

@@ -13,9 +13,9 @@ import json
 import pytest
 
 from kops.cli.main import main
-from kops.kafka import admin
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.reader import read_snapshot
+from kops.zk_layout import tool_writes
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.reader import read_snapshot
 from tests.labtools import state, wait_until
 
 pytestmark = pytest.mark.lab
@@ -29,7 +29,7 @@ def test_an_offline_partition_waits_for_its_isr_unless_unclean_is_allowed(engine
     with engine_lab(time_scale=10.0) as cluster, ZkClient(ZkSettings(cluster.zk_connect)) as zk:
         cluster.create_and_fill(zk, {"fragile": {0: (1, 2)}}, 0.2)
         if unclean:
-            admin.alter_config(zk, "topics", "fragile", {"unclean.leader.election.enable": "true"})
+            tool_writes.alter_config(zk, "topics", "fragile", {"unclean.leader.election.enable": "true"})
         lab = cluster.lab
         lab.kill_broker(2)
         wait_until(lambda: state(zk, "fragile", 0).isr == (1,), timeout=60, what="ISR shrunk to broker 1")

@@ -1,9 +1,9 @@
-"""How brokers' Metadata views merge (kops/admin/metadata.py): pure rules, so pure tests; the real-Kafka side is
+"""How brokers' Metadata views merge (kops/cluster/admin/metadata.py): pure rules, so pure tests; the real-Kafka side is
 tests/integration/test_admin_snapshot.py."""
 
 from __future__ import annotations
 
-from kops.admin.metadata import PartitionView, TopicView, ahead, merge, newer
+from kops.cluster.admin.metadata import PartitionView, TopicView, ahead, merge, newer
 
 
 def part(epoch: int, replicas: tuple[int, ...] = (1, 2, 3), isr: tuple[int, ...] | None = None) -> PartitionView:

@@ -13,7 +13,7 @@ from kops.model.snapshot import RequestedMove
 from kops.planner.bounded import Request, imbalance, readiness, rebalance
 from kops.planner.budget import Limits
 from kops.planner.planner import Policy
-from tests.clusters import brokers, sizes_of, snapshot, topic
+from tests.builders import brokers, sizes_of, snapshot, topic
 
 
 def skewed(n_brokers: int = 6, partitions: int = 24):

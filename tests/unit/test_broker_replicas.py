@@ -7,7 +7,6 @@ import threading
 import pytest
 
 from kops.jsondoc import dumps_compact
-from kops.kafka.codecs.partition_state import encode_partition_state
 from kops.lab.broker import replicas
 from kops.lab.broker.clock import SimClock
 from kops.lab.broker.quotas import RateLimiter
@@ -18,6 +17,7 @@ from kops.lab.controller.effects import BrokerRequests, LeaderAndIsrEntry
 from kops.lab.controller.wire import BrokerAddress, ControllerBatch, decode_batch, encode_batch
 from kops.model.partitions import PartitionState, TopicPartition
 from kops.rpc import RpcError
+from kops.zk_layout.codecs.partition_state import encode_partition_state
 
 TP = TopicPartition("t", 0)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kops.admin.connection import AdminSettings, read_properties
-from kops.admin.stores import pem_text
-from kops.admin.tls import client_tls
+from kops.cluster.admin.connection import AdminSettings, read_properties
+from kops.cluster.admin.stores import pem_text
+from kops.cluster.admin.tls import client_tls
 from kops.errors import KopsError, UsageError
 from kops.lab import tls as lab_tls
 

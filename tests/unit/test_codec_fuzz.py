@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kops.errors import ZnodeFormatError
-from kops.kafka.codecs import (
+from kops.zk_layout.codecs import (
     admin_requests,
     brokers,
     cluster,

@@ -10,15 +10,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kops.errors import ZnodeFormatError
-from kops.kafka.codecs.admin_requests import (
+from kops.model.brokers import Broker, FeatureRange
+from kops.model.partitions import PartitionState, TopicPartition
+from kops.model.topics import TopicAssignment
+from kops.zk_layout.codecs.admin_requests import (
     ReassignmentTarget,
     decode_partition_list,
     decode_reassignment,
     encode_partition_list,
     encode_reassignment,
 )
-from kops.kafka.codecs.brokers import decode_broker, encode_broker
-from kops.kafka.codecs.cluster import (
+from kops.zk_layout.codecs.brokers import decode_broker, encode_broker
+from kops.zk_layout.codecs.cluster import (
     FeatureZNode,
     FinalizedFeature,
     MigrationState,
@@ -29,15 +32,15 @@ from kops.kafka.codecs.cluster import (
     encode_feature,
     encode_migration,
 )
-from kops.kafka.codecs.configs import decode_config, encode_config
-from kops.kafka.codecs.controller import (
+from kops.zk_layout.codecs.configs import decode_config, encode_config
+from kops.zk_layout.codecs.controller import (
     ControllerRegistration,
     decode_controller,
     decode_controller_epoch,
     encode_controller,
     encode_controller_epoch,
 )
-from kops.kafka.codecs.notifications import (
+from kops.zk_layout.codecs.notifications import (
     ConfigChange,
     LogDirEvent,
     decode_config_change,
@@ -47,11 +50,8 @@ from kops.kafka.codecs.notifications import (
     encode_isr_change,
     encode_log_dir_event,
 )
-from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
-from kops.kafka.codecs.topics import decode_topic, encode_topic
-from kops.model.brokers import Broker, FeatureRange
-from kops.model.partitions import PartitionState, TopicPartition
-from kops.model.topics import TopicAssignment
+from kops.zk_layout.codecs.partition_state import decode_partition_state, encode_partition_state
+from kops.zk_layout.codecs.topics import decode_topic, encode_topic
 
 
 def orders(doc: dict) -> list[bytes]:

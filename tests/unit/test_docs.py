@@ -91,11 +91,12 @@ def test_each_command_page_names_its_options(name: str) -> None:
 
 
 def test_the_module_map_names_every_package() -> None:
-    """docs/design/architecture.md's table lists every package of kops/ (and the lab's), and nothing else."""
+    """docs/design/architecture.md's table lists every package of kops/ (and the lab's and the cluster port's
+    adapters'), and nothing else."""
     text = (ROOT / "docs/design/architecture.md").read_text()
     listed = set(re.findall(r"^\| `(kops/[\w/]+/)` \|", text, re.M))
-    packages = {f"{p.relative_to(ROOT)}/" for p in [*ROOT.glob("kops/*/"), *ROOT.glob("kops/lab/*/")]
-                if (p / "__init__.py").exists()}
+    folders = [*ROOT.glob("kops/*/"), *ROOT.glob("kops/lab/*/"), *ROOT.glob("kops/cluster/*/")]
+    packages = {f"{p.relative_to(ROOT)}/" for p in folders if (p / "__init__.py").exists()}
     assert listed == packages
 
 

@@ -27,7 +27,7 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan, Rolling
 from kops.model.throttle_keys import ALL_KEYS, LEADER_RATE
 from kops.planner.planner import plan as make_plan
-from tests.clusters import declare, td
+from tests.builders import declare, td
 from tests.memory_cluster import LEASE, Crash, MemoryCluster, MemoryKafka
 
 MB = 1024 * 1024

@@ -21,7 +21,7 @@ from kops.planner.markdown import render_markdown
 from kops.planner.planner import PlanningError
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import read_sizes
-from tests.clusters import declare, td
+from tests.builders import declare, td
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 PLANS = sorted(GOLDEN.glob("*/expected-plan.json"))

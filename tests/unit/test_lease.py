@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from kops.admin.kops_log import Entry
-from kops.admin.lease import Claims
+from kops.cluster.admin.kops_log import Entry
+from kops.cluster.admin.lease import Claims
 
 LEASE = 10_000
 

@@ -7,9 +7,9 @@ import pytest
 from kops.errors import UsageError
 from kops.lab.broker.disk import UNKNOWN_BYTES, LogDirDisk
 from kops.lab.broker.replicas import ReplicaManager
-from kops.lab.cluster import disk_capacities
 from kops.lab.controller.effects import LeaderAndIsrEntry
 from kops.lab.controller.wire import ControllerBatch
+from kops.lab.kops_engine import disk_capacities
 from kops.model.partitions import TopicPartition
 from kops.rpc import RpcError
 from tests.unit.test_broker_replicas import TP, FakeClock, fetch_round

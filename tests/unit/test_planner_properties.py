@@ -12,7 +12,7 @@ from kops.model.desired import Execution, Rebalance
 from kops.model.partitions import TopicPartition
 from kops.planner.planner import PlanningError, plan
 from kops.planner.simulate import apply_moves, apply_plan, apply_rollback, layout_of
-from tests.clusters import brokers, declare, snapshot, td, topic
+from tests.builders import brokers, declare, snapshot, td, topic
 
 
 @st.composite

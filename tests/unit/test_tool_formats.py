@@ -7,8 +7,8 @@ import json
 import pytest
 
 from kops.errors import DocumentError
-from kops.kafka.codecs.log_dirs import LogDirsReport, encode_log_dirs, parse_log_dirs
-from kops.kafka.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
+from kops.zk_layout.codecs.log_dirs import LogDirsReport, encode_log_dirs, parse_log_dirs
+from kops.zk_layout.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
 
 
 def test_write_sorted_with_log_dirs_any() -> None:

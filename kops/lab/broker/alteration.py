@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kops.adminapi.protocol import UNCHANGED, AlteredTopic, ErrorCode, TopicResult
+from kops.kip179.protocol import UNCHANGED, AlteredTopic, ErrorCode, TopicResult
 from kops.model.topics import TopicAssignment
 
 

@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 
 from kops.errors import ZnodeFormatError
-from kops.kafka import paths
-from kops.kafka.client import NodeMissing, ZkClient
-from kops.kafka.codecs.configs import decode_config
-from kops.kafka.codecs.notifications import decode_config_change
+from kops.zk_layout import paths
+from kops.zk_layout.client import NodeMissing, ZkClient
+from kops.zk_layout.codecs.configs import decode_config
+from kops.zk_layout.codecs.notifications import decode_config_change
 
 log = logging.getLogger(__name__)
 

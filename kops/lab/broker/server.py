@@ -25,18 +25,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kops.adminapi.protocol import ALTER_TOPICS, DESCRIBE_LOG_DIRS, REPLICA_STATUS
-from kops.kafka import paths
-from kops.kafka.client import Node, NodeExists, TransactionFailed, VersionConflict, ZkClient, ZkSettings
-from kops.kafka.codecs.brokers import encode_broker
-from kops.kafka.codecs.cluster import encode_cluster_id
-from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize, encode_log_dirs
-from kops.kafka.codecs.notifications import encode_isr_change
-from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
-from kops.lab.broker.admin_endpoint import AdminEndpoint
+from kops.kip179.protocol import ALTER_TOPICS, DESCRIBE_LOG_DIRS, REPLICA_STATUS
 from kops.lab.broker.clock import SimClock
 from kops.lab.broker.configs import ConfigFollower
 from kops.lab.broker.disk import LogDirDisk
+from kops.lab.broker.kip179_endpoint import Kip179Endpoint
 from kops.lab.broker.replicas import FIRST_FETCH_BYTES, IsrUpdate, ReplicaManager
 from kops.lab.broker.throttles import FOLLOWER_RATE, LEADER_RATE, parse_rate
 from kops.lab.controller.channel import call_registered_broker
@@ -47,6 +40,13 @@ from kops.model.brokers import Broker, FeatureRange
 from kops.model.features import KIP179_ADMIN, KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE, KIP253_PARTITION_DELETION
 from kops.model.partitions import PartitionState, TopicPartition
 from kops.rpc import RpcClient, RpcError, RpcServer, RpcUnavailable
+from kops.zk_layout import paths
+from kops.zk_layout.client import Node, NodeExists, TransactionFailed, VersionConflict, ZkClient, ZkSettings
+from kops.zk_layout.codecs.brokers import encode_broker
+from kops.zk_layout.codecs.cluster import encode_cluster_id
+from kops.zk_layout.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize, encode_log_dirs
+from kops.zk_layout.codecs.notifications import encode_isr_change
+from kops.zk_layout.codecs.partition_state import decode_partition_state, encode_partition_state
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class BrokerServer:
                                        LogDirDisk(settings.log_dir, settings.disk_capacity))
         self.replicas.on_dir_failure = self._dir_failed
         self.client = ZkClient(ZkSettings(settings.connect, session_timeout=settings.session_timeout))
-        self.admin = AdminEndpoint(self.client, self.replicas, self.wall_ms)
+        self.kip179 = Kip179Endpoint(self.client, self.replicas, self.wall_ms)
         self.rpc = RpcServer({
             "controller_batch": self._controller_batch,
             "fetch": self.replicas.handle_fetch,
@@ -103,9 +103,9 @@ class BrokerServer:
             "seed_followers": lambda body: {"missing": self.replicas.seed_followers(body["partitions"])},
             "status": self._status,
             LOG_OFFSETS: self.replicas.log_offsets,
-            ALTER_TOPICS: self.admin.alter_topics,
-            REPLICA_STATUS: self.admin.replica_status,
-            DESCRIBE_LOG_DIRS: self.admin.describe_log_dirs,
+            ALTER_TOPICS: self.kip179.alter_topics,
+            REPLICA_STATUS: self.kip179.replica_status,
+            DESCRIBE_LOG_DIRS: self.kip179.describe_log_dirs,
             "controlled_shutdown": self._controlled_shutdown_request,
         })
         self.controller = Controller(self.id, self.client, on_session_lost=self._register)

@@ -16,12 +16,12 @@ from concurrent.futures import Future
 from typing import Any
 
 from kops.errors import ZnodeFormatError
-from kops.kafka import paths
-from kops.kafka.client import ZkClient
-from kops.kafka.codecs.brokers import decode_broker
 from kops.lab.controller.effects import BrokerRequests
 from kops.lab.controller.wire import METHOD, BrokerAddress, encode_batch
 from kops.rpc import RpcClient, RpcError, RpcUnavailable
+from kops.zk_layout import paths
+from kops.zk_layout.client import ZkClient
+from kops.zk_layout.codecs.brokers import decode_broker
 
 log = logging.getLogger(__name__)
 Reply = dict[str, Any] | None

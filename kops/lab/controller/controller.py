@@ -18,10 +18,6 @@ from concurrent.futures import Future
 from typing import Any
 
 from kops.errors import ZnodeFormatError
-from kops.kafka import paths
-from kops.kafka.client import Node, ZkClient
-from kops.kafka.codecs.brokers import decode_broker
-from kops.kafka.codecs.configs import decode_config
 from kops.lab.controller import decisions, partition_counts
 from kops.lab.controller.channel import BrokerChannel, Reply, wait
 from kops.lab.controller.context import ControllerContext
@@ -51,6 +47,10 @@ from kops.lab.controller.store import ControllerMoved, ControllerStore, StateCon
 from kops.lab.controller.wire import BrokerAddress
 from kops.model.brokers import Broker
 from kops.model.partitions import TopicPartition
+from kops.zk_layout import paths
+from kops.zk_layout.client import Node, ZkClient
+from kops.zk_layout.codecs.brokers import decode_broker
+from kops.zk_layout.codecs.configs import decode_config
 
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("kops.state_change")

@@ -15,30 +15,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kops.errors import KopsError, ZnodeFormatError
-from kops.kafka import paths
-from kops.kafka.client import NodeExists, NodeMissing, PendingTxn, TransactionFailed, VersionConflict, ZkClient
-from kops.kafka.codecs.admin_requests import (
+from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
+from kops.lab.controller.effects import Effects
+from kops.model.brokers import Broker
+from kops.model.partitions import PartitionState, TopicPartition
+from kops.model.topics import TopicAssignment
+from kops.zk_layout import paths
+from kops.zk_layout.client import NodeExists, NodeMissing, PendingTxn, TransactionFailed, VersionConflict, ZkClient
+from kops.zk_layout.codecs.admin_requests import (
     ReassignmentTarget,
     decode_partition_list,
     decode_reassignment,
     encode_reassignment,
 )
-from kops.kafka.codecs.brokers import decode_broker
-from kops.kafka.codecs.controller import (
+from kops.zk_layout.codecs.brokers import decode_broker
+from kops.zk_layout.codecs.controller import (
     ControllerRegistration,
     decode_controller,
     decode_controller_epoch,
     encode_controller,
     encode_controller_epoch,
 )
-from kops.kafka.codecs.notifications import decode_isr_change
-from kops.kafka.codecs.partition_state import decode_partition_state, encode_partition_state
-from kops.kafka.codecs.topics import decode_topic, encode_topic
-from kops.lab.controller.context import Assignment, ControllerContext, LeaderState
-from kops.lab.controller.effects import Effects
-from kops.model.brokers import Broker
-from kops.model.partitions import PartitionState, TopicPartition
-from kops.model.topics import TopicAssignment
+from kops.zk_layout.codecs.notifications import decode_isr_change
+from kops.zk_layout.codecs.partition_state import decode_partition_state, encode_partition_state
+from kops.zk_layout.codecs.topics import decode_topic, encode_topic
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import INT32, ShapeError, as_int, as_list, as_object, as_str, dumps_compact, field
-from kops.kafka.codecs.decoding import json_object, znode
 from kops.model.partitions import TopicPartition
+from kops.zk_layout.codecs.decoding import json_object, znode
 
 
 @dataclass(frozen=True, order=True)

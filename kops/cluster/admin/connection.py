@@ -1,7 +1,7 @@
 """Connecting to a cluster through its brokers, as Kafka's own tools do: bootstrap servers plus an optional
 client properties file (`--command-config`, Kafka's format) for TLS and SASL. Secrets come from that file or
-the environment, never from the command line. TLS stores are read by `kops.admin.stores` into an SSLContext
-(`kops.admin.tls`); which properties kops reads is listed in docs/cli.md.
+the environment, never from the command line. TLS stores are read by `kops.cluster.admin.stores` into an SSLContext
+(`kops.cluster.admin.tls`); which properties kops reads is listed in docs/cli.md.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError, KafkaTimeoutError
 
-from kops.admin.tls import ClientTls, client_tls, tls_problem
+from kops.cluster.admin.tls import ClientTls, client_tls, tls_problem
 from kops.errors import ConnectionFailed, UsageError
 
 logging.getLogger("kafka").addHandler(logging.NullHandler())
@@ -126,7 +126,7 @@ def connect(settings: AdminSettings, through: str | None = None) -> KafkaAdminCl
 
 
 def _raise_tls_problem(settings: AdminSettings, where: str) -> None:
-    """kafka-python only timed out: when TLS is what failed, one line naming how (see kops.admin.tls)."""
+    """kafka-python only timed out: when TLS is what failed, one line naming how (see kops.cluster.admin.tls)."""
     if settings.tls is None:
         return
     problem = tls_problem(settings.tls, servers(where), timeout=min(5.0, settings.connect_timeout_ms / 1000))

@@ -17,20 +17,20 @@ from typing import Any
 
 from kops.bulk import collector_paused
 from kops.errors import NotAKafkaCluster, ZnodeFormatError
-from kops.kafka import paths
-from kops.kafka.client import ZkClient
-from kops.kafka.codecs.admin_requests import decode_partition_list, decode_reassignment
-from kops.kafka.codecs.brokers import decode_broker
-from kops.kafka.codecs.cluster import decode_cluster_id, decode_migration
-from kops.kafka.codecs.configs import decode_config
-from kops.kafka.codecs.controller import decode_controller, decode_controller_epoch
-from kops.kafka.codecs.partition_state import decode_partition_state
-from kops.kafka.codecs.topics import decode_topic
-from kops.kafka.multiread import Node
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, TopicPartition
 from kops.model.snapshot import ControllerInfo, Problem, RequestedMove, Snapshot
 from kops.model.topics import Topic, TopicAssignment
+from kops.zk_layout import paths
+from kops.zk_layout.client import ZkClient
+from kops.zk_layout.codecs.admin_requests import decode_partition_list, decode_reassignment
+from kops.zk_layout.codecs.brokers import decode_broker
+from kops.zk_layout.codecs.cluster import decode_cluster_id, decode_migration
+from kops.zk_layout.codecs.configs import decode_config
+from kops.zk_layout.codecs.controller import decode_controller, decode_controller_epoch
+from kops.zk_layout.codecs.partition_state import decode_partition_state
+from kops.zk_layout.codecs.topics import decode_topic
+from kops.zk_layout.multiread import Node
 
 Progress = Callable[[str], None]
 

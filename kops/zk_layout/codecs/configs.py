@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kops.jsondoc import as_str_map, dumps_compact
-from kops.kafka.codecs.decoding import json_object, znode
+from kops.zk_layout.codecs.decoding import json_object, znode
 
 
 def decode_config(data: bytes | None, path: str) -> dict[str, str]:

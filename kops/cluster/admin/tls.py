@@ -1,6 +1,6 @@
 """TLS for the Admin API: the SSLContext built from a client properties file, and the name of a TLS failure.
 
-kafka-python takes a ready `ssl_context`, so kops builds it from the stores (`kops.admin.stores`) in memory: the
+kafka-python takes a ready `ssl_context`, so kops builds it from the stores (`kops.cluster.admin.stores`) in memory: the
 CA certificates go in as data; the client's key and chain go through a private temporary file (mode 0600, the key
 encrypted in it with a one-time password, removed as soon as OpenSSL has read it), since Python's ssl module
 loads a certificate chain only from a file.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
 
-from kops.admin.stores import Identity, Properties, client_identity, trusted_certificates
+from kops.cluster.admin.stores import Identity, Properties, client_identity, trusted_certificates
 
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}

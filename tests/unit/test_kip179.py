@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kops.adminapi.protocol import (
+from kops.kip179.protocol import (
     AlteredTopic,
     ErrorCode,
     ProtocolError,

@@ -6,8 +6,8 @@ from typing import Any
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import as_int, as_int_key, as_int_list, as_object, dumps_compact, field
-from kops.kafka.codecs.decoding import json_object, znode
 from kops.model.partitions import PartitionState
+from kops.zk_layout.codecs.decoding import json_object, znode
 
 AFTER_CREATION = "leaderEpochAfterCreation"
 BEFORE_DELETION = "leaderEpochBeforeDeletion"

@@ -19,13 +19,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from kops.errors import EnvironmentProblem, UsageError
-from kops.kafka import paths
-from kops.kafka.client import ZkClient, ZkSettings
-from kops.kafka.connect import parse_connect
 from kops.lab.folder import LabFolder, rack_layout
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.units import parse_size
+from kops.zk_layout import paths
+from kops.zk_layout.client import ZkClient, ZkSettings
+from kops.zk_layout.connect import parse_connect
 
 CONNECT_FILE = "zookeeper"
 DEFAULT_CHROOT = "/kops-lab"

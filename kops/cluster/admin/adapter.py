@@ -35,12 +35,12 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from kops.admin import kip860
-from kops.admin.connection import AdminSettings, connect, servers
-from kops.admin.kops_log import KopsLog, LogRecords
-from kops.admin.lease import Claims, LeaseLock, current_holder
-from kops.admin.log_dirs import describe_log_dirs
-from kops.admin.reader import read_snapshot
+from kops.cluster.admin import kip860
+from kops.cluster.admin.connection import AdminSettings, connect, servers
+from kops.cluster.admin.kops_log import KopsLog, LogRecords
+from kops.cluster.admin.lease import Claims, LeaseLock, current_holder
+from kops.cluster.admin.log_dirs import describe_log_dirs
+from kops.cluster.admin.reader import read_snapshot
 from kops.errors import ConnectionFailed, KopsError, Refused
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot

@@ -9,7 +9,7 @@ from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from kops.errors import ConnectionFailed
-from kops.kafka.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize
+from kops.zk_layout.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize
 
 
 def describe_log_dirs(client: KafkaAdminClient, where: str, now_ms: int,

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import as_int, as_str, dumps_compact, field
-from kops.kafka.codecs.admin_requests import decode_partition_list, encode_partition_list
-from kops.kafka.codecs.decoding import json_object, znode
 from kops.model.partitions import TopicPartition
+from kops.zk_layout.codecs.admin_requests import decode_partition_list, encode_partition_list
+from kops.zk_layout.codecs.decoding import json_object, znode
 
 LOG_DIR_FAILURE = 1
 CONFIG_ENTITY_TYPES = frozenset({"topics", "clients", "users", "brokers", "ips"})

@@ -7,8 +7,8 @@ from typing import Any
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import ShapeError, as_int, as_int_key, as_int_list, as_object, as_str, dumps_compact, field
-from kops.kafka.codecs.decoding import json_object, znode
 from kops.model.topics import TopicAssignment
+from kops.zk_layout.codecs.decoding import json_object, znode
 
 
 def _replica_map(raw: Any, at: str) -> dict[int, tuple[int, ...]]:

@@ -14,14 +14,14 @@ import re
 from collections.abc import Iterable, Mapping
 
 from kops.errors import KopsError
-from kops.kafka import paths
-from kops.kafka.client import NodeExists, NodeMissing, VersionConflict, ZkClient
-from kops.kafka.codecs.admin_requests import ReassignmentTarget, encode_partition_list, encode_reassignment
-from kops.kafka.codecs.configs import decode_config, encode_config
-from kops.kafka.codecs.notifications import ConfigChange, encode_config_change
-from kops.kafka.codecs.topics import decode_topic, encode_topic
 from kops.model.partitions import TopicPartition
 from kops.model.topics import TopicAssignment
+from kops.zk_layout import paths
+from kops.zk_layout.client import NodeExists, NodeMissing, VersionConflict, ZkClient
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget, encode_partition_list, encode_reassignment
+from kops.zk_layout.codecs.configs import decode_config, encode_config
+from kops.zk_layout.codecs.notifications import ConfigChange, encode_config_change
+from kops.zk_layout.codecs.topics import decode_topic, encode_topic
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249

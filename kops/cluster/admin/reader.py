@@ -2,7 +2,7 @@
 ZooKeeper reader makes, for clusters kops cannot reach through ZooKeeper (KRaft, Kafka 4).
 
 Metadata gives replicas in order, leaders, leader epochs and ISR, asked of every serving broker and merged
-(`kops.admin.metadata`: a broker answers from its own, possibly lagging, copy); DescribeCluster the brokers with
+(`kops.cluster.admin.metadata`: a broker answers from its own, possibly lagging, copy); DescribeCluster the brokers with
 their racks, which of them are fenced (v2, KIP-1073: registered, not serving; not live) and the cluster id;
 ListPartitionReassignments (answered by the controller) what is adding and removing; DescribeConfigs the
 overrides (dynamic topic configs and dynamic per-broker configs: the same maps ZooKeeper holds, so throttles read
@@ -24,8 +24,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import KafkaError, for_code
 
-from kops.admin.metadata import PartitionView, TopicView, ask_each, committed_offset, merge
 from kops.bulk import collector_paused
+from kops.cluster.admin.metadata import PartitionView, TopicView, ask_each, committed_offset, merge
 from kops.errors import ConnectionFailed
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState

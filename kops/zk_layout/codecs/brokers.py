@@ -16,8 +16,8 @@ from kops.jsondoc import (
     dumps_compact,
     field,
 )
-from kops.kafka.codecs.decoding import json_object, znode
 from kops.model.brokers import Broker, FeatureRange
+from kops.zk_layout.codecs.decoding import json_object, znode
 
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 # Kafka's EndPoint.uriParseExp: listener name, optional [IPv6] host, port.

@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kops.adminapi.protocol import (
+from kops.errors import ZnodeFormatError
+from kops.kip179.protocol import (
     ErrorCode,
     LogDirDescription,
     ReplicaBytes,
@@ -28,20 +29,19 @@ from kops.adminapi.protocol import (
     encode_topic_results,
     lag_messages,
 )
-from kops.errors import ZnodeFormatError
-from kops.kafka import admin, paths
-from kops.kafka.client import VersionConflict, ZkClient
-from kops.kafka.codecs.admin_requests import ReassignmentTarget
-from kops.kafka.codecs.topics import decode_topic
 from kops.lab.broker import alteration
 from kops.lab.broker.replicas import ReplicaManager
 from kops.model.partitions import TopicPartition
 from kops.model.topics import TopicAssignment
+from kops.zk_layout import paths, tool_writes
+from kops.zk_layout.client import VersionConflict, ZkClient
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
+from kops.zk_layout.codecs.topics import decode_topic
 
 POLL_SECONDS = 0.05
 
 
-class AdminEndpoint:
+class Kip179Endpoint:
     def __init__(self, client: ZkClient, replicas: ReplicaManager, wall_ms: Callable[[], int]) -> None:
         self.client = client
         self.replicas = replicas
@@ -93,8 +93,8 @@ class AdminEndpoint:
             if not a.new_partitions:
                 continue
             try:
-                admin.add_partitions(self.client, a.topic, a.new_partitions)
-            except admin.AdminRefused as exc:
+                tool_writes.add_partitions(self.client, a.topic, a.new_partitions)
+            except tool_writes.AdminRefused as exc:
                 results[a.topic] = TopicResult(a.topic, ErrorCode.INVALID_PARTITIONS, exc.what)
             except VersionConflict:
                 results[a.topic] = TopicResult(a.topic, ErrorCode.INVALID_REQUEST,
@@ -104,8 +104,8 @@ class AdminEndpoint:
             return
         targets = [ReassignmentTarget(a.topic, p, r) for a in moving for p, r in sorted(a.targets.items())]
         try:
-            admin.start_reassignment(self.client, targets)
-        except admin.AdminRefused as exc:  # another tool started one between our check and our write
+            tool_writes.start_reassignment(self.client, targets)
+        except tool_writes.AdminRefused as exc:  # another tool started one between our check and our write
             for a in moving:
                 results[a.topic] = TopicResult(a.topic, ErrorCode.PARTITION_REASSIGNMENT_IN_PROGRESS, exc.what)
 

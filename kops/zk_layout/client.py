@@ -24,8 +24,8 @@ from kazoo.retry import KazooRetry
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl, make_digest_acl
 
 from kops.errors import ConnectionFailed, KopsError
-from kops.kafka.connect import ConnectString, parse_connect
-from kops.kafka.multiread import GET_CHILDREN, GET_DATA, NO_NODE, MultiRead, Node, ReadFailed, Stat
+from kops.zk_layout.connect import ConnectString, parse_connect
+from kops.zk_layout.multiread import GET_CHILDREN, GET_DATA, NO_NODE, MultiRead, Node, ReadFailed, Stat
 
 log = logging.getLogger(__name__)
 

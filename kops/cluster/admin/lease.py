@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kops.admin.kops_log import TOPIC, Entry, KopsLog
+from kops.cluster.admin.kops_log import TOPIC, Entry, KopsLog
 from kops.errors import KopsError
 from kops.holder import Locked, LockLost, dead_local, describe
 

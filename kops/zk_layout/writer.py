@@ -7,17 +7,17 @@ Writes go in multi-ops of a few hundred znodes, so large layouts are written in 
 
 from __future__ import annotations
 
-from kops.kafka import paths
-from kops.kafka.client import Txn, ZkClient
-from kops.kafka.codecs.admin_requests import ReassignmentTarget, encode_partition_list, encode_reassignment
-from kops.kafka.codecs.brokers import encode_broker
-from kops.kafka.codecs.cluster import MigrationState, encode_cluster_id, encode_migration
-from kops.kafka.codecs.configs import encode_config
-from kops.kafka.codecs.controller import ControllerRegistration, encode_controller, encode_controller_epoch
-from kops.kafka.codecs.partition_state import encode_partition_state
-from kops.kafka.codecs.topics import encode_topic
 from kops.model.snapshot import Snapshot
 from kops.model.topics import Topic, TopicAssignment
+from kops.zk_layout import paths
+from kops.zk_layout.client import Txn, ZkClient
+from kops.zk_layout.codecs.admin_requests import ReassignmentTarget, encode_partition_list, encode_reassignment
+from kops.zk_layout.codecs.brokers import encode_broker
+from kops.zk_layout.codecs.cluster import MigrationState, encode_cluster_id, encode_migration
+from kops.zk_layout.codecs.configs import encode_config
+from kops.zk_layout.codecs.controller import ControllerRegistration, encode_controller, encode_controller_epoch
+from kops.zk_layout.codecs.partition_state import encode_partition_state
+from kops.zk_layout.codecs.topics import encode_topic
 
 MAX_OPS = 400
 MAX_BYTES = 512 * 1024  # well under ZooKeeper's 1 MB jute.maxbuffer

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import as_int, as_str, dumps_compact, field
-from kops.kafka.codecs.decoding import json_object, znode
+from kops.zk_layout.codecs.decoding import json_object, znode
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import TracebackType
 
-from kops.adminapi.protocol import (
+from kops.errors import KopsError, ZnodeFormatError
+from kops.kip179.protocol import (
     ALTER_TOPICS,
     DESCRIBE_LOG_DIRS,
     REPLICA_STATUS,
@@ -25,28 +26,27 @@ from kops.adminapi.protocol import (
     encode_alter_topics,
     encode_replica_status_request,
 )
-from kops.errors import KopsError, ZnodeFormatError
-from kops.kafka import paths
-from kops.kafka.client import ZkClient
-from kops.kafka.codecs.brokers import decode_broker
-from kops.kafka.codecs.partition_state import decode_partition_state
 from kops.model.brokers import Broker
 from kops.model.features import KIP179_ADMIN
 from kops.model.partitions import TopicPartition
 from kops.rpc import RpcClient, RpcError, RpcUnavailable
+from kops.zk_layout import paths
+from kops.zk_layout.client import ZkClient
+from kops.zk_layout.codecs.brokers import decode_broker
+from kops.zk_layout.codecs.partition_state import decode_partition_state
 
 
-class AdminApiUnsupported(KopsError):
+class Kip179Unsupported(KopsError):
     """The cluster does not advertise the KIP-179 admin endpoint (a real Kafka never does)."""
 
 
-class AdminApiClient:
+class Kip179Client:
     def __init__(self, zk: ZkClient, timeout: float = 30.0) -> None:
         self.zk = zk
         self.timeout = timeout
         self._rpc: dict[int, RpcClient] = {}
 
-    def __enter__(self) -> AdminApiClient:
+    def __enter__(self) -> Kip179Client:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -88,7 +88,7 @@ class AdminApiClient:
                      timeout_ms: int = 0) -> list[TopicResult]:
         brokers = self.brokers()
         if not brokers:
-            raise AdminApiUnsupported("no registered broker advertises kip179.admin",
+            raise Kip179Unsupported("no registered broker advertises kip179.admin",
                                       hint="this is a lab-only extension; use the ZooKeeper path on a real Kafka")
         body = encode_alter_topics(topics, validate_only, timeout_ms)
         last: KopsError | None = None

@@ -7,7 +7,7 @@ from dataclasses import field as dc_field
 
 from kops.errors import ZnodeFormatError
 from kops.jsondoc import INT64, as_int, as_object, as_str, dumps_compact, field
-from kops.kafka.codecs.decoding import json_object, znode
+from kops.zk_layout.codecs.decoding import json_object, znode
 
 
 def decode_cluster_id(data: bytes | None, path: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from kops.admin.connection import AdminSettings
+from kops.cluster.admin.connection import AdminSettings
 from kops.errors import ConnectionFailed
 
 TOPIC = "__kops"
