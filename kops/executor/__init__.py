@@ -1,7 +1,8 @@
-"""Carrying a plan out through the controller: lock, drift check, record, throttles, batches, checkpoints.
+"""Carrying a plan out through the cluster port: lock, drift check, record, throttles, batches, checkpoints.
 
-`record` is the execution's journal (in ZooKeeper and beside the plan), `lock` the cluster lock, `steps`
-turns a plan or a finished execution into the batches to run, `throttles` sets and restores replication
-throttles, `progress` and `health` watch a batch, `executor` runs it all, `control` is how other processes
-ask a running execution to stop.
+`record` is the execution's record, `journal` where records live (on the cluster and beside the plan, with other
+processes' cancel requests), `steps` turns a plan or a finished execution into the batches to run, `throttles`
+sets and restores replication throttles, `progress`, `health` and `stall` watch a batch, `rolling` submits moves
+as others finish, `order` keeps replica order through a cancellation, `stopping` says why a run stops short, and
+`executor` runs it all. The cluster lock is the port's (`kops.cluster.port`), its holder `kops.holder`.
 """
