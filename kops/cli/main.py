@@ -7,17 +7,11 @@ import sys
 from typing import Annotated
 
 import typer
-
-try:  # typer >= 0.24 vendors click as typer._click
-    from typer._click import exceptions as click_errors
-except ImportError:  # pragma: no cover - older typer on real click
-    from click import exceptions as click_errors  # type: ignore[no-redef]  # the same module, elsewhere
+from typer._click import exceptions as click_errors  # typer (pinned >= 0.29) vendors click
 
 from kops import __version__
 from kops.cli import apply, console, demo, lab, plan, rebalance, rehearse, sizes, state, status, validate
 from kops.errors import ExitCode, KopsError
-
-_ClickAbort = getattr(click_errors, "Abort", typer.Abort)  # typer's vendored click has no Abort
 
 HELP = """kops: declarative partition-layout operations for Apache Kafka.
 
@@ -114,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     except click_errors.ClickException as exc:
         console.error(exc.format_message())
         code = ExitCode.ERROR
-    except (typer.Abort, _ClickAbort):
+    except typer.Abort:  # what the vendored click raises too
         console.error("aborted")
         code = ExitCode.ERROR
     except KeyboardInterrupt:
