@@ -25,10 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.delivery: the producer and the reader
+
 from kops.cli.main import main as kops_main
-from kops.lab.delivery import SequenceProducer, compare, read_back
 from kops.lab.kafka_client import first_answer, layout, produce
 from kops.lab.kafka_lab import KafkaLab
+from tests.delivery import SequenceProducer, compare, read_back
 
 TOPIC = "ledger"
 PARTITIONS = 12

@@ -40,7 +40,7 @@ from kops.model.plan import Plan  # noqa: E402 - after the sys.path line above
 from kops.model.snapshot import ControllerInfo, Snapshot  # noqa: E402 - after the sys.path line above
 from kops.model.topics import Topic  # noqa: E402 - after the sys.path line above
 from kops.planner.planner import plan  # noqa: E402 - after the sys.path line above
-from kops.planner.simulate import apply_plan  # noqa: E402 - after the sys.path line above
+from tests.simulate import apply_plan  # noqa: E402 - after the sys.path line above
 
 PARTITIONS_PER_TOPIC = 100
 SCENARIOS = ("decommission", "add", "rebalance")

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.builders builds the cluster
 
+from kops.lab.snapshot_writer import write_snapshot
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
-from kops.zk_layout.writer import write_snapshot
 from tests.builders import brokers, round_robin, snapshot
 
 

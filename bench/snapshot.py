@@ -24,6 +24,7 @@ import tempfile
 import time
 import uuid
 
+from kops.lab.snapshot_writer import write_snapshot
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState
@@ -32,7 +33,6 @@ from kops.model.topics import Topic
 from kops.zk_layout import paths
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
-from kops.zk_layout.writer import write_snapshot
 
 BROKERS = 30
 

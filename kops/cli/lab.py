@@ -23,12 +23,12 @@ from kops.lab.kafka_dist import ENGINES as REAL_ENGINES
 from kops.lab.kafka_lab import KafkaLab
 from kops.lab.kops_engine import Lab, disk_capacities
 from kops.lab.sample import sample_snapshot
+from kops.lab.snapshot_writer import write_snapshot
 from kops.lab.tls import SASL_SSL_BOOTSTRAP, SASL_SSL_PROPERTIES, SSL_BOOTSTRAP, SSL_PROPERTIES
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.units import format_size, parse_rate, parse_size
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
-from kops.zk_layout.writer import write_snapshot
 
 DEFAULT_DIR = Path(".kops/lab")
 CONNECT_FILE = "zookeeper"  # <dir>/zookeeper: the cluster's connect string, with its chroot

@@ -9,10 +9,10 @@ import pytest
 
 from kops.cli.main import main
 from kops.lab.sample import sample_snapshot
+from kops.lab.snapshot_writer import write_snapshot
 from kops.model import plan_format
 from kops.zk_layout.client import ZkClient
 from kops.zk_layout.codecs.reassign_tool import read_reassignment_json
-from kops.zk_layout.writer import write_snapshot
 
 PLAYBOOK = """- name: lab
   hosts: all

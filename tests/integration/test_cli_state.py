@@ -10,9 +10,9 @@ import pytest
 from kops.cli.main import main
 from kops.lab.ports import free_port
 from kops.lab.sample import sample_snapshot
+from kops.lab.snapshot_writer import write_snapshot
 from kops.model import snapshot_format
 from kops.zk_layout.client import ZkClient
-from kops.zk_layout.writer import write_snapshot
 
 
 @pytest.fixture

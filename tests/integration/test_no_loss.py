@@ -23,11 +23,11 @@ from kafka import TopicPartition as KafkaTP
 from kops.cli.main import main
 from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
-from kops.lab.delivery import Acks, SequenceProducer, compare, read_back
 from kops.lab.kafka_client import fill, first_answer, layout, send_bounded
 from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
+from tests.delivery import Acks, SequenceProducer, compare, read_back
 from tests.engines import EngineLab, kafka4_cluster, reset_admin_cluster, reset_real_cluster
 from tests.integration.test_admin_transport import throttles
 from tests.integration.test_executor import (

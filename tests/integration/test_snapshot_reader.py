@@ -8,12 +8,12 @@ import pytest
 
 from kops.errors import NotAKafkaCluster
 from kops.lab.sample import sample_snapshot
+from kops.lab.snapshot_writer import write_snapshot
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import RequestedMove
 from kops.zk_layout import paths
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
-from kops.zk_layout.writer import write_snapshot
 
 
 def _without_epochs(snapshot):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kops.lab.spark_standalone import SparkStandalone
 from tests.integration.test_sizes_job import summary, week_of_documents
+from tests.spark_standalone import SparkStandalone
 
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.lab

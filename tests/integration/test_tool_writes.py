@@ -8,13 +8,13 @@ from dataclasses import replace
 import pytest
 
 from kops.lab.sample import sample_snapshot
+from kops.lab.snapshot_writer import write_snapshot
 from kops.model.partitions import TopicPartition
 from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient
 from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
 from kops.zk_layout.codecs.topics import decode_topic, encode_topic
 from kops.zk_layout.reader import read_snapshot
-from kops.zk_layout.writer import write_snapshot
 
 
 def _notifications(zk: ZkClient) -> list[dict]:

@@ -11,8 +11,8 @@ from kops.model.brokers import FeatureRange
 from kops.model.desired import Execution, Placement, Rebalance
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.planner.planner import KIP253_FEATURE, PlanningError, Policy, plan
-from kops.planner.simulate import apply_plan, apply_rollback, layout_of
 from tests.builders import brokers, declare, round_robin, sizes_of, snapshot, td, topic
+from tests.simulate import apply_plan, apply_rollback, layout_of
 
 B6 = brokers(6)  # racks r0: 1,4  r1: 2,5  r2: 3,6
 

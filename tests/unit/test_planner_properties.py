@@ -11,8 +11,8 @@ from kops.model import plan_format
 from kops.model.desired import Execution, Rebalance
 from kops.model.partitions import TopicPartition
 from kops.planner.planner import PlanningError, plan
-from kops.planner.simulate import apply_moves, apply_plan, apply_rollback, layout_of
 from tests.builders import brokers, declare, snapshot, td, topic
+from tests.simulate import apply_moves, apply_plan, apply_rollback, layout_of
 
 
 @st.composite

@@ -1,8 +1,10 @@
 """Write a whole cluster's state into ZooKeeper in Kafka's formats, as its brokers and controller would.
 
-The inverse of the snapshot reader. It makes a static cluster without broker processes: the demo's first
-cluster, the reader's integration tests (write, read back, compare), and the 100,000-partition benchmark.
-Writes go in multi-ops of a few hundred znodes, so large layouts are written in seconds.
+The inverse of the snapshot reader (`kops.zk_layout.reader`). It makes a static cluster without broker
+processes: `kops lab sample`, the reader's integration tests (write, read back, compare), and the
+100,000-partition benchmarks. The lab's, not the toolkit's: kops itself writes only what Kafka's own tools write
+(`kops.zk_layout.tool_writes`). Writes go in multi-ops of a few hundred znodes, so large layouts are written in
+seconds.
 """
 
 from __future__ import annotations

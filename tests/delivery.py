@@ -3,7 +3,8 @@
 `SequenceProducer` (librdkafka, through confluent-kafka: an independent client) writes records numbered per
 partition with acks=all and idempotence, and keeps every acknowledgement. `read_back` (kafka-python) reads
 every partition from its start to its end offset. `compare` says what was lost, duplicated or out of order.
-Used by the lab's tests and by bench/no_loss.py; the two clients are imported only here, when asked for.
+Used by tests/integration/test_no_loss.py and bench/no_loss.py; test code, since confluent-kafka is a
+development dependency only (kops never imports it).
 """
 
 from __future__ import annotations

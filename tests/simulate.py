@@ -1,7 +1,8 @@
 """Apply a plan to a snapshot purely: what the cluster's layout will be after `apply`, or after `rollback`.
 
-Used by the property tests (plan then rollback returns the original layout, replica order included) and by
-the planner's own checks. Leaders land on the preferred replica, ISRs are full, as after a clean run.
+Used by the planner's tests (plan then rollback returns the original layout, replica order included) and by
+bench/planner.py; test code, not the planner's. Leaders land on the preferred replica, ISRs are full, as after
+a clean run.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def apply_plan(snapshot: Snapshot, plan: Plan) -> Snapshot:
     for d in plan.deletions:
         topics.pop(d.topic, None)
     for c in plan.creations:
-        topics[c.topic] = Topic(c.topic, {p: _settled(r, None) for p, r in sorted(c.assignment.items())}, config=dict(c.config))
+        partitions = {p: _settled(r, None) for p, r in sorted(c.assignment.items())}
+        topics[c.topic] = Topic(c.topic, partitions, config=dict(c.config))
     for a in plan.partition_additions:
         t = topics[a.topic]
         parts = dict(t.partitions)

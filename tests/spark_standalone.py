@@ -1,5 +1,6 @@
 """A Spark standalone cluster on loopback: one master and N workers from PySpark's own launcher (`spark-class`),
-so `kops sizes summarize --master spark://...` is tried against a real cluster, not only local mode.
+so `kops sizes summarize --master spark://...` is tried against a real cluster, not only local mode (test code:
+tests/integration/test_spark_standalone.py).
 
 Everything binds to 127.0.0.1 (SPARK_LOCAL_IP, --host), or a worker registers on the machine's network address.
 Workers run this interpreter's Python (PYSPARK_PYTHON) for the job's Python stages.
