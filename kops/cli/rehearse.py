@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -28,6 +28,7 @@ from kops.cli.options import OutputFormat, parse_option
 from kops.cli.plan import PlanFormat
 from kops.cluster.port import Cluster
 from kops.errors import EnvironmentProblem, UsageError
+from kops.executor.events import BatchStarted, Done, Event, LostLock, Message, RollingStarted, Started, Stopped
 from kops.executor.executor import Controls, Executor, Outcome
 from kops.lab import clone as lab_clone
 from kops.lab.engines import ENGINES, KOPS
@@ -61,12 +62,13 @@ class Run:
     seen: Observations = field(default_factory=Observations)
 
     def seconds(self) -> float | None:
-        marks = [t for t, e in self.events if e["event"] in ("start", "done")]
-        return max(marks) - min(marks) if len(marks) >= 2 and any(e["event"] == "done" for _t, e in self.events) else None
+        marks = [t for t, e in self.events if isinstance(e, Started | Done)]
+        finished = any(isinstance(e, Done) for _t, e in self.events)
+        return max(marks) - min(marks) if len(marks) >= 2 and finished else None
 
     def stopped(self) -> str | None:
-        reasons = [e.get("reason") for _t, e in self.events if e["event"] in ("stopped", "lock_lost")]
-        return str(reasons[-1]) if reasons else None
+        reasons = [e.reason for _t, e in self.events if isinstance(e, Stopped | LostLock)]
+        return reasons[-1] if reasons else None
 
 
 def rehearse(
@@ -287,13 +289,13 @@ def _execute(connection: Connection, address: Address, batches: tuple[Batch, ...
     by_index = {b.index: list(b.moves) for b in batches}
     observer: Observer | None = None
 
-    def record(event: dict[str, Any]) -> None:
+    def record(event: Event) -> None:
         run.events.append((time.monotonic(), event))
-        if event["event"] == "start" and on_start is not None:
+        if isinstance(event, Started) and on_start is not None:
             on_start()
-        if observer is not None and event["event"] == "batch_start":
-            observer.watch(by_index.get(event["batch"], []))
-        if observer is not None and event["event"] == "rolling_start":
+        if observer is not None and isinstance(event, BatchStarted):
+            observer.watch(by_index.get(event.batch, []))
+        if observer is not None and isinstance(event, RollingStarted):
             observer.watch([m for b in batches for m in b.moves])
         reporter(event)
 
@@ -328,14 +330,14 @@ def _layout_differences(connection: Connection, address: Address, want: Snapshot
 def _report(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, forward: Run, backward: Run,
             differences: list[str], built: float, traffic: dict[str, float], tolerance: float,
             delay: Latency) -> findings.Report:
-    mode = "rolling" if any(e["event"] == "rolling_start" for _t, e in forward.events) else "batches"
+    mode = "rolling" if any(isinstance(e, RollingStarted) for _t, e in forward.events) else "batches"
     if mode == "rolling":
         rows = [findings.rolling_result(plan, scaling, forward.events, forward.seen, delay)]
     else:
         rows = findings.batch_results(plan, scaling, forward.events, forward.seen, delay)
     measured = None if any(r.measured_seconds is None for r in rows) else sum(r.measured_seconds or 0 for r in rows)
     back = backward.seconds()
-    notes = [e["text"] for _t, e in forward.events if e["event"] == "message"]
+    notes = [e.text for _t, e in forward.events if isinstance(e, Message)]
     if scaling.slow_motion:
         notes.append(f"slow motion: {len(chosen.snapshot.brokers)} brokers are more than this machine runs at full "
                      f"speed, so the clone's clock ran at {scaling.time_scale:.2f}x wall time, its bytes divided by as "

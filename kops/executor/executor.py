@@ -26,11 +26,23 @@ import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
 
 from kops.cluster.port import Cluster, Fenced, Lock
 from kops.errors import ExitCode, KopsError, Refused
 from kops.executor import health, order, progress, stall, steps, throttles
+from kops.executor.events import (
+    BatchDone,
+    BatchStarted,
+    Done,
+    LostLock,
+    Message,
+    Reporter,
+    Resumed,
+    Stalled,
+    Started,
+    Step,
+    Stopped,
+)
 from kops.executor.journal import Journal
 from kops.executor.record import CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord, joined
 from kops.executor.rolling import run_rolling
@@ -43,7 +55,6 @@ from kops.model.snapshot import Snapshot
 from kops.planner.fingerprint import drift
 from kops.units import format_rate
 
-Reporter = Callable[[dict[str, Any]], None]
 FULL_READ_SECONDS = 10.0  # polls read the batch's partitions; the whole cluster (health of the rest) this often
 PROGRESS_SAVE_SECONDS = 5.0  # a batch's last progress is saved at most this often
 THROTTLE_SETTLE_SECONDS = 0.5
@@ -155,7 +166,7 @@ class Executor:
                 record.irreversible = list(plan.rollback.irreversible)
                 record.edited = list(plan.edited)
                 if plan.edited:
-                    self.emit({"event": "message", "text": f"running a plan edited by hand ({', '.join(plan.edited)})"})
+                    self.emit(Message(f"running a plan edited by hand ({', '.join(plan.edited)})"))
                 self.journal.create(record)
             lock.update(execution=record.id)
             return self._run(record, plan)
@@ -170,9 +181,9 @@ class Executor:
         self.save(record)  # the values found are safe before anything is written
         throttles.write(self.cluster, record, wanted)
         self.save(record)
-        self.emit({"event": "message", "text": f"throttle {format_rate(rate)} for the rest of this execution "
-                                               f"(was {'unthrottled' if before is None else format_rate(before)}; "
-                                               f"{len(moving)} moves in flight re-throttled)"})
+        self.emit(Message(f"throttle {format_rate(rate)} for the rest of this execution "
+                          f"(was {'unthrottled' if before is None else format_rate(before)}; "
+                          f"{len(moving)} moves in flight re-throttled)"))
 
     def rollback(self, plan_path: str, plan_digest: str, cluster_id: str | None, execution_id: str | None = None,
                  resume: bool = False) -> Outcome:
@@ -201,8 +212,8 @@ class Executor:
         """Rolling where the cluster accepts moves while others run; elsewhere batches, said once."""
         if wanted is None or self.cluster.accepts_moves_in_flight(snapshot):
             return wanted
-        self.emit({"event": "message", "text": "this cluster takes no moves while others run (no KIP-455 Admin "
-                                               "API, no KIP-236 queue): running the plan's batches instead"})
+        self.emit(Message("this cluster takes no moves while others run (no KIP-455 Admin "
+                          "API, no KIP-236 queue): running the plan's batches instead"))
         return None
 
     def read_snapshot(self, partitions: Collection[TopicPartition] | None = None) -> Snapshot:
@@ -250,7 +261,7 @@ class Executor:
                             hint="start one with `kops apply PLAN`" if kind == "apply" else "start one with `kops rollback PLAN`")
         record.status, record.stop_reason = RUNNING, None
         self.journal.clear_cancel(record.id)
-        self.emit({"event": "resume", "execution": record.id, "kind": kind})
+        self.emit(Resumed(record.id, kind))
         return record
 
     def _new_record(self, kind: str, plan_digest: str, plan_path: str, cluster_id: str | None,
@@ -269,15 +280,15 @@ class Executor:
     # -- the run -------------------------------------------------------------------------------------------
 
     def _run(self, record: ExecutionRecord, plan: Plan | None) -> Outcome:
-        self.emit({"event": "start", "execution": record.id, "kind": record.kind, "batches": len(record.batches),
-                   "mode": "batches" if record.rolling is None else "rolling",
-                   "partitions": sum(len(b.moves) for b in record.batches),
-                   "bytes": sum(m.copied_bytes for b in record.batches for m in b.moves)})
+        self.emit(Started(record.id, record.kind, len(record.batches),
+                          "batches" if record.rolling is None else "rolling",
+                          sum(len(b.moves) for b in record.batches),
+                          sum(m.copied_bytes for b in record.batches for m in b.moves)))
         try:
             if record.throttles_before and record.current is None:
                 restored = throttles.restore(self.cluster, record)
                 self.save(record)
-                self.emit({"event": "message", "text": f"restored leftover throttles on {', '.join(restored)}"})
+                self.emit(Message(f"restored leftover throttles on {', '.join(restored)}"))
             if plan is not None and record.kind == "apply":
                 self._non_move_changes(record, plan)
             if record.rolling is not None:
@@ -297,15 +308,15 @@ class Executor:
             self._restore_all_throttles(record)
             record.status, record.stop_reason = DONE, None
             self.save(record)
-            self.emit({"event": "done", "execution": record.id})
+            self.emit(Done(record.id))
             return Outcome(ExitCode.OK, record)
         except Stop as stop:
             record.status, record.stop_reason = STOPPED, stop.reason
             self.save(record)
-            self.emit({"event": "stopped", "execution": record.id, "reason": stop.reason})
+            self.emit(Stopped(record.id, stop.reason))
             return Outcome(ExitCode.STOPPED, record, stop.reason)
         except LockLost as lost:  # write nothing more: the record belongs to the new holder now
-            self.emit({"event": "lock_lost", "execution": record.id, "reason": lost.one_line()})
+            self.emit(LostLock(record.id, lost.one_line()))
             raise
         except KopsError as exc:
             record.status, record.stop_reason = STOPPED, exc.one_line()
@@ -343,7 +354,7 @@ class Executor:
         record.steps_done.append(name)
         self.save(record)
         if said:
-            self.emit({"event": "step", "text": said})
+            self.emit(Step(said))
 
     def _non_move_changes(self, record: ExecutionRecord, plan: Plan) -> None:
         for c in plan.creations:
@@ -397,9 +408,8 @@ class Executor:
         attached = batch.status == RUNNING and bool(snapshot.requested_moves)
         self.refuse_foreign_reassignment(snapshot, batch if batch.status == RUNNING else None)
         todo = self.todo(batch, snapshot)
-        self.emit({"event": "batch_start", "batch": batch.index, "batches": len(record.batches),
-                   "partitions": len(batch.moves), "bytes": sum(m.copied_bytes for m in batch.moves),
-                   "estimate_seconds": batch.estimate_seconds, "reattached": attached})
+        self.emit(BatchStarted(batch.index, len(record.batches), len(batch.moves),
+                               sum(m.copied_bytes for m in batch.moves), batch.estimate_seconds, attached))
         if not attached:
             gone = sorted({b for m in todo for b in m.from_replicas + m.to_replicas} - snapshot.live_broker_ids)
             if gone:
@@ -421,8 +431,8 @@ class Executor:
         throttles.restore(self.cluster, record, throttles.busy_entities(self.read_snapshot(), batch.tps))
         batch.status, batch.finished_at = DONE, self.clock.now()
         self.save(record)
-        self.emit({"event": "batch_done", "batch": batch.index, "batches": len(record.batches),
-                   "seconds": round(batch.finished_at - (batch.started_at or batch.finished_at), 3)})
+        self.emit(BatchDone(batch.index, len(record.batches),
+                            round(batch.finished_at - (batch.started_at or batch.finished_at), 3)))
 
     def submit(self, moves: list[Move], snapshot: Snapshot, what: str) -> None:
         try:
@@ -511,12 +521,8 @@ class Executor:
         measured = progress.measure(batch.index, len(record.batches), batch.moves, snapshot, elapsed,
                                     self.cluster.lags, f.observed)
         f.total = max(f.total, f.done_before + measured.bytes_total)
-        event = {"event": "progress", **measured.as_dict(), "overall_bytes_total": f.total,
-                 "overall_bytes_done": f.done_before + measured.bytes_done}
         overall_eta = progress.seconds_left(f.total - f.done_before, measured.bytes_done, measured.rate)
-        if overall_eta is not None:
-            event["overall_eta"] = round(overall_eta, 1)
-        self.emit(event)
+        self.emit(measured.event(f.total, f.done_before + measured.bytes_done, overall_eta))
         return measured
 
     def _watch_for_stalls(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot,
@@ -541,15 +547,15 @@ class Executor:
             self._cancel_in_flight(record, batch, snapshot)
         if self.controls.stop.is_set() and not f.stop_after:
             f.stop_after = True
-            self.emit({"event": "message", "text": f"stopping after batch {batch.index} completes "
-                                                   f"(interrupt again to cancel it)"})
+            self.emit(Message(f"stopping after batch {batch.index} completes "
+                              f"(interrupt again to cancel it)"))
         if self._lock is not None and self._lock.lost is not None:
             raise LockLost(self._lock.lost)  # stop at once: no more submissions, no more record saves
 
     def _stalled(self, batch: BatchRecord, snapshot: Snapshot, seconds: float) -> None:
         stuck = stall.explain(snapshot, batch.moves, progress.done_moves(snapshot, batch.moves))
         for line in stuck:
-            self.emit({"event": "stalled", "batch": batch.index, "text": line})
+            self.emit(Stalled(batch.index, line))
         raise Stop(f"batch {batch.index} stalled: no progress for {seconds:.0f} s; {len(stuck)} partition(s) stuck, "
                     f"first {stuck[0] if stuck else '?'}; the batch stays with the controller, fix the cause and "
                     f"run `kops apply --resume`, or `kops rollback`")
@@ -563,13 +569,13 @@ class Executor:
             if batch.index in self._uncancellable_said:
                 return
             self._uncancellable_said.add(batch.index)
-            self.emit({"event": "message", "text": f"batch {batch.index} cannot be cancelled on this cluster through "
-                                                   f"ZooKeeper (no KIP-236): it finishes, then kops stops at the "
-                                                   f"checkpoint"})
+            self.emit(Message(f"batch {batch.index} cannot be cancelled on this cluster through "
+                              f"ZooKeeper (no KIP-236): it finishes, then kops stops at the "
+                              f"checkpoint"))
             return
         self.journal.clear_cancel(record.id)
         how = _cancel_name(self.cluster)
-        self.emit({"event": "message", "text": f"cancelling batch {batch.index} in flight ({how})"})
+        self.emit(Message(f"cancelling batch {batch.index} in flight ({how})"))
         order.cancel_in_order(self.cluster, batch.moves, self.clock, self.emit)
         throttles.restore(self.cluster, record)
         batch.status = CANCELLED
@@ -580,10 +586,10 @@ class Executor:
         if not record.election or record.election_done:
             return
         if not self.cluster.elect_preferred(record.election, 60.0):
-            self.emit({"event": "message", "text": "the controller has not finished the preferred-leader election yet"})
+            self.emit(Message("the controller has not finished the preferred-leader election yet"))
         record.election_done = True
         self.save(record)
-        self.emit({"event": "step", "text": f"preferred-leader election for {len(record.election)} partitions"})
+        self.emit(Step(f"preferred-leader election for {len(record.election)} partitions"))
 
     # -- rollback ------------------------------------------------------------------------------------------
 
@@ -598,12 +604,12 @@ class Executor:
         self.refuse_foreign_reassignment(snapshot, current)
         what = f"batch {running[0].index}" if len(running) == 1 else f"the {len(running)} moves"
         if self.cluster.can_cancel(snapshot):
-            self.emit({"event": "message", "text": f"cancelling {what} of {forward.id} in flight "
-                                                   f"({_cancel_name(self.cluster)})"})
+            self.emit(Message(f"cancelling {what} of {forward.id} in flight "
+                              f"({_cancel_name(self.cluster)})"))
             order.cancel_in_order(self.cluster, current.moves, self.clock, self.emit)
         else:
-            self.emit({"event": "message", "text": f"waiting for {what} of {forward.id} to finish "
-                                                   f"(the cluster cannot cancel it)"})
+            self.emit(Message(f"waiting for {what} of {forward.id} to finish "
+                              f"(the cluster cannot cancel it)"))
             while self.read_snapshot().requested_moves:
                 if self.controls.stop.is_set():
                     raise KopsError("interrupted while waiting for the batch in flight", hint="run the rollback again")

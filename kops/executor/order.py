@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from kops.cluster.port import Cluster, Refused
 from kops.executor import progress
+from kops.executor.events import OrderRestored, Reporter
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 from kops.model.snapshot import Snapshot
@@ -49,14 +50,12 @@ class Restored:
     elected: list[TopicPartition]
     left: list[str]  # one line each: a partition left in the order Kafka gave it, and why
 
-    def event(self) -> dict[str, Any]:
-        return {"event": "order_restored", "partitions": len(self.partitions),
-                "reordered": [str(tp) for tp in self.reordered], "elected": [str(tp) for tp in self.elected],
-                "left": self.left}
+    def event(self) -> OrderRestored:
+        return OrderRestored(len(self.partitions), tuple(map(str, self.reordered)), tuple(map(str, self.elected)),
+                             tuple(self.left))
 
 
-def cancel_in_order(cluster: Cluster, moves: Sequence[Move], clock: Clock,
-                    emit: Callable[[dict[str, Any]], None]) -> Restored:
+def cancel_in_order(cluster: Cluster, moves: Sequence[Move], clock: Clock, emit: Reporter) -> Restored:
     """Cancel `moves` in flight, then put each cancelled partition back in its original order and elect its
     preferred leader; the outcome is emitted (an `order_restored` event) and returned."""
     cluster.cancel([m.tp for m in moves], CANCEL_SECONDS)

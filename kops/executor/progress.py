@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from kops.executor.events import BatchProgressed
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 from kops.model.snapshot import Snapshot
@@ -28,11 +29,15 @@ class BatchProgress:
     rate: float | None  # bytes per second over the batch so far
     eta: float | None  # seconds left in this batch
 
-    def as_dict(self) -> dict[str, object]:
-        return {"batch": self.index, "batches": self.batches, "partitions": self.partitions, "done": self.done,
-                "bytes_total": self.bytes_total, "bytes_done": self.bytes_done, "elapsed": round(self.elapsed, 3),
-                "rate": None if self.rate is None else round(self.rate, 1),
-                "eta": None if self.eta is None else round(self.eta, 1)}
+    def event(self, overall_total: int, overall_done: int, overall_eta: float | None) -> BatchProgressed:
+        """This measure as the executor reports it, with the whole execution's bytes and ETA."""
+        return BatchProgressed(self.index, self.batches, self.partitions, self.done, self.bytes_total,
+                               self.bytes_done, round(self.elapsed, 3), _rounded(self.rate), _rounded(self.eta),
+                               overall_total, overall_done, _rounded(overall_eta))
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def is_done(snapshot: Snapshot, move: Move, requested: set[tuple[str, int]] | None = None) -> bool:

@@ -17,12 +17,22 @@ state, so `--resume` and `kops rollback` work after a kill -9 as they do for bat
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from kops.cluster.port import Cluster, Lock
 from kops.executor import health, order, progress, stall, throttles
+from kops.executor.events import (
+    Message,
+    MoveDone,
+    MoveProgress,
+    MoveStarted,
+    Reporter,
+    RollingProgressed,
+    RollingStarted,
+    Stalled,
+)
 from kops.executor.journal import Journal
 from kops.executor.record import CANCELLED, DONE, PENDING, RUNNING, BatchRecord, ExecutionRecord, joined
 from kops.executor.stall import StallWatch
@@ -59,7 +69,7 @@ class Executor(Protocol):
     @property
     def controls(self) -> _Controls: ...
     @property
-    def emit(self) -> Callable[[dict[str, Any]], None]: ...
+    def emit(self) -> Reporter: ...
     @property
     def poll(self) -> float: ...
     @property
@@ -103,8 +113,7 @@ def run_rolling(ex: Executor, record: ExecutionRecord) -> None:
     now = ex.clock.monotonic()
     state = _State(record.rolling, health.baseline(snapshot), StallWatch(ex.stall_timeout, now), now, now,
                    done_before=sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves))
-    ex.emit({"event": "rolling_start", "moves": len(record.batches),
-             "max_moves_per_broker": state.limits.max_moves_per_broker, "max_moves": state.limits.max_moves})
+    ex.emit(RollingStarted(len(record.batches), state.limits.max_moves_per_broker, state.limits.max_moves))
     while True:
         _finish_done(ex, record, snapshot)
         running = record.in_flight
@@ -154,8 +163,8 @@ def _finish_done(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> N
         return
     for batch in finished:
         batch.status, batch.finished_at = DONE, ex.clock.now()
-        ex.emit({"event": "move_done", "topic": batch.moves[0].topic, "partition": batch.moves[0].partition,
-                 "seconds": round(batch.finished_at - (batch.started_at or batch.finished_at), 3)})
+        ex.emit(MoveDone(batch.moves[0].topic, batch.moves[0].partition,
+                         round(batch.finished_at - (batch.started_at or batch.finished_at), 3)))
     _rewrite_throttles(ex, record)
 
 
@@ -195,19 +204,17 @@ def _report(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, state: _S
     moved_here = copied - state.done_before
     rate = moved_here / elapsed if elapsed > 0 and moved_here > 0 else None
     now = ex.clock.now()
-    in_flight = []
+    in_flight: list[MoveProgress] = []
     for batch, move in zip(running, moves, strict=True):
         c, t = each[move.tp]
         took = now - (batch.started_at or now)
         move_rate = c / took if took > 0 and c else None
         eta = progress.seconds_left(t, c, move_rate)
-        in_flight.append({"topic": move.topic, "partition": move.partition, "bytes_done": c, "bytes_total": t,
-                          "eta": None if eta is None else round(eta, 1)})
+        in_flight.append(MoveProgress(move.topic, move.partition, c, t, None if eta is None else round(eta, 1)))
     eta = progress.seconds_left(total, copied, rate)
-    ex.emit({"event": "progress", "mode": "rolling", "partitions": len(record.batches), "done": len(done),
-             "in_flight": in_flight, "bytes_total": total, "bytes_done": copied, "elapsed": round(elapsed, 3),
-             "rate": None if rate is None else round(rate, 1), "eta": None if eta is None else round(eta, 1),
-             "overall_bytes_total": total, "overall_bytes_done": copied})
+    ex.emit(RollingProgressed(len(record.batches), len(done), tuple(in_flight), total, copied, round(elapsed, 3),
+                              None if rate is None else round(rate, 1), None if eta is None else round(eta, 1),
+                              total, copied))
     moving = ex.clock.monotonic()
     if state.watch.observe(moving, stall.signature(snapshot, moves, copied)):
         for batch in running:
@@ -215,7 +222,7 @@ def _report(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, state: _S
     elif running and state.watch.stalled(moving):
         stuck = stall.explain(snapshot, moves, progress.done_moves(snapshot, moves))
         for line in stuck:
-            ex.emit({"event": "stalled", "batch": 0, "text": line})
+            ex.emit(Stalled(0, line))
         raise Stop(f"rolling execution stalled: no progress for {state.watch.stalled_for(moving):.0f} s; "
                    f"{len(stuck)} move(s) stuck, first {stuck[0] if stuck else '?'}; the moves stay with the "
                    f"controller, fix the cause and run `kops apply --resume`, or `kops rollback`")
@@ -231,13 +238,13 @@ def _obey_requests(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, st
             ex.journal.clear_cancel(record.id)
             state.stopping = True
             state.stop_reason = f"cancelled by {request.get('user', '?')}@{request.get('host', '?')} (kops cancel)"
-            ex.emit({"event": "message", "text": "submitting nothing more; stopping when the moves in flight finish"})
+            ex.emit(Message("submitting nothing more; stopping when the moves in flight finish"))
     if ex.controls.cancel_now.is_set() and record.in_flight:
         _cancel_in_flight(ex, record, snapshot)
     if (ex.controls.stop.is_set() or ex.controls.cancel_now.is_set()) and not state.stopping:
         state.stopping = True
-        ex.emit({"event": "message", "text": f"submitting nothing more; stopping when the {len(record.in_flight)} "
-                                             f"move(s) in flight finish (interrupt again to cancel them)"})
+        ex.emit(Message(f"submitting nothing more; stopping when the {len(record.in_flight)} "
+                        f"move(s) in flight finish (interrupt again to cancel them)"))
     lock = ex.lock_held
     if lock is not None and lock.lost is not None:
         raise LockLost(lock.lost)
@@ -247,12 +254,12 @@ def _cancel_in_flight(ex: Executor, record: ExecutionRecord, snapshot: Snapshot)
     if not ex.cluster.can_cancel(snapshot):
         ex.controls.cancel_now.clear()
         ex.controls.stop.set()
-        ex.emit({"event": "message", "text": "the moves in flight cannot be cancelled on this cluster: they "
-                                             "finish, then kops stops"})
+        ex.emit(Message("the moves in flight cannot be cancelled on this cluster: they "
+                        "finish, then kops stops"))
         return
     ex.journal.clear_cancel(record.id)
     running = record.in_flight
-    ex.emit({"event": "message", "text": f"cancelling the {len(running)} move(s) in flight ({ex.cancel_name()})"})
+    ex.emit(Message(f"cancelling the {len(running)} move(s) in flight ({ex.cancel_name()})"))
     order.cancel_in_order(ex.cluster, [b.moves[0] for b in running], ex.clock, ex.emit)
     throttles.restore(ex.cluster, record)
     for batch in running:
@@ -283,7 +290,7 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
     if foreign:
         state.stopping, state.stop_reason = True, (f"a reassignment of {len(foreign)} partition(s) that is not this "
                                                    f"execution's started; `kops apply --resume` once it is done")
-        ex.emit({"event": "message", "text": state.stop_reason})
+        ex.emit(Message(state.stop_reason))
         return snapshot
     todo = {m.tp for m in ex.todo(joined(pending), snapshot)}
     for batch in pending:  # at their target already (someone else moved them): done
@@ -305,7 +312,7 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
         ex.settle_throttles()
     ex.submit(chosen_moves, snapshot, "the next moves")
     for batch in starting:
-        ex.emit({"event": "move_start", "topic": batch.moves[0].topic, "partition": batch.moves[0].partition,
-                 "bytes": batch.moves[0].copied_bytes, "in_flight": len(in_flight) + len(chosen)})
+        ex.emit(MoveStarted(batch.moves[0].topic, batch.moves[0].partition, batch.moves[0].copied_bytes,
+                            len(in_flight) + len(chosen)))
     ex.save(record)
     return snapshot

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kops.errors import ExitCode
+from kops.executor.events import BatchDone, BatchStarted, Event, MoveDone, RollingStarted, Stalled
 from kops.model.plan import Batch, Plan
 from kops.planner.markdown import duration
 from kops.rehearsal.calibration import Latency
@@ -25,7 +26,7 @@ TOLERANCE = 0.25
 RESOLUTION_SECONDS = 1.0  # a batch estimated shorter than this on the clone is shown, not judged: the clone's
 # polling and fetch rounds are a fixed part of it that production does not have multiplied
 NO_LATENCY = Latency(0.0, 0.0, 1)
-Events = list[tuple[float, dict[str, Any]]]  # (monotonic time, executor event)
+Events = list[tuple[float, Event]]  # (monotonic time, executor event)
 
 
 @dataclass
@@ -146,9 +147,9 @@ class Report:
 def batch_results(plan: Plan, scaling: Scaling, events: Events, seen: Observations,
                   latency: Latency = NO_LATENCY) -> list[BatchResult]:
     """One row per batch of the plan, in production units (the clone's fixed `latency` is not scaled)."""
-    starts = {e["batch"]: t for t, e in events if e["event"] == "batch_start"}
-    done = {e["batch"]: (t, float(e["seconds"])) for t, e in events if e["event"] == "batch_done"}
-    stalls = [(e["batch"], e["text"]) for _t, e in events if e["event"] == "stalled"]
+    starts = {e.batch: t for t, e in events if isinstance(e, BatchStarted)}
+    done = {e.batch: (t, e.seconds) for t, e in events if isinstance(e, BatchDone)}
+    stalls = [(e.batch, e.text) for _t, e in events if isinstance(e, Stalled)]
     origin = min(starts.values()) if starts else 0.0
     rows = []
     for batch in plan.batches:
@@ -190,8 +191,8 @@ def _copy_seconds(batch: Batch, finished: tuple[float, float], seen: Observation
 def rolling_result(plan: Plan, scaling: Scaling, events: Events, seen: Observations,
                    latency: Latency = NO_LATENCY) -> BatchResult:
     """Rolling execution is one stream of moves: one row for all of them."""
-    start = min((t for t, e in events if e["event"] == "rolling_start"), default=None)
-    ends = [t for t, e in events if e["event"] == "move_done"]
+    start = min((t for t, e in events if isinstance(e, RollingStarted)), default=None)
+    ends = [t for t, e in events if isinstance(e, MoveDone)]
     moves = plan.moves
     finished = start is not None and len(ends) >= len(moves)
     measured = _unscaled(max(ends) - start, scaling, latency.one) if finished and start is not None else None
@@ -199,7 +200,7 @@ def rolling_result(plan: Plan, scaling: Scaling, events: Events, seen: Observati
     estimate = plan.summary.lower_bound_seconds or plan.summary.estimated_seconds  # rolling aims at the bound
     row = BatchResult(0, len(moves), sum(m.copied_bytes for m in moves), estimate, measured,
                       0.0 if start is not None else None, merged.throttle.rate if merged else None,
-                      stalls=[e["text"] for _t, e in events if e["event"] == "stalled"])
+                      stalls=[e.text for _t, e in events if isinstance(e, Stalled)])
     if start is not None:
         row.urp_seconds = round(scaling.production_seconds(seen.urp_seconds(start, max(ends, default=start))), 1)
         if merged is not None:

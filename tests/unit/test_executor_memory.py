@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from kops.errors import ExitCode
+from kops.executor.events import BatchDone, BatchProgressed, BatchStarted, Event, LostLock, MoveDone, Stalled
 from kops.executor.executor import Controls, Executor, Outcome, Stale
 from kops.executor.journal import Journal
 from kops.holder import LockLost
@@ -46,10 +47,10 @@ class Bed:
     kafka: MemoryKafka
     plan: Plan
     path: str
-    events: list[dict[str, Any]] = field(default_factory=list)
-    on_event: Callable[[dict[str, Any]], None] | None = None
+    events: list[Event] = field(default_factory=list)
+    on_event: Callable[[Event], None] | None = None
 
-    def report(self, event: dict[str, Any]) -> None:
+    def report(self, event: Event) -> None:
         self.events.append(event)
         if self.on_event is not None:
             self.on_event(event)
@@ -107,12 +108,12 @@ def bed(tmp_path: Path, megabytes: float = 1.0, rolling: Rolling | None = None) 
     return Bed(kafka, plan, str(tmp_path / "plan.json"))
 
 
-def at_first(kind: str, action: Callable[[dict[str, Any]], None], batch: int = 1) -> Callable[[dict[str, Any]], None]:
+def at_first(kind: type[Event], action: Callable[[Event], None], batch: int = 1) -> Callable[[Event], None]:
     """A reporter hook doing `action` once, at the first `kind` event of `batch`."""
     done: list[bool] = []
 
-    def hook(event: dict[str, Any]) -> None:
-        if not done and event["event"] == kind and event.get("batch", batch) == batch:
+    def hook(event: Event) -> None:
+        if not done and isinstance(event, kind) and getattr(event, "batch", batch) == batch:
             done.append(True)
             action(event)
     return hook
@@ -121,12 +122,12 @@ def at_first(kind: str, action: Callable[[dict[str, Any]], None], batch: int = 1
 def test_a_plan_runs_batch_by_batch_with_its_throttles_then_restores_them_exactly(tmp_path: Path) -> None:
     b = bed(tmp_path)
     seen: dict[int, dict[str, dict[str, str]]] = {}
-    b.on_event = lambda e: seen.setdefault(e["batch"], b.throttles()) if e["event"] == "progress" else None
+    b.on_event = lambda e: seen.setdefault(e.batch, b.throttles()) if isinstance(e, BatchProgressed) else None
     outcome = b.apply()
     assert outcome.exit_code == ExitCode.OK
     b.finished_as_planned()
-    kinds = [(e["event"], e.get("batch")) for e in b.events if e["event"] in ("batch_start", "batch_done")]
-    assert kinds == [(k, n) for n in range(1, len(b.plan.batches) + 1) for k in ("batch_start", "batch_done")]
+    kinds = [(type(e), e.batch) for e in b.events if isinstance(e, BatchStarted | BatchDone)]
+    assert kinds == [(k, n) for n in range(1, len(b.plan.batches) + 1) for k in (BatchStarted, BatchDone)]
     assert b.kafka.read_config("topics", "pay") == {"retention.ms": "86400000"}
     for batch in b.plan.batches:
         during = seen[batch.index]
@@ -142,7 +143,7 @@ def test_a_plan_runs_batch_by_batch_with_its_throttles_then_restores_them_exactl
 
 def test_a_stop_at_the_checkpoint_then_resume(tmp_path: Path) -> None:
     b, controls = bed(tmp_path), Controls()
-    b.on_event = at_first("progress", lambda _e: controls.stop.set())
+    b.on_event = at_first(BatchProgressed, lambda _e: controls.stop.set())
     outcome = b.apply(controls=controls)
     assert outcome.exit_code == ExitCode.STOPPED and outcome.reason == "interrupted (signal)"
     record = b.record()
@@ -196,11 +197,11 @@ def test_drift_before_a_batch_is_refused_and_nothing_more_is_moved(tmp_path: Pat
     batch2 = b.plan.batches[1].moves[0]
     elsewhere = tuple(x for x in (1, 2, 3, 4) if x not in batch2.from_replicas)[:1] + batch2.from_replicas[1:]
 
-    def someone_moves_it(_event: dict[str, Any]) -> None:
+    def someone_moves_it(_event: Event) -> None:
         b.kafka.reassign(batch2.tp, elsewhere)  # another tool's move, done before the checkpoint
         b.kafka.clock.sleep(30)
 
-    b.on_event = at_first("batch_done", someone_moves_it)
+    b.on_event = at_first(BatchDone, someone_moves_it)
     with pytest.raises(Stale, match=f"batch 2: 1 partition.s. drifted: {batch2.tp} has") as refused:
         b.apply()
     assert refused.value.exit_code == ExitCode.STALE
@@ -224,15 +225,15 @@ def test_a_lost_lock_stops_the_execution_at_once(tmp_path: Path) -> None:
     port = MemoryCluster(b.kafka)
     written: list[int] = []
 
-    def paused(_event: dict[str, Any]) -> None:
+    def paused(_event: Event) -> None:
         port.freeze(LEASE + 2)  # kops stops for longer than its lease (SIGSTOP, a long GC pause)
         written.append(len(port.writes))
 
-    b.on_event = at_first("progress", paused)
+    b.on_event = at_first(BatchProgressed, paused)
     with pytest.raises(LockLost, match="no heartbeat reached the cluster"):
         b.apply(port)
     assert len(port.writes) == written[0], "not one write after the lease ran out"
-    assert b.events[-1]["event"] == "lock_lost" and b.record().status == "running"
+    assert isinstance(b.events[-1], LostLock) and b.record().status == "running"
     assert b.apply(resume=True).exit_code == ExitCode.OK, "another kops continues it"
     b.finished_as_planned()
 
@@ -242,10 +243,10 @@ def test_a_batch_without_progress_is_called_stalled_then_resumes(tmp_path: Path)
     b = bed(tmp_path, megabytes=4)
     stuck = {str(m.tp) for m in b.plan.batches[0].moves if 4 in m.adding}
     assert stuck
-    b.on_event = at_first("progress", lambda _e: b.kafka.stick_broker(4))
+    b.on_event = at_first(BatchProgressed, lambda _e: b.kafka.stick_broker(4))
     outcome = b.apply(stall_timeout=20.0)
     assert outcome.exit_code == ExitCode.STOPPED and "batch 1 stalled: no progress for 20 s" in (outcome.reason or "")
-    lines = [e["text"] for e in b.events if e["event"] == "stalled"]
+    lines = [e.text for e in b.events if isinstance(e, Stalled)]
     assert {line.split(":")[0] for line in lines} == stuck
     assert all("waits for broker 4 to join the ISR (broker 4 is alive)" in line for line in lines)
     assert b.moving() and b.throttles() != OPERATOR, "the batch stays with the controller, throttled"
@@ -256,7 +257,7 @@ def test_a_batch_without_progress_is_called_stalled_then_resumes(tmp_path: Path)
 
 def test_a_broker_of_the_batch_leaving_is_a_health_stop(tmp_path: Path) -> None:
     b = bed(tmp_path, megabytes=4)
-    b.on_event = at_first("progress", lambda _e: b.kafka.stop_broker(4))
+    b.on_event = at_first(BatchProgressed, lambda _e: b.kafka.stop_broker(4))
     outcome = b.apply()
     assert outcome.exit_code == ExitCode.STOPPED
     assert "health stop in batch 1: broker 4 of the batch left the cluster" in (outcome.reason or "")
@@ -267,7 +268,7 @@ def test_a_broker_of_the_batch_leaving_is_a_health_stop(tmp_path: Path) -> None:
 
 def test_cancel_now_puts_the_batch_back_on_its_original_replicas(tmp_path: Path) -> None:
     b, controls = bed(tmp_path, megabytes=4), Controls()
-    b.on_event = at_first("progress", lambda _e: controls.cancel_now.set())
+    b.on_event = at_first(BatchProgressed, lambda _e: controls.cancel_now.set())
     outcome = b.apply(controls=controls)
     assert outcome.exit_code == ExitCode.STOPPED and "cancelled in flight (KIP-455)" in (outcome.reason or "")
     first = b.plan.batches[0].moves
@@ -295,5 +296,5 @@ def test_rolling_never_exceeds_its_caps(tmp_path: Path, per_broker: int, in_all:
     assert b.apply().exit_code == ExitCode.OK
     assert most["per broker"] == per_broker if in_all is None else most["moves"] == in_all, most
     assert most["per broker"] <= per_broker and most["moves"] <= (in_all or len(b.plan.moves)), most
-    assert sum(e["event"] == "move_done" for e in b.events) == len(b.plan.moves)
+    assert sum(isinstance(e, MoveDone) for e in b.events) == len(b.plan.moves)
     b.finished_as_planned()

@@ -50,8 +50,8 @@ def test_only_partitions_in_their_original_order_whose_preferred_leader_is_in_sy
 
 def test_what_the_cancellation_left_is_one_event() -> None:
     tp = TopicPartition("pay", 0)
-    assert Restored([tp], [tp], [], ["x"]).event() == {"event": "order_restored", "partitions": 1,
-                                                       "reordered": ["pay-0"], "elected": [], "left": ["x"]}
+    assert Restored([tp], [tp], [], ["x"]).event().to_json() == {"event": "order_restored", "partitions": 1,
+                                                                 "reordered": ["pay-0"], "elected": [], "left": ["x"]}
 
 
 def test_a_health_stop_names_the_partitions_of_the_batch_that_wait_on_the_departed_broker() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kops.errors import UsageError
+from kops.executor.events import BatchDone, BatchStarted, Stalled, Started
 from kops.model import plan_format, snapshot_format
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.topics import Topic
@@ -17,7 +18,7 @@ from kops.planner.fingerprint import drift
 from kops.planner.mermaid import bar_chart, gantt
 from kops.rehearsal.markdown import render_markdown
 from kops.rehearsal.observer import Observations
-from kops.rehearsal.report import Report, batch_results
+from kops.rehearsal.report import Events, Report, batch_results
 from kops.rehearsal.sampling import sample, without_internal
 from kops.rehearsal.scaling import MAX_TIME_SCALE, choose, clone_plan, machine_time_scale
 
@@ -111,24 +112,25 @@ def test_the_clone_plan_is_a_valid_plan_file_for_the_clone() -> None:
     assert clone.moves[0].bytes == round(PLAN.moves[0].bytes / scaling.bytes_divisor)
 
 
-def events_for(durations: dict[int, float], stalled: int | None = None) -> list[tuple[float, dict]]:
+def events_for(durations: dict[int, float], stalled: int | None = None) -> Events:
     """Executor events of a run whose batches took `durations` clone seconds each."""
-    out: list[tuple[float, dict]] = [(0.0, {"event": "start"})]
+    batches = len(PLAN.batches)
+    out: Events = [(0.0, Started("x", "apply", batches, "batches", len(PLAN.moves), 0))]
     t = 1.0
     for index, seconds in durations.items():
-        out.append((t, {"event": "batch_start", "batch": index}))
+        out.append((t, BatchStarted(index, batches, 1, 0, None, False)))
         if stalled == index:
-            out.append((t + 5, {"event": "stalled", "batch": index, "text": "no progress for 20 s"}))
+            out.append((t + 5, Stalled(index, "no progress for 20 s")))
             break
         t += seconds
-        out.append((t, {"event": "batch_done", "batch": index, "seconds": seconds}))
+        out.append((t, BatchDone(index, batches, seconds)))
     return out
 
 
 def report_of(durations: dict[int, float], stalled: int | None = None, factor: float = 10.0) -> Report:
     scaling = choose(PLAN, real=False, factor=factor)
     events = events_for(durations, stalled)
-    ends = {e["batch"]: t for t, e in events if e["event"] == "batch_done"}
+    ends = {e.batch: t for t, e in events if isinstance(e, BatchDone)}
     seen = Observations({m.tp: ends[b.index] - 0.1 for b in PLAN.batches if b.index in ends for m in b.moves},
                         [(0.0, 1), (2.0, 0)])  # each move seen done just before its batch's end
     rows = batch_results(PLAN, scaling, events, seen)
