@@ -1,6 +1,6 @@
 """An in-memory Kafka behind the cluster port, for tests: the executor's logic in milliseconds, on a clock the
 test drives. It is a second implementation of `kops.cluster.port.Cluster` with the Admin-API adapter's semantics
-(transport "admin", as `kops.cluster.admin.adapter.AdminCluster` over KRaft), not a mock: the contract tests
+(as `kops.cluster.admin.adapter.AdminCluster` over KRaft: KIP-455 moves and cancels), not a mock: the contract tests
 (tests/integration/test_port_contract.py) run the same functions over it and over real Kafka 4, so it is held
 to Kafka's behaviour. It never replaces a real-cluster test, and it is test code: nothing in kops/ imports it.
 
@@ -38,6 +38,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kops.cluster.port import Capabilities
 from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, describe
 from kops.model.brokers import Broker
@@ -52,6 +53,7 @@ TICK = 0.1  # the longest step of simulated time: copies, ISR changes and heartb
 LEASE = 10.0  # the Admin-API lock's default lease (AdminCluster's `lease`)
 START = 1_767_225_600.0  # the driven clock's wall time at zero (2026-01-01T00:00:00Z)
 LOCK_TOPIC = "__kops"
+KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455")
 
 
 class Crash(BaseException):
@@ -424,8 +426,6 @@ class MemoryCluster:
     """One kops process's connection to a MemoryKafka: the port. Several may share one cluster (two operators,
     or a kops that crashed and the one that resumes)."""
 
-    transport = "admin"
-
     def __init__(self, kafka: MemoryKafka, lease: float = LEASE) -> None:
         self.kafka = kafka
         self.lease = lease
@@ -537,11 +537,8 @@ class MemoryCluster:
         if refused:
             raise Refused(f"{len(refused)} reassignment(s) refused: {refused[0].what}", where=self.where)
 
-    def can_cancel(self, snapshot: Snapshot) -> bool:
-        return True
-
-    def accepts_moves_in_flight(self, snapshot: Snapshot) -> bool:
-        return True
+    def capabilities(self, snapshot: Snapshot) -> Capabilities:
+        return KIP455
 
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
         """KIP-455 null targets for those still moving; Kafka reverts them at once."""

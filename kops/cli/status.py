@@ -214,18 +214,19 @@ def cancel(
         if not now or not moving:
             console.info("no kops execution is running" + ("" if moving else " and nothing is in flight"))
             return
-        if not cluster.can_cancel(snapshot):
-            raise KopsError("this cluster cannot cancel a reassignment through ZooKeeper",
+        can = cluster.capabilities(snapshot)
+        if not can.cancel_in_flight:
+            raise KopsError(f"this cluster cannot cancel a reassignment {can.no_cancel}",
                             hint="reach it through the Admin API: kops cancel --now -b BOOTSTRAP_SERVERS")
         cluster.cancel([TopicPartition(m.topic, m.partition) for m in moving], 60.0)
-        console.info(f"cancelled the reassignment of {len(moving)} partition(s) in flight "
-                     f"({'KIP-455' if cluster.transport == 'admin' else 'KIP-236'})")
+        console.info(f"cancelled the reassignment of {len(moving)} partition(s) in flight ({can.cancel_by})")
 
 
 def _cancel_now_note(cluster: Cluster, snapshot: Snapshot) -> str:
     """What --now can do here: real Kafka 2.4+ ignores a deleted reassignment znode, so through ZooKeeper only
     KIP-236 cancels; through the Admin API, KIP-455 always does."""
-    if cluster.can_cancel(snapshot):
-        return f" and to cancel the batch in flight ({'KIP-455' if cluster.transport == 'admin' else 'KIP-236'})"
-    return ("; this cluster cannot cancel a batch in flight through ZooKeeper (no KIP-236), so kops stops "
-            "waiting for it and it finishes on its own (kafka-reassign-partitions.sh --cancel can revert it)")
+    can = cluster.capabilities(snapshot)
+    if can.cancel_in_flight:
+        return f" and to cancel the batch in flight ({can.cancel_by})"
+    return (f"; this cluster cannot cancel a batch in flight {can.no_cancel}, so kops stops waiting for it and it "
+            f"finishes on its own (kafka-reassign-partitions.sh --cancel can revert it)")

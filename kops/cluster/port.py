@@ -2,22 +2,48 @@
 
 Two adapters implement it: `kops.cluster.zookeeper.ZkCluster` (Kafka's znodes, for 2.x/3.x clusters in
 ZooKeeper mode and the kops engine) and `kops.cluster.admin.adapter.AdminCluster` (Kafka's Admin API: KRaft,
-Kafka 4, any 2.4+ broker). The executor holds a `Fenced` view while it holds the lock: every write first checks it.
+Kafka 4, any 2.4+ broker). The port says what a cluster lets kops do (`Capabilities`, asked of a snapshot), so
+no caller decides by transport, and which of its calls write (`@writes`: `WRITES`, `RECORD_WRITES`). The
+executor holds a `Fenced` view while it holds the lock: every write first checks it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from kops.errors import Refused
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 
 Assignment = Mapping[int, Sequence[int]]
-__all__ = ["Cluster", "Fenced", "Lock", "RecordStore", "Refused", "Target"]
+__all__ = ["RECORD_WRITES", "WRITES", "Capabilities", "Cluster", "Fenced", "Lock", "RecordStore", "Refused", "Target"]
 
 Target = tuple[TopicPartition, tuple[int, ...]]  # a partition and the replicas it is to have, in order
+_Call = TypeVar("_Call", bound=Callable[..., Any])
+
+
+def writes(call: _Call) -> _Call:
+    """Marks a port call that changes the cluster: the lock's fence checks the lock before each."""
+    call.__kops_writes__ = True  # type: ignore[attr-defined]  # a mark on the function object, read by writes_of
+    return call
+
+
+def writes_of(protocol: type) -> frozenset[str]:
+    """The calls of `protocol` marked `@writes`."""
+    return frozenset(name for name, call in vars(protocol).items() if getattr(call, "__kops_writes__", False))
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a cluster lets kops do, as its adapter finds it (through ZooKeeper: the features its brokers
+    advertise), in the words messages use."""
+
+    cancel_in_flight: bool  # a reassignment in flight can be cancelled, its partitions back on their original replicas
+    moves_in_flight: bool  # new moves are taken while others run
+    cancel_by: str  # how it cancels ("KIP-455", "KIP-236"), where it can
+    no_cancel: str = ""  # where it cannot: why, then what would ("...; reach it through the Admin API")
 
 
 class Lock(Protocol):
@@ -36,17 +62,20 @@ class RecordStore(Protocol):
 
     max_bytes: int
 
+    @writes
     def create(self, execution_id: str, data: bytes) -> None: ...
+    @writes
     def save(self, execution_id: str, data: bytes) -> None: ...
     def load(self, execution_id: str) -> bytes | None: ...
     def ids(self) -> list[str]: ...
+    @writes
     def set_cancel(self, execution_id: str, data: bytes) -> None: ...
     def get_cancel(self, execution_id: str) -> bytes | None: ...
+    @writes
     def clear_cancel(self, execution_id: str) -> None: ...
 
 
 class Cluster(Protocol):
-    transport: str  # "zookeeper" or "admin"
     where: str  # the connect string or bootstrap servers, for messages
 
     def snapshot(self, only_topics: set[str] | None = None,
@@ -58,24 +87,32 @@ class Cluster(Protocol):
              monotonic: Callable[[], float]) -> Lock: ...
     def holder(self) -> dict[str, Any] | None: ...
 
+    def capabilities(self, snapshot: Snapshot) -> Capabilities: ...
+
+    @writes
     def create_topic(self, name: str, assignment: Assignment, config: Mapping[str, str]) -> bool: ...
+    @writes
     def add_partitions(self, topic: str, assignment: Assignment) -> bool: ...
+    @writes
     def shrink_partitions(self, topic: str, keep: int) -> None: ...
+    @writes
     def delete_topic(self, name: str) -> None: ...
     def read_config(self, entity_type: str, name: str) -> dict[str, str]: ...
+    @writes
     def alter_config(self, entity_type: str, name: str, updates: Mapping[str, str | None]) -> None: ...
 
+    @writes
     def submit(self, targets: Sequence[Target], snapshot: Snapshot) -> None: ...
-    def can_cancel(self, snapshot: Snapshot) -> bool: ...
-    def accepts_moves_in_flight(self, snapshot: Snapshot) -> bool: ...
+    @writes
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None: ...
+    @writes
     def elect_preferred(self, partitions: Sequence[TopicPartition], timeout: float) -> bool: ...
     def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]: ...
     def close(self) -> None: ...
 
 
-WRITES = frozenset({"create_topic", "add_partitions", "shrink_partitions", "delete_topic", "alter_config", "submit",
-                    "cancel", "elect_preferred"})
+WRITES = writes_of(Cluster)  # the calls the fence checks the lock before
+RECORD_WRITES = writes_of(RecordStore)
 
 
 class Fenced:
@@ -101,15 +138,13 @@ class Fenced:
 
 
 class _FencedRecords:
-    WRITES = frozenset({"create", "save", "set_cancel", "clear_cancel"})
-
     def __init__(self, store: RecordStore, lock: Lock) -> None:
         self._store = store
         self._lock = lock
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._store, name)
-        if name not in self.WRITES:
+        if name not in RECORD_WRITES:
             return attr
 
         def fenced(*args: Any, **kwargs: Any) -> Any:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from kops.cluster.port import Assignment, Target
+from kops.cluster.port import Assignment, Capabilities, Target
 from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, dead_local, describe
 from kops.kip179.client import Kip179Client
@@ -32,8 +32,6 @@ CANCEL = "cancel"
 
 
 class ZkCluster:
-    transport = "zookeeper"
-
     def __init__(self, client: ZkClient, where: str = "") -> None:
         self.client = client
         self.where = where
@@ -46,9 +44,18 @@ class ZkCluster:
 
     def offers(self) -> dict[str, str]:
         """What this transport can do here: KIP-236 cancel and KIP-179 lag where the cluster advertises them."""
-        features = read_snapshot(self.client, only_topics=set()).cluster_features()
-        return {"transport": "ZooKeeper", "cancel in flight": "KIP-236" if KIP236_CANCEL in features else "no",
-                "lag in bytes": "KIP-179" if KIP179_ADMIN in features else "no (partitions counted)"}
+        here = read_snapshot(self.client, only_topics=set())
+        can = self.capabilities(here)
+        return {"transport": "ZooKeeper", "cancel in flight": can.cancel_by if can.cancel_in_flight else "no",
+                "lag in bytes": "KIP-179" if KIP179_ADMIN in here.cluster_features() else "no (partitions counted)"}
+
+    def capabilities(self, snapshot: Snapshot) -> Capabilities:
+        """Kafka 2.4+ ignores a deleted `/admin/reassign_partitions` and its controller takes one reassignment
+        znode at a time: a cancel and moves while others run only where the cluster advertises KIP-236's
+        cancel and queue (the kops engine)."""
+        features = snapshot.cluster_features()
+        return Capabilities(cancel_in_flight=KIP236_CANCEL in features, moves_in_flight=KIP236_QUEUE in features,
+                            cancel_by="KIP-236", no_cancel="through ZooKeeper (no KIP-236)")
 
     def sizes(self) -> dict[TopicPartition, int]:
         """ZooKeeper holds no sizes: plans take them from `kops sizes summarize` (--sizes)."""
@@ -99,18 +106,11 @@ class ZkCluster:
         try:
             tool_writes.start_reassignment(self.client, wanted)
         except tool_writes.AdminRefused as exc:
-            if not self.accepts_moves_in_flight(snapshot):
+            if not self.capabilities(snapshot).moves_in_flight:
                 raise Refused(exc.what, where=paths.REASSIGN_PARTITIONS) from None
             if not self._wait_absent(paths.REASSIGN_QUEUE, 30.0):  # the controller takes the last one in first
                 raise Refused("the controller has not taken in the last queued moves", where=paths.REASSIGN_QUEUE) from None
             tool_writes.queue_reassignment(self.client, wanted)
-
-    def can_cancel(self, snapshot: Snapshot) -> bool:
-        return KIP236_CANCEL in snapshot.cluster_features()
-
-    def accepts_moves_in_flight(self, snapshot: Snapshot) -> bool:
-        """Kafka's ZooKeeper controller takes one reassignment znode at a time; the KIP-236 queue adds to it."""
-        return KIP236_QUEUE in snapshot.cluster_features()
 
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
         """KIP-236: create the cancel znode and wait for the controller to finish (it deletes the znode)."""

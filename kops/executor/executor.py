@@ -210,7 +210,7 @@ class Executor:
 
     def _rolling_here(self, wanted: Rolling | None, snapshot: Snapshot) -> Rolling | None:
         """Rolling where the cluster accepts moves while others run; elsewhere batches, said once."""
-        if wanted is None or self.cluster.accepts_moves_in_flight(snapshot):
+        if wanted is None or self.cluster.capabilities(snapshot).moves_in_flight:
             return wanted
         self.emit(Message("this cluster takes no moves while others run (no KIP-455 Admin "
                           "API, no KIP-236 queue): running the plan's batches instead"))
@@ -451,9 +451,6 @@ class Executor:
         """The lock while the run holds it (its `lost` says when it was taken away)."""
         return self._lock
 
-    def cancel_name(self) -> str:
-        return _cancel_name(self.cluster)
-
     @staticmethod
     def todo(batch: BatchRecord, snapshot: Snapshot) -> list[Move]:
         """Moves still to submit; a partition neither at its original nor at its target replicas is drift."""
@@ -561,20 +558,19 @@ class Executor:
                     f"run `kops apply --resume`, or `kops rollback`")
 
     def _cancel_in_flight(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
-        if not self.cluster.can_cancel(snapshot):
-            # Kafka 2.4+ ignores a deleted /admin/reassign_partitions: through ZooKeeper the batch cannot be cancelled.
+        can = self.cluster.capabilities(snapshot)
+        if not can.cancel_in_flight:
             # Stop at the checkpoint instead (the batch finishes, its throttles are restored), and say so.
             self.controls.cancel_now.clear()
             self.controls.stop.set()
             if batch.index in self._uncancellable_said:
                 return
             self._uncancellable_said.add(batch.index)
-            self.emit(Message(f"batch {batch.index} cannot be cancelled on this cluster through "
-                              f"ZooKeeper (no KIP-236): it finishes, then kops stops at the "
-                              f"checkpoint"))
+            self.emit(Message(f"batch {batch.index} cannot be cancelled on this cluster {can.no_cancel}: it "
+                              f"finishes, then kops stops at the checkpoint"))
             return
         self.journal.clear_cancel(record.id)
-        how = _cancel_name(self.cluster)
+        how = can.cancel_by
         self.emit(Message(f"cancelling batch {batch.index} in flight ({how})"))
         order.cancel_in_order(self.cluster, batch.moves, self.clock, self.emit)
         throttles.restore(self.cluster, record)
@@ -603,9 +599,9 @@ class Executor:
         current = joined(running)
         self.refuse_foreign_reassignment(snapshot, current)
         what = f"batch {running[0].index}" if len(running) == 1 else f"the {len(running)} moves"
-        if self.cluster.can_cancel(snapshot):
-            self.emit(Message(f"cancelling {what} of {forward.id} in flight "
-                              f"({_cancel_name(self.cluster)})"))
+        can = self.cluster.capabilities(snapshot)
+        if can.cancel_in_flight:
+            self.emit(Message(f"cancelling {what} of {forward.id} in flight ({can.cancel_by})"))
             order.cancel_in_order(self.cluster, current.moves, self.clock, self.emit)
         else:
             self.emit(Message(f"waiting for {what} of {forward.id} to finish "
@@ -661,7 +657,3 @@ class _LockScope:
     def __exit__(self, *exc: object) -> None:
         self.executor._unfence()
         self.lock.release()
-
-
-def _cancel_name(cluster: Cluster) -> str:
-    return "KIP-455" if cluster.transport == "admin" else "KIP-236"

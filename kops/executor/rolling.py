@@ -84,7 +84,6 @@ class Executor(Protocol):
     def todo(self, batch: BatchRecord, snapshot: Snapshot) -> list[Move]: ...
     def submit(self, moves: list[Move], snapshot: Snapshot, what: str) -> None: ...
     def settle_throttles(self) -> None: ...
-    def cancel_name(self) -> str: ...
 
 FULL_READ_SECONDS = 10.0
 
@@ -251,20 +250,21 @@ def _obey_requests(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, st
 
 
 def _cancel_in_flight(ex: Executor, record: ExecutionRecord, snapshot: Snapshot) -> None:
-    if not ex.cluster.can_cancel(snapshot):
+    can = ex.cluster.capabilities(snapshot)
+    if not can.cancel_in_flight:
         ex.controls.cancel_now.clear()
         ex.controls.stop.set()
-        ex.emit(Message("the moves in flight cannot be cancelled on this cluster: they "
-                        "finish, then kops stops"))
+        ex.emit(Message(f"the moves in flight cannot be cancelled on this cluster {can.no_cancel}: they finish, "
+                        f"then kops stops"))
         return
     ex.journal.clear_cancel(record.id)
     running = record.in_flight
-    ex.emit(Message(f"cancelling the {len(running)} move(s) in flight ({ex.cancel_name()})"))
+    ex.emit(Message(f"cancelling the {len(running)} move(s) in flight ({can.cancel_by})"))
     order.cancel_in_order(ex.cluster, [b.moves[0] for b in running], ex.clock, ex.emit)
     throttles.restore(ex.cluster, record)
     for batch in running:
         batch.status = CANCELLED
-    raise Stop(f"{len(running)} move(s) cancelled in flight ({ex.cancel_name()}): their partitions are back on "
+    raise Stop(f"{len(running)} move(s) cancelled in flight ({can.cancel_by}): their partitions are back on "
                f"their original replicas in their original order, except those that had completed")
 
 

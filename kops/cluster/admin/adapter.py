@@ -41,6 +41,7 @@ from kops.cluster.admin.kops_log import KopsLog, LogRecords
 from kops.cluster.admin.lease import Claims, LeaseLock, current_holder
 from kops.cluster.admin.log_dirs import describe_log_dirs
 from kops.cluster.admin.reader import read_snapshot
+from kops.cluster.port import Capabilities
 from kops.errors import ConnectionFailed, KopsError, Refused
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
@@ -51,11 +52,10 @@ SOURCES = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFIG"}
 READ_BACK_SECONDS = 15.0
 STALE_READ_SECONDS = 5.0  # how long a read that does not show kops's own last write is taken for a lagging broker
 LAG_EVERY = 1.0  # seconds between two DescribeLogDirs for progress
+KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455")
 
 
 class AdminCluster:
-    transport = "admin"
-
     def __init__(self, settings: AdminSettings, lease: float = 10.0) -> None:
         self.settings = settings
         self.where = settings.bootstrap
@@ -136,7 +136,7 @@ class AdminCluster:
             version = client.get_broker_version_data(client.describe_cluster()["brokers"][0]["broker_id"])
             features = client.describe_features()
             found = {"transport": "Admin API", "kafka": ".".join(map(str, version.broker_version)) + "+",
-                     "cancel in flight": "KIP-455", "lag in bytes": "DescribeLogDirs",
+                     "cancel in flight": KIP455.cancel_by, "lag in bytes": "DescribeLogDirs",
                      "replication-factor guard": "KIP-860" if kip860.offered(client) else "no"}
             found.update({name: str(v["finalized"][1]) for name, v in sorted(features.items()) if v.get("finalized")})
             return found
@@ -307,12 +307,10 @@ class AdminCluster:
         self._guard = offered
         return answers
 
-    def can_cancel(self, snapshot: Snapshot) -> bool:
-        return True
-
-    def accepts_moves_in_flight(self, snapshot: Snapshot) -> bool:
-        """KIP-455: AlterPartitionReassignments adds moves while others run."""
-        return True
+    def capabilities(self, snapshot: Snapshot) -> Capabilities:
+        """KIP-455 (Kafka 2.4+): AlterPartitionReassignments adds moves while others run, and a null target
+        cancels one in flight."""
+        return KIP455
 
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
         """KIP-455: a null target for each of `partitions` still moving; wait until Kafka lists none of them."""
