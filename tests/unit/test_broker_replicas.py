@@ -87,7 +87,7 @@ def test_follower_catches_up_and_joins_the_isr() -> None:
     updates = leader.take_isr_updates()
     assert [(u.tp, u.isr, u.zk_version) for u in updates] == [(TP, (1, 2), 0)]
     leader.isr_written(updates[0], 1)
-    assert leader.replicas[TP].isr == (1, 2) and leader.replicas[TP].zk_version == 1
+    assert leader.replicas[TP].state.isr == (1, 2) and leader.replicas[TP].state.zk_version == 1
 
 
 def test_a_seeded_follower_is_in_sync_without_copying() -> None:
@@ -250,7 +250,7 @@ def test_stale_leader_epoch_in_a_request_is_ignored() -> None:
     _clock, leader, _follower = pair()
     leader.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 1, 3, (1, 2), (1, 2), 3)]))
     reply = leader.handle_controller_batch(ControllerBatch(1, 5, [LeaderAndIsrEntry(TP, 2, 2, (2,), (1, 2), 2)]))
-    assert reply["stale_partitions"] == ["t-0"] and leader.replicas[TP].leader == 1
+    assert reply["stale_partitions"] == ["t-0"] and leader.replicas[TP].state.leader == 1
 
 
 def test_controller_batch_round_trips_through_the_wire_format() -> None:

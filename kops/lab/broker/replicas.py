@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kops.lab.broker.clock import SimClock
@@ -24,6 +24,7 @@ from kops.lab.broker.disk import STORAGE_ERROR, LogDirDisk
 from kops.lab.broker.quotas import RateLimiter
 from kops.lab.broker.simlog import SimulatedLog
 from kops.lab.broker.throttles import Throttles
+from kops.lab.controller.effects import LeaderAndIsrEntry
 from kops.lab.controller.wire import BrokerAddress, ControllerBatch
 from kops.model.partitioner import key_shares
 from kops.model.partitions import NO_LEADER, TopicPartition
@@ -46,12 +47,10 @@ class FollowerProgress:
 
 @dataclass
 class Replica:
-    tp: TopicPartition
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    zk_version: int
+    """A partition on this broker. `state` is the controller's last LeaderAndIsr for it (leader, epoch, ISR,
+    replicas, state-znode version), its ISR and version moved on by the ISR changes this broker writes as leader."""
+
+    state: LeaderAndIsrEntry
     controller_epoch: int
     created_at: float
     log: SimulatedLog = field(default_factory=SimulatedLog)
@@ -134,38 +133,37 @@ class ReplicaManager:
                     storage_errors.append(str(e.tp))
                     continue
                 r = self.replicas.get(e.tp)
-                if r is not None and r.online and (e.leader_epoch, e.zk_version) <= (r.leader_epoch, r.zk_version):
-                    if e.leader_epoch < r.leader_epoch:
+                if r is not None and r.online and (e.leader_epoch, e.zk_version) <= (r.state.leader_epoch,
+                                                                                     r.state.zk_version):
+                    if e.leader_epoch < r.state.leader_epoch:
                         ignored.append(str(e.tp))
                     continue
-                moved.update(e.replicas, r.replicas if r is not None else ())
-                self._become(r, e.tp, e.leader, e.leader_epoch, e.isr, e.replicas, e.zk_version,
-                             batch.controller_epoch, now)
+                moved.update(e.replicas, r.state.replicas if r is not None else ())
+                self._become(r, e, batch.controller_epoch, now)
             for tp, delete in batch.stop_replica:
                 r = self.replicas.get(tp)
                 if r is None:
                     continue
-                moved.update(r.replicas)
+                moved.update(r.state.replicas)
                 if delete:
                     del self.replicas[tp]
                 else:
                     r.online = False
                 self.pending_isr.pop(tp, None)
                 self.leading.discard(tp)
-                self._unfollow(tp, r.leader)
+                self._unfollow(tp, r.state.leader)
             self._wake(moved)  # fetches parked on a partition that moved answer now
             return {"stale_partitions": ignored, "storage_errors": storage_errors}
 
-    def _become(self, r: Replica | None, tp: TopicPartition, leader: int, epoch: int, isr: tuple[int, ...],
-                replicas: tuple[int, ...], zk_version: int, controller_epoch: int, now: float) -> None:
+    def _become(self, r: Replica | None, e: LeaderAndIsrEntry, controller_epoch: int, now: float) -> None:
+        tp, leader, replicas = e.tp, e.leader, e.replicas
         if r is None:
-            r = self.replicas[tp] = Replica(tp, leader, epoch, isr, replicas, zk_version, controller_epoch, now)
-        was_leader = r.leader == self.broker_id and r.online
-        self._unfollow(tp, r.leader)
+            r = self.replicas[tp] = Replica(e, controller_epoch, now)
+        was_leader = r.state.leader == self.broker_id and r.online
+        self._unfollow(tp, r.state.leader)
         if leader not in (self.broker_id, NO_LEADER):
             self._follow(tp, leader)
-        r.leader, r.leader_epoch, r.isr, r.replicas = leader, epoch, tuple(isr), tuple(replicas)
-        r.zk_version, r.controller_epoch, r.online = zk_version, controller_epoch, True
+        r.state, r.controller_epoch, r.online = e, controller_epoch, True
         r.fetch_error = None
         self.pending_isr.pop(tp, None)
         if leader == self.broker_id:
@@ -180,7 +178,7 @@ class ReplicaManager:
         else:
             self.leading.discard(tp)
             r.followers = {}
-            r.in_sync = self.broker_id in r.isr
+            r.in_sync = self.broker_id in r.state.isr
             if r.log.end > r.log.hw:  # a follower truncates to its high watermark before fetching
                 r.log.end = max(r.log.hw, r.log.start)
 
@@ -209,7 +207,7 @@ class ReplicaManager:
 
     def _update_hw(self, r: Replica) -> None:
         before = r.log.hw
-        ends = [r.log.end] + [f.leo for b, f in r.followers.items() if b in r.isr]
+        ends = [r.log.end] + [f.leo for b, f in r.followers.items() if b in r.state.isr]
         r.log.hw = max(r.log.hw, min(ends)) if ends else r.log.end
         r.log.hw = min(r.log.hw, r.log.end)
         if r.log.hw != before:
@@ -268,11 +266,12 @@ class ReplicaManager:
         for topic, p, offset, epoch, max_bytes in partitions:
             tp = TopicPartition(topic, int(p))
             r = self.replicas.get(tp)
-            if r is None or not r.online or r.leader != self.broker_id:
+            if r is None or not r.online or r.state.leader != self.broker_id:
                 out.append([topic, p, "not_leader"])
                 continue
-            if epoch != r.leader_epoch:
-                out.append([topic, p, "fenced_leader_epoch" if epoch < r.leader_epoch else "unknown_leader_epoch"])
+            if epoch != r.state.leader_epoch:
+                stale = epoch < r.state.leader_epoch
+                out.append([topic, p, "fenced_leader_epoch" if stale else "unknown_leader_epoch"])
                 continue
             if offset < r.log.start or offset > r.log.end:
                 out.append([topic, p, "out_of_range", r.log.start, r.log.end])
@@ -282,10 +281,10 @@ class ReplicaManager:
                 out.append([topic, p, "not_a_replica"])
                 continue
             _note_fetch(f, offset, r.log.end, now)
-            isr = self.pending_isr.get(tp, r.isr)
+            isr = self.pending_isr.get(tp, r.state.isr)
             if replica_id not in isr and offset >= r.log.hw:
                 self.pending_isr[tp] = tuple(isr) + (replica_id,)
-            in_sync = replica_id in r.isr
+            in_sync = replica_id in r.state.isr
             grant = min(int(max_bytes), r.log.end - offset)
             if grant > 0 and not in_sync and self.throttles.leader_throttled(topic, tp.partition):
                 grant = self.leader_quota.take(grant, now)
@@ -298,7 +297,7 @@ class ReplicaManager:
     def append(self, tp: TopicPartition, count: int) -> int:
         with self.lock:
             r = self.replicas.get(tp)
-            if r is None or not r.online or r.leader != self.broker_id:
+            if r is None or not r.online or r.state.leader != self.broker_id:
                 raise RpcError(f"broker {self.broker_id} is not the leader of {tp}")
             counts = self.topic_counts.get(tp.topic)
             if counts is not None and tp.partition >= counts[1]:  # KIP-253 InvalidPartitionMetadata
@@ -320,10 +319,10 @@ class ReplicaManager:
             held: int | None = self._held()
             for topic, p, end in entries:
                 r = self.replicas.get(TopicPartition(str(topic), int(p)))
-                if held is None or r is None or not r.online or r.leader == self.broker_id:
+                if held is None or r is None or not r.online or r.state.leader == self.broker_id:
                     missing.append([topic, p])
                     continue
-                held = self._write(r, int(end) - r.log.end, held, now, f"seeding {r.tp}")
+                held = self._write(r, int(end) - r.log.end, held, now, f"seeding {r.state.tp}")
                 r.leader_end = max(r.leader_end or 0, int(end))
         return missing
 
@@ -371,11 +370,11 @@ class ReplicaManager:
     def _shrink_lagging(self, now: float) -> None:
         for tp in self.leading:
             r = self.replicas[tp]
-            if len(r.isr) > 1 and tp not in self.pending_isr:
-                lagging = [b for b in r.isr if b != self.broker_id and b in r.followers
+            if len(r.state.isr) > 1 and tp not in self.pending_isr:
+                lagging = [b for b in r.state.isr if b != self.broker_id and b in r.followers
                            and now - r.followers[b].caught_up_at > self.lag_max]
                 if lagging:
-                    self.pending_isr[tp] = tuple(b for b in r.isr if b not in lagging)
+                    self.pending_isr[tp] = tuple(b for b in r.state.isr if b not in lagging)
 
     def _ingest_rate(self, tp: TopicPartition) -> float:
         """This partition's share of its topic's keyed ingest: keys spread by KIP-253 linear hashing, so a
@@ -392,7 +391,7 @@ class ReplicaManager:
         with self.lock:
             for topic, p in body.get("partitions", []):
                 r = self.replicas.get(TopicPartition(str(topic), int(p)))
-                if r is not None and r.online and r.leader == self.broker_id:
+                if r is not None and r.online and r.state.leader == self.broker_id:
                     out.append([topic, p, r.log.start, r.log.end])
         return {"offsets": out}
 
@@ -401,12 +400,12 @@ class ReplicaManager:
         measured), or "not_leader" / "not_replica". A follower that has not fetched yet lags by the whole log."""
         with self.lock:
             r = self.replicas.get(tp)
-            if r is None or not r.online or r.leader != self.broker_id:
+            if r is None or not r.online or r.state.leader != self.broker_id:
                 return "not_leader"
             if broker == self.broker_id:
                 return 0, 0.0
             f = r.followers.get(broker)
-            if f is None or broker not in r.replicas:
+            if f is None or broker not in r.state.replicas:
                 return "not_replica"
             if f.fetched_at is None:
                 return r.log.size, 0.0
@@ -417,16 +416,17 @@ class ReplicaManager:
             updates = []
             for tp, isr in sorted(self.pending_isr.items()):
                 r = self.replicas.get(tp)
-                if r is not None and r.online and r.leader == self.broker_id and isr != r.isr:
-                    updates.append(IsrUpdate(tp, r.leader, r.leader_epoch, isr, r.controller_epoch, r.zk_version))
+                if r is not None and r.online and r.state.leader == self.broker_id and isr != r.state.isr:
+                    updates.append(IsrUpdate(tp, r.state.leader, r.state.leader_epoch, isr, r.controller_epoch,
+                                             r.state.zk_version))
             self.pending_isr.clear()
             return updates
 
     def isr_written(self, update: IsrUpdate, new_version: int) -> None:
         with self.lock:
             r = self.replicas.get(update.tp)
-            if r is not None and r.leader_epoch == update.leader_epoch and r.zk_version == update.zk_version:
-                r.isr, r.zk_version = update.isr, new_version
+            if r is not None and (r.state.leader_epoch, r.state.zk_version) == (update.leader_epoch, update.zk_version):
+                r.state = replace(r.state, isr=update.isr, zk_version=new_version)
                 self._update_hw(r)
                 self._wake(r.followers)
 
@@ -448,7 +448,7 @@ class ReplicaManager:
                 if wanted and not r.in_sync and self.throttles.follower_throttled(tp.topic, tp.partition):
                     wanted = self.follower_quota.take(wanted, now)
                 wanted = self.bandwidth_in.take(wanted, now)
-                plan.append([tp.topic, tp.partition, r.log.end, r.leader_epoch, wanted])
+                plan.append([tp.topic, tp.partition, r.log.end, r.state.leader_epoch, wanted])
             return plan, self.follow_generation.get(leader, 0)
 
     def apply_fetch(self, request: list[list[Any]], reply: dict[str, Any]) -> int:
@@ -482,7 +482,7 @@ class ReplicaManager:
                 grant, leader_end, hw, start, in_sync = int(entry[3]), int(entry[4]), int(entry[5]), int(entry[6]), bool(entry[7])
                 self._give_back(tp, r, wanted - grant)
                 r.fetch_error = None
-                written = self._write(r, grant, held, now, f"the fetch of {tp} from broker {r.leader}")
+                written = self._write(r, grant, held, now, f"the fetch of {tp} from broker {r.state.leader}")
                 if written is None:
                     return received
                 held = written
@@ -540,9 +540,9 @@ class ReplicaManager:
 
     def status(self) -> list[list[Any]]:
         with self.lock:
-            return [[tp.topic, tp.partition, "leader" if r.leader == self.broker_id else "follower", r.online,
-                     r.log.start, r.log.end, r.log.hw, r.leader, r.leader_epoch, list(r.isr), r.created_at,
-                     r.caught_up_at, r.fetch_error]
+            return [[tp.topic, tp.partition, "leader" if r.state.leader == self.broker_id else "follower", r.online,
+                     r.log.start, r.log.end, r.log.hw, r.state.leader, r.state.leader_epoch, list(r.state.isr),
+                     r.created_at, r.caught_up_at, r.fetch_error]
                     for tp, r in sorted(self.replicas.items())]
 
     def log_dir(self) -> tuple[LogDirDisk, int, list[tuple[TopicPartition, int, int]]]:
@@ -555,7 +555,8 @@ class ReplicaManager:
     def sizes(self) -> list[tuple[TopicPartition, int, int]]:
         """(partition, size, offset lag) of every replica, for log-dir snapshots."""
         with self.lock:
-            return [(tp, r.log.size, 0 if r.leader == self.broker_id else max(0, (r.leader_end or r.log.end) - r.log.end))
+            return [(tp, r.log.size,
+                     0 if r.state.leader == self.broker_id else max(0, (r.leader_end or r.log.end) - r.log.end))
                     for tp, r in sorted(self.replicas.items())]
 
 

@@ -261,7 +261,7 @@ class BrokerServer:
         with self.replicas.lock:
             hosted = self.replicas.replicas
             changed = {e.tp.topic for e in batch.leader_and_isr
-                       if self.id in e.replicas and (e.tp not in hosted or hosted[e.tp].replicas != tuple(e.replicas))}
+                       if self.id in e.replicas and (e.tp not in hosted or hosted[e.tp].state.replicas != e.replicas)}
         for topic in sorted(changed):
             self._refresh_topic_config(topic)
         if changed:  # and this broker's rates, written before the lists, for the same reason
