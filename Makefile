@@ -5,9 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kops-installed
 
-.PHONY: setup java maven kafka mermaid demo test lint bench clean
+.PHONY: setup java maven jars mermaid demo test lint bench clean
 
-setup: java $(STAMP) kafka mermaid
+setup: java $(STAMP) jars mermaid
 
 # Java runs ZooKeeper (and Spark). Install a JRE when missing and we may (root + apt).
 java:
@@ -20,19 +20,19 @@ java:
 	  fi; \
 	fi
 
-# Maven fetches real Apache Kafka (the versions pinned in kops/lab/kafka_dist/*.pom.xml). Installed with apt when
-# missing and we may; otherwise one line, and everything that needs no real Kafka still runs.
+# Maven fetches Apache ZooKeeper (kops/lab/zookeeper.pom.xml) and real Apache Kafka (kops/lab/kafka_dist/*.pom.xml)
+# into ~/.cache/kops. Installed with apt when missing and we may; otherwise one line, and what needs no lab runs.
 maven:
 	@if ! command -v mvn >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing Maven (to fetch Apache Kafka's jars)"; \
+	  echo "installing Maven (to fetch Apache ZooKeeper's and Kafka's jars)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; \
 	fi
 
-kafka: maven $(STAMP)
+jars: maven $(STAMP)
 	@if command -v mvn >/dev/null 2>&1; then \
 	  $(BIN)/kops lab install; \
 	else \
-	  echo "note: Maven is missing, so real Kafka is not installed (apt-get install maven); the kops engine still runs"; \
+	  echo "note: Maven is missing, so ZooKeeper and Kafka are not installed (apt-get install maven): no lab runs"; \
 	fi
 
 # The Mermaid CLI renders the charts of plans and rehearsal reports in a test (a syntax error fails it): npm's
@@ -61,7 +61,7 @@ $(MMDC):
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	@touch $(STAMP)
 
 demo: setup

@@ -75,4 +75,4 @@ class DocumentError(KopsError):
 
 
 class EnvironmentProblem(KopsError):
-    """Something the machine lacks (Java, PySpark's jars, a free port)."""
+    """Something the machine lacks (Java, fetched jars, an optional extra, a free port)."""

@@ -26,6 +26,7 @@ from kops.lab.sample import sample_snapshot
 from kops.lab.snapshot_writer import write_snapshot
 from kops.lab.tls import SASL_SSL_BOOTSTRAP, SASL_SSL_PROPERTIES, SSL_BOOTSTRAP, SSL_PROPERTIES
 from kops.lab.zookeeper import ZooKeeperServer
+from kops.lab.zookeeper import install as install_zookeeper
 from kops.units import format_size, parse_rate, parse_size
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
@@ -38,8 +39,10 @@ LabDir = Annotated[Path, typer.Option("--dir", "-d", help="The lab's folder (sta
 app = typer.Typer(help="A local cluster on this machine: the kops engine (real ZooKeeper, Python brokers, the seeds' "
                        "controller) or real Apache Kafka (3.9 in ZooKeeper mode, 4.x in KRaft mode).",
                   no_args_is_help=True)
-zookeeper_app = typer.Typer(help="The lab's ZooKeeper server (a real one, from PySpark's jars).", no_args_is_help=True)
-broker_app = typer.Typer(help="Fault injection on one broker: stop (controlled), kill (SIGKILL), start, pause (SIGSTOP), resume.", no_args_is_help=True)
+zookeeper_app = typer.Typer(help="The lab's ZooKeeper server (a real one, from the jars kops lab install fetched).",
+                            no_args_is_help=True)
+broker_app = typer.Typer(help="Fault injection on one broker: stop (controlled), kill (SIGKILL), start, pause "
+                              "(SIGSTOP), resume.", no_args_is_help=True)
 app.add_typer(zookeeper_app, name="zookeeper")
 app.add_typer(broker_app, name="broker")
 
@@ -52,14 +55,20 @@ def _engine_help() -> str:
 def install(
     engine: Annotated[str | None, typer.Option(help="One real engine (kafka-3.9 or kafka-4); default both.")] = None,
 ) -> None:
-    """Fetch Apache Kafka's jars (broker and tools, the versions pinned in kops/lab/kafka_dist/) with Maven.
+    """Fetch Apache ZooKeeper's and Apache Kafka's jars (broker and tools) with Maven, at the versions pinned in
+    kops/lab/zookeeper.pom.xml and kops/lab/kafka_dist/.
 
-    Into ~/.cache/kops/kafka (or $KOPS_KAFKA_CACHE); a second run downloads nothing. Example: kops lab install
+    Into ~/.cache/kops/zookeeper and ~/.cache/kops/kafka (or $KOPS_KAFKA_CACHE); a second run downloads nothing.
+    Example: kops lab install
     """
+    with console.err.status("fetching ZooKeeper with Maven"):
+        folder, fetched = install_zookeeper()
+    console.out.print(f"ZooKeeper {folder.name} {'fetched into' if fetched else 'already in'} {folder}")
     for name in [engine] if engine else list(REAL_ENGINES):
         with console.err.status(f"fetching {name} with Maven"):
             dist, fetched = kafka_dist.install(name)
-        console.out.print(f"{name}: Apache Kafka {dist.version} {'fetched into' if fetched else 'already in'} {dist.lib}")
+        console.out.print(f"{name}: Apache Kafka {dist.version} {'fetched into' if fetched else 'already in'} "
+                          f"{dist.lib}")
 
 
 @app.command("up")
@@ -70,12 +79,17 @@ def up(
     racks: Annotated[int, typer.Option(help="Number of racks; brokers are assigned round-robin.")] = 3,
     controllers: Annotated[int, typer.Option(help="kafka-4: KRaft controller quorum size, 1 or 3.")] = 1,
     dedicated_controllers: Annotated[bool, typer.Option(
-        "--dedicated-controllers", help="kafka-4: controllers as their own processes (ids 1001..), not combined with brokers 1..Q.")] = False,
-    time_scale: Annotated[float, typer.Option(help="kops engine: simulated time runs this many times faster than real time.")] = 1.0,
+        "--dedicated-controllers", help="kafka-4: controllers as their own processes (ids 1001..), not combined with "
+                                        "brokers 1..Q.")] = False,
+    time_scale: Annotated[float, typer.Option(help="kops engine: simulated time runs this many times faster than real "
+                                                   "time.")] = 1.0,
     zookeeper: Annotated[str | None, typer.Option("--zookeeper", "-z", help=(
         "Use this ZooKeeper (HOST:PORT[/chroot]) instead of starting one; default chroot /kops-lab."))] = None,
-    bandwidth: Annotated[str, typer.Option(help="kops engine: each broker's replication bandwidth, per simulated second.")] = "100MB/s",
-    logdirs_every: Annotated[float, typer.Option("--logdirs-every", help="kops engine: simulated seconds between the brokers' kafka-log-dirs snapshots (DIR/logdirs/).", min=1.0)] = 300.0,
+    bandwidth: Annotated[str, typer.Option(help="kops engine: each broker's replication bandwidth, per simulated "
+                                                "second.")] = "100MB/s",
+    logdirs_every: Annotated[float, typer.Option("--logdirs-every", help="kops engine: simulated seconds between the "
+                                                                         "brokers' kafka-log-dirs snapshots "
+                                                                         "(DIR/logdirs/).", min=1.0)] = 300.0,
     disk_capacity: Annotated[list[str] | None, typer.Option("--disk-capacity", help=(
         "kops engine: each broker's log dir holds SIZE (e.g. 2GiB), or ID=SIZE for one broker (repeat the option); "
         "a full disk takes the dir offline and stops the broker, as Kafka's (KIP-112). Default: unlimited."))] = None,
@@ -118,7 +132,8 @@ def up(
                                     tls=tls)
     where = f"ZooKeeper {real.connect}" if real.connect else f"KRaft quorum of {controllers}" + (
         " dedicated" if dedicated_controllers else " combined")
-    console.out.print(f"lab up: Apache Kafka {real.version}, {brokers} brokers on {min(racks, brokers)} racks, {where}; "
+    console.out.print(f"lab up: Apache Kafka {real.version}, {brokers} brokers on {min(racks, brokers)} racks, "
+                      f"{where}; "
                       f"bootstrap [bold]{real.bootstrap}[/] in {lab_dir / 'bootstrap'}")
     if tls:
         console.out.print(f"TLS: SSL (client certificates) in {lab_dir / SSL_BOOTSTRAP} with "
@@ -154,7 +169,8 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
     partitions = [(name, p, part) for name, topic in snapshot.topics.items() for p, part in topic.partitions.items()]
     under = sorted(f"{n}-{p}" for n, p, part in partitions if part.is_under_replicated())
     offline = sorted(f"{n}-{p}" for n, p, part in partitions if part.is_offline(live))
-    brokers: list[dict[str, Any]] = [{"id": b, "rack": state.racks[b], "pid": state.pids.get(b), "process": lab.running(b, state),
+    brokers: list[dict[str, Any]] = [{"id": b, "rack": state.racks[b], "pid": state.pids.get(b),
+                                      "process": lab.running(b, state),
                 "registered": b in registered} for b in sorted(state.racks)]
     doc: dict[str, Any] = {"engine": KOPS, "connect": state.connect, "time_scale": state.time_scale, "brokers": brokers,
            "controller": {"id": snapshot.controller.id, "epoch": snapshot.controller.epoch},
@@ -183,7 +199,8 @@ def _real_status(lab: KafkaLab, output: OutputFormat) -> None:
     state = lab.state()
     seen = cluster_status(lab.live_bootstrap(state), kraft=state.connect is None)
     registered = set(seen["registered"])
-    nodes: list[dict[str, Any]] = [{"id": n, "roles": list(state.node(n).roles), "rack": state.node(n).rack, "pid": state.pids.get(n),
+    nodes: list[dict[str, Any]] = [{"id": n, "roles": list(state.node(n).roles), "rack": state.node(n).rack,
+                                    "pid": state.pids.get(n),
               "process": "paused" if lab.paused(n, state) else "running" if lab.running(n, state) else "stopped",
               "registered": n in registered} for n in sorted(state.nodes)]
     doc = {"engine": state.engine, "version": state.version, "bootstrap": state.bootstrap, "zookeeper": state.connect,
@@ -239,7 +256,8 @@ _broker_verb("resume", "resume_broker", "resumed",
 @app.command("produce")
 def produce(
     topic: Annotated[str, typer.Argument(help="Topic to write to.")],
-    size: Annotated[str | None, typer.Option("--bytes", help="Append this much now (e.g. 200MB), at the leaders.")] = None,
+    size: Annotated[str | None, typer.Option("--bytes", help="Append this much now (e.g. 200MB), at the "
+                                                             "leaders.")] = None,
     partition: Annotated[int | None, typer.Option(help="Only this partition (default: spread evenly).")] = None,
     rate: Annotated[str | None, typer.Option(help="Steady ingest for the whole topic, e.g. 5MB/s; 0 stops it.")] = None,
     lab_dir: LabDir = DEFAULT_DIR,
@@ -277,7 +295,8 @@ def _real_produce(lab: KafkaLab, topic: str, size: str | None, partition: int | 
         count = parse_option(parse_size, size, "--bytes")
         with console.err.status(f"producing {format_size(count)} to {topic}"):
             records = lab.produce(topic, count, partition)
-        console.out.print(f"produced {records} records ({format_size(count)}) to {topic}, acknowledged by all in-sync replicas")
+        console.out.print(f"produced {records} records ({format_size(count)}) to {topic}, acknowledged by all in-sync "
+                          f"replicas")
     if rate is not None:
         per_second = float(parse_option(parse_rate, rate, "--rate"))
         lab.set_ingest(topic, per_second)
@@ -360,4 +379,5 @@ def sample(
     with ZkClient(ZkSettings(connect)) as client:
         count = write_snapshot(client, sample_snapshot())
     (lab_dir / CONNECT_FILE).write_text(connect + "\n")
-    console.out.print(f"wrote a sample cluster of {count} znodes at [bold]{connect}[/] (also in {lab_dir / CONNECT_FILE})")
+    console.out.print(f"wrote a sample cluster of {count} znodes at [bold]{connect}[/] (also in "
+                      f"{lab_dir / CONNECT_FILE})")

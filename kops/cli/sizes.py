@@ -12,7 +12,7 @@ import typer
 
 from kops.cli import console
 from kops.cli.options import BootstrapServer, CommandConfig, ConnectTimeout, Format, OutputFormat
-from kops.cli.spark_run import spark_session, stage_progress
+from kops.cli.spark_run import require_spark_extra, sizes_job, spark_session, stage_progress
 from kops.cli.state import write_atomically
 from kops.cluster.admin.connection import AdminSettings, admin_session, read_properties
 from kops.cluster.admin.log_dirs import describe_log_dirs
@@ -46,13 +46,21 @@ def _said(report: Any) -> None:
 
 @app.command("summarize")
 def summarize(
-    inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, sample stores (kops sizes collect --store / import), folders, globs, s3a:// or hdfs:// paths.", show_default=False)],
+    inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, sample stores (kops "
+                                                     "sizes collect --store / import), folders, globs, s3a:// or "
+                                                     "hdfs:// paths.", show_default=False)],
     out: Annotated[str, typer.Option("--out", "-o", help="Where to write the summary (partitions/ and brokers/).")],
-    master: Annotated[str, typer.Option("--master", help="Spark master URL: local[*], spark://HOST:PORT, yarn, k8s://...")] = "local[*]",
-    since: Annotated[str | None, typer.Option("--since", help="Only samples this recent, e.g. 7d, 12h (before the latest sample).")] = None,
+    master: Annotated[str, typer.Option("--master", help="Spark master URL: local[*], spark://HOST:PORT, yarn, "
+                                                         "k8s://...")] = "local[*]",
+    since: Annotated[str | None, typer.Option("--since", help="Only samples this recent, e.g. 7d, 12h (before the "
+                                                              "latest sample).")] = None,
     parquet: Annotated[bool, typer.Option("--parquet", help="Write Parquet instead of JSON lines.")] = False,
-    incremental: Annotated[bool, typer.Option("--incremental", help="One sample store as input: merge only the samples newer than the last summary into the state kept under --out (a local folder).")] = False,
-    driver_memory: Annotated[str | None, typer.Option("--driver-memory", help="Spark driver memory, e.g. 4g (default: a third of this machine's memory, 1g to 6g, in local mode; Spark's own default elsewhere).", show_default=False)] = None,
+    incremental: Annotated[bool, typer.Option("--incremental", help="One sample store as input: merge only the samples "
+                                                                    "newer than the last summary into the state kept "
+                                                                    "under --out (a local folder).")] = False,
+    driver_memory: Annotated[str | None, typer.Option("--driver-memory", help=(
+        "Spark driver memory, e.g. 4g (default: a third of this machine's memory, 1g to 6g, in local mode; Spark's "
+        "own default elsewhere)."), show_default=False)] = None,
 ) -> None:
     """Run the PySpark job (spark/sizes_job.py, also runnable with spark-submit) over raw partition-size
     observations: per partition the latest size (max over replicas; future replicas and failed log dirs
@@ -60,9 +68,9 @@ def summarize(
     the largest of them: retention drops and a moved replica's copy are not writes), the net growth, peak,
     samples and last seen; per broker the bytes per log dir. Malformed documents are counted and named, never fatal.
 
-    With --incremental the input is one sample store and the summary's state (each replica's series, peak, last seen) is kept
-    under --out: each run reads only the samples newer than the last, so a five-minute cron costs seconds, and
-    the result equals a full summary of the same samples.
+    With --incremental the input is one sample store and the summary's state (each replica's series, peak, last
+    seen) is kept under --out: each run reads only the samples newer than the last, so a five-minute cron costs
+    seconds, and the result equals a full summary of the same samples.
 
     Examples:
 
@@ -73,18 +81,18 @@ def summarize(
       kops sizes summarize 's3a://ops/logdirs/2026-11-*' --out s3a://ops/sizes \\
           --master spark://spark:7077 --since 7d
 
-    Exit codes: 0 written, 1 no samples in the inputs or a Spark failure.
+    Exit codes: 0 written, 1 no samples in the inputs, a Spark failure, or PySpark not installed (kops's Spark
+    extra: pip install 'kops[spark]').
     """
     _check_inputs(inputs, since)
     if incremental and (len(inputs) != 1 or not is_store(inputs[0]) or since or "://" in out):
         raise UsageError("--incremental takes one local sample store as input, a local --out, and no --since",
                          hint="make a store with `kops sizes collect --store` or `kops sizes import`")
-    from spark import sizes_job  # noqa: PLC0415 - Spark only loads for the command that runs it
-
+    job = sizes_job("kops sizes summarize")  # Spark only loads for the command that runs it
     fmt = "parquet" if parquet else "json"
     with spark_session(master, driver_memory) as spark, stage_progress("summarising") as said:
-        report = (sizes_job.run_incremental(spark, inputs[0], out, fmt, said) if incremental
-                  else sizes_job.run(spark, inputs, out, since, fmt, said))
+        report = (job.run_incremental(spark, inputs[0], out, fmt, said) if incremental
+                  else job.run(spark, inputs, out, since, fmt, said))
     _said(report)
     if report.samples == 0 and not incremental:
         raise KopsError("no samples in the inputs", hint="point at kafka-log-dirs JSON files or size CSV exports")
@@ -94,10 +102,13 @@ def summarize(
 
 @app.command("import")
 def import_(
-    inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, folders, globs.", show_default=False)],
+    inputs: Annotated[list[str], typer.Argument(help="kafka-log-dirs JSON files, CSV exports, folders, "
+                                                     "globs.", show_default=False)],
     store: Annotated[str, typer.Option("--store", help="The sample store to append to (made if missing).")],
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
-    driver_memory: Annotated[str | None, typer.Option("--driver-memory", help="Spark driver memory, e.g. 4g (default: a third of this machine's memory, 1g to 6g, in local mode; Spark's own default elsewhere).", show_default=False)] = None,
+    driver_memory: Annotated[str | None, typer.Option("--driver-memory", help=(
+        "Spark driver memory, e.g. 4g (default: a third of this machine's memory, 1g to 6g, in local mode; Spark's "
+        "own default elsewhere)."), show_default=False)] = None,
 ) -> None:
     """Append kafka-log-dirs documents and CSV exports to a sample store (Parquet, partitioned by day), which
     `kops sizes summarize` then reads much faster than the documents themselves. Malformed rows are counted and
@@ -111,10 +122,9 @@ def import_(
     _check_inputs(inputs, None)
     if "://" not in store:
         create_store(Path(store))
-    from spark import sizes_job  # noqa: PLC0415 - Spark only loads for the command that runs it
-
+    job = sizes_job("kops sizes import")  # Spark only loads for the command that runs it
     with spark_session(master, driver_memory) as spark, stage_progress("importing") as said:
-        report = sizes_job.import_samples(spark, inputs, store, said)
+        report = job.import_samples(spark, inputs, store, said)
     _said(report)
     if report.samples == 0:
         raise KopsError("no samples in the inputs", hint="point at kafka-log-dirs JSON files or size CSV exports")
@@ -124,11 +134,15 @@ def import_(
 @app.command("collect")
 def collect(
     bootstrap_server: BootstrapServer = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the samples (one kafka-log-dirs document each).")] = Path("sizes/raw"),
-    store: Annotated[Path | None, typer.Option("--store", help="Append each sample to this sample store (Parquet, partitioned by day) instead of writing documents.")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the samples (one kafka-log-dirs document "
+                                                          "each).")] = Path("sizes/raw"),
+    store: Annotated[Path | None, typer.Option("--store", help="Append each sample to this sample store (Parquet, "
+                                                               "partitioned by day) instead of writing "
+                                                               "documents.")] = None,
     command_config: CommandConfig = None,
     every: Annotated[str | None, typer.Option("--every", help="Sample this often (e.g. 5m) instead of once.")] = None,
-    for_: Annotated[str | None, typer.Option("--for", help="With --every: for how long (e.g. 1h); default until Ctrl-C.")] = None,
+    for_: Annotated[str | None, typer.Option("--for", help="With --every: for how long (e.g. 1h); default until "
+                                                           "Ctrl-C.")] = None,
     connect_timeout: ConnectTimeout = 10.0,
 ) -> None:
     """Sample a live cluster's partition sizes through the Admin API (DescribeLogDirs) into kafka-log-dirs
@@ -148,6 +162,8 @@ def collect(
     """
     if not bootstrap_server:
         raise UsageError("say which cluster: -b HOST:PORT[,HOST:PORT...]")
+    if store is not None:
+        require_spark_extra("kops sizes collect --store", "pyarrow")
     interval = _duration(every, "--every") if every else None
     total = _duration(for_, "--for") if for_ else None
     properties = read_properties(command_config) if command_config else {}
@@ -183,7 +199,8 @@ def _duration(text: str, option: str) -> float:
 @app.command("show")
 def show(
     path: Annotated[Path, typer.Argument(help="A summary written by kops sizes summarize.", show_default=False)],
-    top: Annotated[int | None, typer.Option("--top", "-n", help="Only the N largest partitions (0 = all). Default: 20 in text, all in JSON.", min=0)] = None,
+    top: Annotated[int | None, typer.Option("--top", "-n", help="Only the N largest partitions (0 = all). Default: 20 "
+                                                                "in text, all in JSON.", min=0)] = None,
     output_format: Format = OutputFormat.text,
 ) -> None:
     """Show a sizes summary, largest partitions first, without starting Spark.

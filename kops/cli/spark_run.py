@@ -7,6 +7,8 @@ file named on failure; Spark's logging is errors only (kops/sizes/log4j2.propert
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -15,15 +17,37 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kops.cli import console
-from kops.errors import KopsError
+from kops.errors import EnvironmentProblem, KopsError
 
 LOG4J2_CONFIG = Path(__file__).resolve().parents[1] / "sizes" / "log4j2.properties"
 STAGE = re.compile(r"^stage (\d+)/(\d+): (.*)$")
+# The job's one source is spark/sizes_job.py (where spark-submit users find it); a wheel carries that file as
+# kops/sizes/spark_job.py (pyproject.toml's force-include), a checkout or an editable install has spark/.
+JOB_MODULES = ("kops.sizes.spark_job", "spark.sizes_job")
+
+
+def require_spark_extra(command: str, *modules: str) -> None:
+    """One line, not an ImportError, when the optional `spark` extra (PySpark, pyarrow) is not installed."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise EnvironmentProblem(f"{command} needs {' and '.join(missing)} (not installed)",
+                                 hint="install kops's Spark extra: pip install 'kops[spark]'")
+
+
+def sizes_job(command: str = "the Spark job") -> ModuleType:
+    """The PySpark sizes job, from the wheel or from the repository (PySpark checked first)."""
+    require_spark_extra(command, "pyspark")
+    for name in JOB_MODULES:
+        if importlib.util.find_spec(name.rpartition(".")[0]) and importlib.util.find_spec(name):
+            return importlib.import_module(name)
+    raise EnvironmentProblem("the Spark job (spark/sizes_job.py) is not installed with kops",
+                             hint="reinstall kops: pip install 'kops[spark]'")
 
 
 @contextmanager
@@ -43,16 +67,19 @@ def _jvm_stderr_to(log: Path) -> Iterator[None]:
 
 def _job_archive() -> str:
     """The job and the one kops module it imports, zipped for executors on other machines (spark-submit's
-    --py-files); local mode imports them from this interpreter."""
-    import kops  # noqa: PLC0415 - as above
-    from kops import units  # noqa: PLC0415 - as above
-    from spark import sizes_job  # noqa: PLC0415 - Spark only loads for the commands that run it
+    --py-files) under the name the driver imported it by; local mode imports them from this interpreter."""
+    import kops  # noqa: PLC0415 - only a non-local master needs the archive
+    from kops import units  # noqa: PLC0415 - as kops
 
+    job = sizes_job()
+    package = job.__name__.rpartition(".")[0].replace(".", "/")
     path = Path(tempfile.gettempdir()) / f"kops-sizes-job-{os.getpid()}.zip"
     with zipfile.ZipFile(path, "w") as archive:
-        for module, name in ((kops, "kops/__init__.py"), (units, "kops/units.py"), (sizes_job, "spark/sizes_job.py")):
+        for module, name in ((kops, "kops/__init__.py"), (units, "kops/units.py"),
+                             (job, job.__name__.replace(".", "/") + ".py")):
             archive.write(str(module.__file__), name)
-        archive.writestr("spark/__init__.py", "")
+        if package != "kops":
+            archive.writestr(f"{package}/__init__.py", "")
     return str(path)
 
 
@@ -97,7 +124,8 @@ def spark_session(master: str, driver_memory: str | None = None) -> Iterator[Any
         raise
     except Exception as exc:  # noqa: BLE001 - a Spark failure is one line, with --debug for the trace
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise KopsError(f"the Spark job failed: {first}", hint=f"Spark's log is {log}; --debug shows the trace") from exc
+        raise KopsError(f"the Spark job failed: {first}", hint=f"Spark's log is {log}; --debug shows the "
+                                                               f"trace") from exc
     finally:
         spark.stop()
 

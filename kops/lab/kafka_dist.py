@@ -3,26 +3,22 @@
 Each real engine is pinned by one pom in `kops/lab/kafka_dist/` (broker `kafka_2.13` and `kafka-tools` at the
 same version); `install` resolves it with `mvn dependency:copy-dependencies` into a cache outside the
 repository (`$KOPS_KAFKA_CACHE`, else `$XDG_CACHE_HOME/kops/kafka`, else `~/.cache/kops/kafka`), one folder per
-version, written whole or not at all (a `.complete` marker is the last file). A second install finds the
-marker and downloads nothing.
+version, written whole or not at all by `kops.lab.maven`. A second install downloads nothing.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from kops.errors import EnvironmentProblem, UsageError
+from kops.lab import maven
 from kops.lab.zookeeper import java_executable
 
 POMS = Path(__file__).with_name("kafka_dist")
 ENGINES = ("kafka-3.9", "kafka-4")
-MARKER = ".complete"
 
 
 @dataclass(frozen=True)
@@ -73,15 +69,14 @@ def cache_root() -> Path:
     explicit = os.environ.get("KOPS_KAFKA_CACHE")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kops" / "kafka"
+    return maven.cache_base() / "kafka"
 
 
 def installed(engine: str) -> Distribution | None:
     """The engine's pinned version if it is in the cache, whole."""
     version = pinned_version(engine)
     lib = cache_root() / version
-    if not (lib / MARKER).exists():
+    if not maven.fetched(lib):
         return None
     return Distribution(engine, version, lib)
 
@@ -96,34 +91,7 @@ def require(engine: str) -> Distribution:
 
 def install(engine: str) -> tuple[Distribution, bool]:
     """Fetch the engine's jars if missing; (the distribution, whether anything was downloaded)."""
-    found = installed(engine)
-    if found is not None:
-        return found, False
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise EnvironmentProblem("Maven (mvn) is not installed, so real Kafka cannot be fetched",
-                                 hint="apt-get install maven; everything that needs no real Kafka still runs")
     version = pinned_version(engine)
     target = cache_root() / version
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=target.parent))
-    try:
-        _copy_dependencies(mvn, pom(engine), staging)
-        (staging / MARKER).write_text(version + "\n")
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return Distribution(engine, version, target), True
-
-
-def _copy_dependencies(mvn: str, pom_file: Path, into: Path) -> None:
-    command = [mvn, "-B", "-q", "-f", str(pom_file), "dependency:copy-dependencies", "-DincludeScope=runtime",
-               f"-DoutputDirectory={into}"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=into)
-    if done.returncode != 0:
-        lines = [line for line in (done.stdout + done.stderr).splitlines() if "ERROR" in line] or ["(no output)"]
-        raise EnvironmentProblem(f"Maven could not fetch {pom_file.name}: {lines[0].strip()[:300]}",
-                                 hint=f"run by hand to see everything: {' '.join(command)}")
-    if not any(into.glob("kafka_2.13-*.jar")):
-        raise EnvironmentProblem(f"Maven fetched no kafka_2.13 jar for {pom_file.name}", where=str(into))
+    downloaded = maven.fetch(pom(engine), target, "kafka_2.13-*.jar", "real Kafka")
+    return Distribution(engine, version, target), downloaded

@@ -1,8 +1,9 @@
-"""A real ZooKeeper server for the lab and the tests, run from the jars PySpark ships.
+"""A real ZooKeeper server for the lab and the tests, run from Apache ZooKeeper's jars on Maven Central.
 
-PySpark (a dependency anyway, for the sizes job) bundles ZooKeeper's server jars, so no download is needed:
-`java -cp "<pyspark>/jars/*" org.apache.zookeeper.server.ZooKeeperServerMain zoo.cfg`. The server listens on
-loopback only, on a free port, with its own data folder and the AdminServer off (it would take port 8080).
+`install()` (`kops lab install`, `make setup`) resolves kops/lab/zookeeper.pom.xml, the one place the version is
+pinned, into `~/.cache/kops/zookeeper/<version>` with `kops.lab.maven`, as Kafka's jars are fetched; the server
+runs as `java -cp "<jars>/*" org.apache.zookeeper.server.ZooKeeperServerMain zoo.cfg`. It listens on loopback
+only, on a free port, with its own data folder and the AdminServer off (it would take port 8080).
 
 Two lifetimes:
 - managed (tests, library use): the server dies with the Python process that started it — stopped at
@@ -13,8 +14,8 @@ Two lifetimes:
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from kops.errors import EnvironmentProblem
+from kops.lab import maven
 from kops.lab.ports import free_port
 from kops.lab.processes import cmdline_contains, die_with_parent, pid_alive, signal_and_wait
 
@@ -32,18 +34,34 @@ PORT_FILE = "zookeeper.port"
 LOG_FILE = "zookeeper.log"
 
 
-def pyspark_jars() -> Path:
-    """The folder of jars inside the installed pyspark package (found without importing pyspark)."""
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        raise EnvironmentProblem(
-            "pyspark is not installed, and kops runs ZooKeeper from its jars",
-            hint="install kops with its dependencies: pip install -e .",
-        )
-    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
-    if not any(jars.glob("zookeeper-*.jar")):
-        raise EnvironmentProblem(f"no zookeeper-*.jar in {jars}", hint="reinstall pyspark (pip install --force-reinstall pyspark)")
-    return jars
+POM = Path(__file__).with_name("zookeeper.pom.xml")
+
+
+def pinned_version() -> str:
+    """The version the pom pins (its <zookeeper.version> property)."""
+    found = re.search(r"<zookeeper\.version>([^<]+)</zookeeper\.version>", POM.read_text())
+    if not found:
+        raise EnvironmentProblem("no <zookeeper.version> in the pom", where=str(POM))
+    return found.group(1).strip()
+
+
+def jars_folder() -> Path:
+    return maven.cache_base() / "zookeeper" / pinned_version()
+
+
+def install() -> tuple[Path, bool]:
+    """Fetch ZooKeeper's jars if missing; (their folder, whether anything was downloaded)."""
+    folder = jars_folder()
+    return folder, maven.fetch(POM, folder, "zookeeper-[0-9]*.jar", "ZooKeeper")
+
+
+def zookeeper_jars() -> Path:
+    """The folder of the fetched jars; a clear error when `kops lab install` has not fetched them."""
+    folder = jars_folder()
+    if not maven.fetched(folder):
+        raise EnvironmentProblem(f"ZooKeeper {pinned_version()} is not installed",
+                                 hint="run: kops lab install (needs Maven), or make setup")
+    return folder
 
 
 def java_executable() -> str:
@@ -132,7 +150,7 @@ class ZooKeeperServer:
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
         java = java_executable()
-        jars = pyspark_jars()
+        jars = zookeeper_jars()
         self.directory.mkdir(parents=True, exist_ok=True)
         attempts = 1 if self.port else 3
         for attempt in range(attempts):
