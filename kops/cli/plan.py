@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -16,13 +17,15 @@ from kops.cli.state import AllowIncomplete, refuse_incomplete, write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
 from kops.errors import ExitCode, UsageError
 from kops.model import plan_format
+from kops.model.desired import DesiredState
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
+from kops.model.snapshot import Snapshot
 from kops.planner import tiered
 from kops.planner.markdown import duration, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
-from kops.sizes.reader import read_sizes
+from kops.sizes.reader import Sizes, read_sizes
 from kops.units import format_size
 from kops.zk_layout.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
 
@@ -59,7 +62,8 @@ def render_text(plan: Plan, details: bool = True) -> None:
         for broker in brokers:
             table.add_row(str(broker), f"{s.replicas_before.get(broker, 0)} -> {s.replicas_after.get(broker, 0)}",
                           f"{s.leaders_before.get(broker, 0)} -> {s.leaders_after.get(broker, 0)}",
-                          f"{format_size(s.bytes_before.get(broker, 0))} -> {format_size(s.bytes_after.get(broker, 0)).strip()}")
+                          f"{format_size(s.bytes_before.get(broker, 0))} -> "
+                          f"{format_size(s.bytes_after.get(broker, 0)).strip()}")
         out.print(table)
     bound = f" (lower bound {s.lower_bound_moves})" if s.lower_bound_moves else ""
     out.print(
@@ -82,13 +86,15 @@ def _topic_changes(plan: Plan) -> Table:
     for c in plan.creations:
         rf = len(next(iter(c.assignment.values()))) if c.assignment else 0
         settings = ", ".join(f"{k}={v}" for k, v in c.config.items())
-        topics.add_row(c.topic, f"[green]create[/] {len(c.assignment)} partitions, RF {rf}" + (f" ({settings})" if settings else ""))
+        topics.add_row(c.topic, f"[green]create[/] {len(c.assignment)} partitions, RF "
+                                f"{rf}" + (f" ({settings})" if settings else ""))
     for d in plan.deletions:
         topics.add_row(d.topic, f"[bold red]delete[/] {d.partitions} partitions, {format_size(d.bytes)}")
     for a in plan.partition_additions:
         topics.add_row(a.topic, f"add partitions {min(a.assignment)}..{max(a.assignment)}")
     for pd in plan.partition_deletions:
-        topics.add_row(pd.topic, f"[red]mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for deletion[/]")
+        topics.add_row(pd.topic, f"[red]mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for "
+                                 f"deletion[/]")
     for cfg in plan.configs:
         parts = [f"{k}: {cfg.before.get(k, '(default)')} -> {v}" for k, v in sorted(cfg.set.items())]
         parts += [f"{k}: {cfg.before[k]} -> (default)" for k in cfg.remove]
@@ -127,15 +133,26 @@ def plan(
     inventory: Inventory = None,
     limit: Limit = None,
     extra_vars: ExtraVars = None,
-    snapshot: Annotated[Path | None, typer.Option("--snapshot", help="Plan offline from a kops-snapshot/1 file.")] = None,
-    sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize output).")] = None,
+    snapshot: Annotated[Path | None, typer.Option("--snapshot", help="Plan offline from a kops-snapshot/1 "
+                                                                     "file.")] = None,
+    sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize "
+                                                               "output).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the plan (kops-plan/2 JSON) here.")] = None,
-    output_format: Annotated[PlanFormat, typer.Option("--format", "-f", help="text, json or markdown.", case_sensitive=False)] = PlanFormat.text,
-    detailed_exitcode: Annotated[bool, typer.Option("--detailed-exitcode", help="Exit 0 when nothing changes, 2 when something does.")] = False,
-    export_kafka: Annotated[Path | None, typer.Option("--export-kafka", help="Also write the moves as kafka-reassign-partitions.sh JSON.")] = None,
-    import_kafka: Annotated[Path | None, typer.Option("--import-kafka", help="Plan the moves of a kafka-reassign-partitions.sh JSON file instead of a playbook.")] = None,
-    throttle: Annotated[str | None, typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides execution.throttle).")] = None,
-    allow_in_flight: Annotated[bool, typer.Option("--allow-in-flight", help="Plan even when partitions to move are being reassigned (from their targets).")] = False,
+    output_format: Annotated[PlanFormat, typer.Option(
+        "--format", "-f", help="text, json or markdown.", case_sensitive=False)] = PlanFormat.text,
+    detailed_exitcode: Annotated[bool, typer.Option("--detailed-exitcode", help="Exit 0 when nothing changes, 2 when "
+                                                                                "something does.")] = False,
+    export_kafka: Annotated[Path | None, typer.Option("--export-kafka", help="Also write the moves as "
+                                                                             "kafka-reassign-partitions.sh "
+                                                                             "JSON.")] = None,
+    import_kafka: Annotated[Path | None, typer.Option("--import-kafka", help="Plan the moves of a "
+                                                                             "kafka-reassign-partitions.sh JSON file "
+                                                                             "instead of a playbook.")] = None,
+    throttle: Annotated[str | None, typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s "
+                                                                    "(overrides execution.throttle).")] = None,
+    allow_in_flight: Annotated[bool, typer.Option("--allow-in-flight", help="Plan even when partitions to move are "
+                                                                            "being reassigned (from their "
+                                                                            "targets).")] = False,
     allow_incomplete: AllowIncomplete = False,
 ) -> None:
     """Compute what would change: topic creations and deletions, partition additions, replication-factor and
@@ -156,39 +173,64 @@ def plan(
     Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error,
     3 the snapshot is incomplete (cluster metadata still propagating; --allow-incomplete plans anyway).
     """
-    rate = parse_throttle(throttle)
-    size_map: dict[TopicPartition, int] = {}
-    growth: dict[TopicPartition, float] = {}
-    remote: dict[TopicPartition, int] = {}
-    if sizes is not None:
-        summary = read_sizes(sizes)
-        size_map, growth, remote = summary.bytes, summary.growth, summary.remote
-    live_sizes: dict[TopicPartition, int] | None = {} if sizes is None and snapshot is None else None
+    known = read_sizes(sizes) if sizes is not None else Sizes()
+    policy = Policy(throttle=parse_throttle(throttle), allow_in_flight=allow_in_flight, growth=known.growth,
+                    remote=known.remote)
+    reading = _Reading(connection, snapshot, allow_incomplete, known.bytes,
+                       {} if sizes is None and snapshot is None else None)
     if import_kafka is not None:
         if playbook is not None:
             raise UsageError("give a playbook or --import-kafka, not both")
-        try:
-            text = import_kafka.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read: {exc.strerror}", where=str(import_kafka)) from None
-        entries = read_reassignment_json(text, str(import_kafka))
-        snap = cluster_snapshot(None, connection, snapshot, live_sizes)
-        refuse_incomplete(snap, allow_incomplete)
-        size_map = size_map or _said_live(live_sizes)
-        targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
-        result = plan_targets(snap, targets, cluster=connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster",
-                              policy=Policy(throttle=rate, allow_in_flight=allow_in_flight, growth=growth, remote=remote), sizes=size_map,
-                              where=str(import_kafka))
+        result = _plan_imported(import_kafka, reading, policy)
+    elif playbook is None:
+        raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka "
+                                                   "FILE")
     else:
-        if playbook is None:
-            raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka FILE")
         declarations, desired = one_cluster(playbook, inventory, limit, extra_vars, connection.zookeeper)
-        snap = cluster_snapshot(desired, connection, snapshot, live_sizes)
-        refuse_incomplete(snap, allow_incomplete)
-        size_map = size_map or _said_live(live_sizes)
-        result = make_plan(desired, snap, size_map,
-                           Policy(throttle=rate, allow_in_flight=allow_in_flight, playbook_digest=declarations.digest,
-                                  growth=growth, remote=remote))
+        snap = reading.snapshot(desired)
+        result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=declarations.digest))
+    _write(result, out, export_kafka)
+    _show(result, output_format)
+    if detailed_exitcode and result.has_changes:
+        raise typer.Exit(ExitCode.CHANGES)
+
+
+@dataclass
+class _Reading:
+    """Where the cluster's state and the partitions' sizes come from: a snapshot file or the cluster, and sizes
+    from --sizes or, read live without --sizes, from the cluster itself (`live` collects them)."""
+
+    connection: Connection
+    snapshot_file: Path | None
+    allow_incomplete: bool
+    given: dict[TopicPartition, int]
+    live: dict[TopicPartition, int] | None
+
+    def snapshot(self, desired: DesiredState | None) -> Snapshot:
+        snap = cluster_snapshot(desired, self.connection, self.snapshot_file, self.live)
+        refuse_incomplete(snap, self.allow_incomplete)
+        return snap
+
+    def sizes(self) -> dict[TopicPartition, int]:
+        return self.given or _said_live(self.live)
+
+
+def _plan_imported(path: Path, reading: _Reading, policy: Policy) -> Plan:
+    """The moves of a kafka-reassign-partitions.sh file, planned as kops plans its own (batches, throttles)."""
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read: {exc.strerror}", where=str(path)) from None
+    entries = read_reassignment_json(text, str(path))
+    snap = reading.snapshot(None)
+    targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
+    connection = reading.connection
+    cluster = connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster"
+    return plan_targets(snap, targets, cluster=cluster, policy=policy, sizes=reading.sizes(), where=str(path))
+
+
+def _write(result: Plan, out: Path | None, export_kafka: Path | None) -> None:
+    """The plan file (--out) and the moves as kafka-reassign-partitions.sh JSON (--export-kafka)."""
     if out is not None:
         write_atomically(out, plan_format.dumps(result))
         console.info(f"wrote plan to {out}")
@@ -196,11 +238,12 @@ def plan(
         entries_out = [ToolReassignment(m.topic, m.partition, m.to_replicas) for m in result.moves]
         write_atomically(export_kafka, write_reassignment_json(entries_out) + b"\n")
         console.info(f"wrote {len(entries_out)} move(s) as kafka-reassign-partitions JSON to {export_kafka}")
+
+
+def _show(result: Plan, output_format: PlanFormat) -> None:
     if output_format is PlanFormat.json:
         console.print_json(plan_format.to_document(result))
     elif output_format is PlanFormat.markdown:
         console.out.print(render_markdown(result), markup=False, highlight=False, soft_wrap=True)
     else:
         render_text(result)
-    if detailed_exitcode and result.has_changes:
-        raise typer.Exit(ExitCode.CHANGES)

@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import time
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,21 +28,23 @@ from kops.cli.apply import (
     run_execution,
     stall_seconds,
 )
-from kops.cli.connection import Connection, connection_options, open_cluster, resolve
+from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.execution import load_plan
 from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.state import write_atomically
 from kops.errors import ExitCode, NotReady, UsageError
+from kops.executor.executor import Outcome
 from kops.holder import describe
 from kops.model import plan_format
 from kops.model.desired import Execution
+from kops.model.snapshot import Snapshot
 from kops.planner.bounded import Rebalance, Request, readiness
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
 from kops.planner.markdown import duration
 from kops.planner.planner import Policy
-from kops.sizes.reader import read_sizes
+from kops.sizes.reader import Sizes, read_sizes
 from kops.units import format_size, parse_duration, parse_size
 
 DEFAULT_THROTTLE = "50MiB/s"
@@ -69,16 +72,30 @@ def rebalance(
     connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    goal: Annotated[Goal, typer.Option("--goal", help="What to even out across live brokers: replica counts, preferred leaders (no data moves) or bytes (needs --sizes).", case_sensitive=False)] = Goal.replicas,
-    sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize output): moves are sized, smallest first.")] = None,
-    max_moves: Annotated[int | None, typer.Option("--max-moves", help="At most this many replica moves (leader changes for --goal leaders).", min=1)] = None,
-    max_bytes: Annotated[str | None, typer.Option("--max-bytes", help="At most this many bytes copied, e.g. 200GiB (needs --sizes).")] = None,
-    max_duration: Annotated[str | None, typer.Option("--max-duration", help="At most this long by the plan's estimate at the throttle, e.g. 45m (needs --sizes).")] = None,
-    min_improvement: Annotated[float, typer.Option("--min-improvement", help="Do nothing unless the imbalance falls by at least this much (0.05 = 5% of the load moves toward even).", min=0.0)] = 0.05,
-    throttle: Annotated[str, typer.Option("--throttle", help="Replication throttle per broker while moving.")] = DEFAULT_THROTTLE,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="At most this many partitions per batch: a checkpoint (where SIGTERM stops) after each.", min=1)] = 10,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Where to write the plan (default: $XDG_STATE_HOME/kops/rebalance/CLUSTER-TIME.json).")] = None,
-    apply_now: Annotated[bool, typer.Option("--apply", help="Carry the plan out (lock, checkpoints, record); with --yes when there is no terminal.")] = False,
+    goal: Annotated[Goal, typer.Option("--goal", help="What to even out across live brokers: replica counts, preferred "
+                                                      "leaders (no data moves) or bytes (needs "
+                                                      "--sizes).", case_sensitive=False)] = Goal.replicas,
+    sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize output): moves "
+                                                               "are sized, smallest first.")] = None,
+    max_moves: Annotated[int | None, typer.Option("--max-moves", help="At most this many replica moves (leader changes "
+                                                                      "for --goal leaders).", min=1)] = None,
+    max_bytes: Annotated[str | None, typer.Option("--max-bytes", help="At most this many bytes copied, e.g. 200GiB "
+                                                                      "(needs --sizes).")] = None,
+    max_duration: Annotated[str | None, typer.Option("--max-duration", help="At most this long by the plan's estimate "
+                                                                            "at the throttle, e.g. 45m (needs "
+                                                                            "--sizes).")] = None,
+    min_improvement: Annotated[float, typer.Option("--min-improvement", help="Do nothing unless the imbalance falls by "
+                                                                             "at least this much (0.05 = 5% of the "
+                                                                             "load moves toward "
+                                                                             "even).", min=0.0)] = 0.05,
+    throttle: Annotated[str, typer.Option("--throttle", help="Replication throttle per broker while "
+                                                             "moving.")] = DEFAULT_THROTTLE,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="At most this many partitions per batch: a checkpoint "
+                                                                 "(where SIGTERM stops) after each.", min=1)] = 10,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help=(
+        "Where to write the plan (default: $XDG_STATE_HOME/kops/rebalance/CLUSTER-TIME.json)."))] = None,
+    apply_now: Annotated[bool, typer.Option("--apply", help="Carry the plan out (lock, checkpoints, record); with "
+                                                            "--yes when there is no terminal.")] = False,
     yes: Yes = False,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
@@ -112,39 +129,22 @@ def rebalance(
     """
     started = time.monotonic()
     rate = parse_throttle(throttle)
-    byte_limit = None if max_bytes is None else parse_option(parse_size, max_bytes, "--max-bytes")
-    seconds_limit = None if max_duration is None else parse_option(parse_duration, max_duration, "--max-duration")
-    if goal is Goal.bytes and sizes is None:
-        raise UsageError("--goal bytes needs partition sizes", hint="pass --sizes PATH, the output of kops sizes summarize")
-    for option, value in (("--max-bytes", byte_limit), ("--max-duration", seconds_limit)):
-        if value is not None and sizes is None:
-            raise UsageError(f"{option} needs partition sizes to count bytes", hint="pass --sizes PATH")
+    limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
-    size_map, growth, remote = {}, {}, {}
-    if sizes is not None:
-        summary = read_sizes(sizes)
-        size_map, growth, remote = summary.bytes, summary.growth, summary.remote
+    known = read_sizes(sizes) if sizes is not None else Sizes()
     address = resolve(connection, inventory, limit)
-    connect = address.where
-    with open_cluster(connection, address) as cluster:
-        snapshot = cluster.snapshot()
-        holder = cluster.holder()
-    reasons = readiness(snapshot)
-    if holder is not None:
-        reasons.insert(0, f"an execution is running ({describe(holder)})")
     report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
-    if reasons:
-        _finish(report | {"status": "refused", "reason": "; ".join(reasons)}, None, started, output_format)
-        raise NotReady("not rebalancing: " + "; ".join(reasons), where=connect,
-                       hint="nothing was done; the next run tries again")
-    request = Request(goal.value, Limits(max_moves, byte_limit, seconds_limit), min_improvement)
-    result = plan_rebalance(snapshot, request, size_map, Policy(throttle=rate, growth=growth, remote=remote),
-                            cluster=limit or connect, execution=Execution(throttle=rate, max_partitions=batch_size))
+    snapshot = _ready_snapshot(connection, address, report, started, output_format)
+    request = Request(goal.value, limits, min_improvement)
+    result = plan_rebalance(snapshot, request, known.bytes, Policy(throttle=rate, growth=known.growth,
+                                                                   remote=known.remote),
+                            cluster=limit or address.where,
+                            execution=Execution(throttle=rate, max_partitions=batch_size))
     if not result.worthwhile:
         _finish(report | {"status": "noop", "reason": _below(result)}, result, started, output_format)
         return
-    plan_file = out or _default_out(snapshot.cluster_id, connect)
+    plan_file = out or _default_out(snapshot.cluster_id, address.where)
     write_atomically(plan_file, plan_format.dumps(result.plan))
     report["plan"] = str(plan_file)
     if output_format is OutputFormat.text:
@@ -154,18 +154,67 @@ def rebalance(
         _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, started,
                 output_format)
         return
-    written, digest = load_plan(plan_file)  # the file as the executor's record and `kops rollback` will key it
-    outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, written),
-                            lambda executor: executor.apply(written, str(plan_file), digest, False, rate,
-                                                            rolling_of(written, rolling, max_moves_per_broker,
-                                                                       max_in_flight)),
-                            check=False)
+    outcome = _apply(plan_file, connection, address, output_format, rate,
+                     _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight))
     done = outcome.exit_code is ExitCode.OK
     report |= {"applied": done, "execution": outcome.record.id,
                "status": "applied" if done else "stopped", "reason": outcome.reason}
     _finish(report, result, started, output_format)
     if not done:
         raise typer.Exit(outcome.exit_code)
+
+
+def _limits(goal: Goal, sizes: Path | None, max_moves: int | None, max_bytes: str | None,
+            max_duration: str | None) -> Limits:
+    """The run's budget; bytes and time can only be counted with partition sizes."""
+    byte_limit = None if max_bytes is None else parse_option(parse_size, max_bytes, "--max-bytes")
+    seconds_limit = None if max_duration is None else parse_option(parse_duration, max_duration, "--max-duration")
+    if goal is Goal.bytes and sizes is None:
+        raise UsageError("--goal bytes needs partition sizes", hint="pass --sizes PATH, the output of kops sizes "
+                                                                    "summarize")
+    for option, value in (("--max-bytes", byte_limit), ("--max-duration", seconds_limit)):
+        if value is not None and sizes is None:
+            raise UsageError(f"{option} needs partition sizes to count bytes", hint="pass --sizes PATH")
+    return Limits(max_moves, byte_limit, seconds_limit)
+
+
+def _ready_snapshot(connection: Connection, address: Address, report: dict[str, Any], started: float,
+                    output_format: OutputFormat) -> Snapshot:
+    """The cluster's snapshot, or a refusal (exit 3) while it is busy or unhealthy: cron tries again later."""
+    with open_cluster(connection, address) as cluster:
+        snapshot = cluster.snapshot()
+        holder = cluster.holder()
+    reasons = readiness(snapshot)
+    if holder is not None:
+        reasons.insert(0, f"an execution is running ({describe(holder)})")
+    if reasons:
+        _finish(report | {"status": "refused", "reason": "; ".join(reasons)}, None, started, output_format)
+        raise NotReady("not rebalancing: " + "; ".join(reasons), where=address.where,
+                       hint="nothing was done; the next run tries again")
+    return snapshot
+
+
+@dataclass(frozen=True)
+class _Pacing:
+    """How `--apply` runs the plan: apply's own options, passed through."""
+
+    poll: float
+    batch_timeout: float | None
+    stall_timeout: float | None
+    rolling: bool
+    max_moves_per_broker: int | None
+    max_in_flight: int | None
+
+
+def _apply(plan_file: Path, connection: Connection, address: Address, output_format: OutputFormat, rate: int | None,
+           pacing: _Pacing) -> Outcome:
+    """Carry the written plan out through the executor, as `kops apply PLAN` would."""
+    written, digest = load_plan(plan_file)  # the file as the executor's record and `kops rollback` will key it
+    rolling = rolling_of(written, pacing.rolling, pacing.max_moves_per_broker, pacing.max_in_flight)
+    return run_execution(connection, address, output_format, pacing.poll, pacing.batch_timeout,
+                         stall_seconds(pacing.stall_timeout, written),
+                         lambda executor: executor.apply(written, str(plan_file), digest, False, rate, rolling),
+                         check=False)
 
 
 def _below(result: Rebalance) -> str:
@@ -185,7 +234,8 @@ def _finish(report: dict[str, Any], result: Rebalance | None, started: float, ou
         "bytes": s.bytes if s else 0,
         "estimated_seconds": s.estimated_seconds if s else None,
         "imbalance_before": result.imbalance_before if result else None,
-        "imbalance_after": (result.imbalance_after if plan is not None else result.imbalance_before) if result else None,
+        "imbalance_after": ((result.imbalance_after if plan is not None else result.imbalance_before)
+                            if result else None),
         "min_improvement": result.min_improvement if result else None,
         "duration_seconds": round(time.monotonic() - started, 3),
     }
