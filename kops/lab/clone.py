@@ -31,9 +31,6 @@ class CloneLab:
     zookeeper: str | None  # the kops engine's connect string
     bootstrap: str | None  # real engines
 
-    def connection_args(self) -> list[str]:
-        return ["-z", self.zookeeper] if self.zookeeper else ["-b", self.bootstrap or ""]
-
     def fill(self, sizes: dict[str, dict[int, int]]) -> int:
         """Each partition's bytes (topic -> partition -> bytes), appended at its leader."""
         if isinstance(self.lab, Lab):

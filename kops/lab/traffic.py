@@ -119,13 +119,6 @@ def _keyed_split(count: int, weights: tuple[float, ...]) -> dict[int, int]:
     return out
 
 
-def read_ingest(client: ZkClient) -> dict[str, float]:
-    node = client.get(paths.LAB_INGEST)
-    if node is None or not node.data:
-        return {}
-    return {str(t): float(r) for t, r in json.loads(node.data).get("rates", {}).items()}
-
-
 def set_ingest(client: ZkClient, topic: str, rate: float) -> float:
     """Give `topic` a steady keyed ingest of `rate` bytes per simulated second in total (0 stops it).
 

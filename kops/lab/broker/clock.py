@@ -27,8 +27,5 @@ class SimClock:
         broker cannot poll faster than its machine lets it."""
         return max(1.0, 1.0 / self.scale)
 
-    def real_seconds(self, simulated: float) -> float:
-        return simulated / self.scale
-
     def sleep(self, simulated: float) -> None:
         time.sleep(max(0.0, simulated / self.scale))

@@ -110,7 +110,6 @@ class ReplicaManager:
         self.follow_generation: dict[int, int] = {}
         self.gained: set[int] = set()
         self.announced: dict[int, int] = {}
-        self.deleted_bytes = 0
 
     # -- controller requests -----------------------------------------------------------------------------
 
@@ -346,8 +345,8 @@ class ReplicaManager:
         for tp, r in self.replicas.items():
             if r.online:
                 config = self.topic_configs.get(tp.topic, {})
-                self.deleted_bytes += r.log.apply_retention(
-                    now, _int(config.get("retention.ms"), DEFAULT_RETENTION_MS), _int(config.get("retention.bytes"), -1))
+                retention_ms = _int(config.get("retention.ms"), DEFAULT_RETENTION_MS)
+                r.log.apply_retention(now, retention_ms, _int(config.get("retention.bytes"), -1))
 
     def _ingest_tick(self, now: float) -> set[int]:
         """Append each led partition's share of its topic's ingest since the last tick; the followers of the

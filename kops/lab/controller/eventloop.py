@@ -66,10 +66,6 @@ class EventLoop(Generic[E]):
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
-    @property
-    def on_loop_thread(self) -> bool:
-        return threading.current_thread() is self._thread
-
     def _run(self) -> None:
         while True:
             event = self._queue.get()

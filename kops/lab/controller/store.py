@@ -148,12 +148,6 @@ class ControllerStore:
         node = self.client.get(paths.topic(name))
         return None if node is None else decode_topic(node.data, paths.topic(name))
 
-    def read_broker(self, broker_id: int) -> Broker | None:
-        node = self.client.get(paths.broker(broker_id))
-        if node is None:
-            return None
-        return decode_broker(broker_id, node.data, paths.broker(broker_id), node.stat.czxid)
-
     def read_states(self, tps: list[TopicPartition]) -> dict[TopicPartition, LeaderState | None]:
         nodes = self.client.get_many([paths.partition_state(tp.topic, tp.partition) for tp in tps])
         out: dict[TopicPartition, LeaderState | None] = {}
