@@ -1,9 +1,9 @@
 """A real ZooKeeper server for the lab and the tests, run from Apache ZooKeeper's jars on Maven Central.
 
 `install()` (`kops lab install`, `make setup`) resolves kops/lab/zookeeper.pom.xml, the one place the version is
-pinned, into `~/.cache/kops/zookeeper/<version>` with `kops.lab.maven`, as Kafka's jars are fetched; the server
-runs as `java -cp "<jars>/*" org.apache.zookeeper.server.ZooKeeperServerMain zoo.cfg`. It listens on loopback
-only, on a free port, with its own data folder and the AdminServer off (it would take port 8080).
+pinned, into `~/.cache/kops/zookeeper/<version>-<pom digest>` with `kops.lab.maven`, as Kafka's jars are
+fetched; the server runs as `java -cp "<jars>/*" org.apache.zookeeper.server.ZooKeeperServerMain zoo.cfg`. It
+listens on loopback only, on a free port, with its own data folder and the AdminServer off (it would take 8080).
 
 Two lifetimes:
 - managed (tests, library use): the server dies with the Python process that started it — stopped at
@@ -14,6 +14,7 @@ Two lifetimes:
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import re
 import shutil
@@ -46,7 +47,9 @@ def pinned_version() -> str:
 
 
 def jars_folder() -> Path:
-    return maven.cache_base() / "zookeeper" / pinned_version()
+    """One folder per version and pom: a changed pom (a dependency added) is fetched anew, not found stale."""
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:8]
+    return maven.cache_base() / "zookeeper" / f"{pinned_version()}-{digest}"
 
 
 def install() -> tuple[Path, bool]:
