@@ -123,7 +123,8 @@ def scenario(name: str, distribution: str, brokers: int, partitions: int) -> dic
         changes = BrokerChanges(decommission=tuple(range(1, 1 + max(1, brokers // 20))), location=loc)
         desired = DesiredState("bench", None, {}, changes, execution=execution)
     else:
-        desired = DesiredState("bench", None, {}, BrokerChanges(location=loc), Rebalance("replicas", 0.05, loc), execution)
+        desired = DesiredState("bench", None, {}, BrokerChanges(location=loc), Rebalance("replicas", 0.05, loc),
+                               execution)
     result = plan(desired, snap, sizes)
     moves = [m for m in result.moves if m.adding]
     _, _, lower_bound = port_times(moves, RATE, RATE)

@@ -66,7 +66,8 @@ def main() -> None:
                     tool_writes.create_topic(zk, name, assignment)
                     for p, replicas in assignment.items():
                         originals[(name, p)] = replicas
-                        targets.append(ReassignmentTarget(name, p, ((p + t + 2) % BROKERS + 1, (p + t + 3) % BROKERS + 1)))
+                        replicas = ((p + t + 2) % BROKERS + 1, (p + t + 3) % BROKERS + 1)
+                        targets.append(ReassignmentTarget(name, p, replicas))
                 wait_for(lambda: all(zk.exists(paths.partition_state(n, per_topic - 1)) for n in names), 120, "create")
                 for name in names:
                     wait_for(lambda name=name: _produce(zk, name, per_topic * MB), 30, "produce")

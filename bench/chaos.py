@@ -5,7 +5,8 @@ One lab of 4 brokers: `--engine kops` (broker processes, real ZooKeeper, time ×
 through the Admin API with -b). Each scenario gets its own two topics (6 and 3 partitions, replication factor 2,
 6 MB per partition on the kops engine, 2 MB of real records on Kafka) and a plan raising both to replication
 factor 3 in batches of 3 under a 1 MiB/s (kops) or 512 KiB/s (Kafka) throttle. The bench reads the cluster
-through kops's own cluster port, the same on both engines. `kops apply` runs as a real process; at a random moment one fault hits:
+through kops's own cluster port, the same on both engines. `kops apply` runs as a real process; at a random moment one
+fault hits:
   kill-kops        SIGKILL of `kops apply`
   kill-broker      SIGKILL of a broker the batch uses (restarted a moment later)
   kill-controller  SIGKILL of the broker that is controller (KRaft: the quorum leader; restarted a moment later)
@@ -136,7 +137,8 @@ def prepare(env: Env, folder: Path, prefix: str) -> tuple[list[str], dict, dict,
         for p in assignment:
             wait_for(lambda name=name, p=p: env.produce(name, p, env.megabytes * MB), 60)
     playbook = folder / f"{prefix}.yml"
-    playbook.write_text("- hosts: all\n  topics:\n" + "".join(f"    - {{name: {n}, replication_factor: 3}}\n" for n in names)
+    playbook.write_text("- hosts: all\n  topics:\n" + "".join(f"    - {{name: {n}, replication_factor: "
+                                                              f"3}}\n" for n in names)
                         + f"  execution: {{throttle: {env.throttle}, batch: {{max_partitions: 3}}}}\n")
     plan_file = folder / f"{prefix}.plan.json"
     code, err = run("plan", str(playbook), *env.target, "-o", str(plan_file), "--format", "json")

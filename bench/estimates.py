@@ -77,10 +77,12 @@ def one_run(folder: Path, server: ZooKeeperServer, run: int) -> dict:
             for old in (lab_dir / "logdirs").glob("*.json"):  # only snapshots taken after the data was produced
                 old.unlink()
             time.sleep(3 * 5.0 / SCALE)
-            kops("sizes", "summarize", str(lab_dir / "logdirs"), "--out", str(folder / f"sizes{run}"), "--master", "local[1]")
+            kops("sizes", "summarize", str(lab_dir / "logdirs"), "--out", str(folder / f"sizes{run}"), "--master",
+                 "local[1]")
             (folder / "pb.yml").write_text(PLAYBOOK)
             plan_file = folder / f"plan{run}.json"
-            kops("plan", str(folder / "pb.yml"), "-z", connect, "--sizes", str(folder / f"sizes{run}"), "-o", str(plan_file))
+            kops("plan", str(folder / "pb.yml"), "-z", connect, "--sizes", str(folder / f"sizes{run}"), "-o",
+                 str(plan_file))
             kops("apply", str(plan_file), "-z", connect, "--yes", "--format", "json", "--poll", "0.1")
             plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
             record = Journal(ZkRecords(zk)).latest()
@@ -88,7 +90,8 @@ def one_run(folder: Path, server: ZooKeeperServer, run: int) -> dict:
             for batch, planned in zip(record.batches, plan.batches):
                 measured = (batch.finished_at - batch.started_at) * SCALE
                 batches.append({"batch": batch.index, "estimate_seconds": round(planned.estimate.seconds, 1),
-                                "seconds": round(measured, 1), "error": round(measured / planned.estimate.seconds - 1, 3)})
+                                "seconds": round(measured, 1),
+                                "error": round(measured / planned.estimate.seconds - 1, 3)})
             return {"run": run, "batches": batches, "lower_bound_seconds": plan.summary.lower_bound_seconds,
                     "measured_total_seconds": round(sum(b["seconds"] for b in batches), 1)}
     finally:
@@ -108,7 +111,8 @@ def main() -> None:
                 results.append(one_run(Path(tmp), server, run))
                 print(json.dumps(results[-1]), flush=True)
             errors = [b["error"] for r in results for b in r["batches"]]
-            print(json.dumps({"runs": len(results), "batches": len(errors), "within_25_percent": sum(abs(e) <= 0.25 for e in errors),
+            print(json.dumps({"runs": len(results), "batches": len(errors),
+                              "within_25_percent": sum(abs(e) <= 0.25 for e in errors),
                               "max_abs_error": max(abs(e) for e in errors), "nproc": os.cpu_count()}), flush=True)
         finally:
             server.stop()

@@ -14,7 +14,8 @@ Targets (issue 3): failover_seconds <= 2, speedup >= 10. Seed 004 estimates 40 s
 Scenario paused_broker (`--scenario paused_broker`, issue 15): one broker paused with SIGSTOP (its session kept
 alive) while the controller runs preferred elections in consecutive rounds of partitions it does not hold;
 election_seconds is the slowest round, from the request to every new leader written and the request znode removed
-by the controller (polled every 0.1–0.2 s); baseline_election_seconds, same run, a round with nobody paused. Target: under a second.
+by the controller (polled every 0.1–0.2 s); baseline_election_seconds, same run, a round with nobody paused. Target:
+under a second.
 
 Usage: python bench/failover.py [--partitions 10000] [--topics 10] [--scenario kill|paused_broker]
 Prints one JSON line.
@@ -68,7 +69,8 @@ def queue_throughput(events: int = 200_000) -> float:
     return events / elapsed
 
 
-def per_write_baseline(server_connect: str, keys: list[tuple[str, int]], new_leader: int, isr: tuple[int, ...]) -> float:
+def per_write_baseline(server_connect: str, keys: list[tuple[str, int]], new_leader: int,
+                       isr: tuple[int, ...]) -> float:
     """The same leader changes, one synchronous conditional write per partition, on a copy of the znodes."""
     chroot = "/bench-per-write"
     with ZkClient(ZkSettings(server_connect)) as root:

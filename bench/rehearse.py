@@ -1,7 +1,8 @@
 """`kops rehearse` at three sizes: clones of 6, 24 and 50 brokers with 2,000, 10,000 and 20,000 partitions.
 
 Each size is a snapshot built as bench/planner.py builds them (RF 3 across racks, Zipf sizes), a plan that
-decommissions one broker at 50 MiB/s in batches of at most partitions/50 moves (at least 50: 50, 200, 400; a batch's fixed
+decommissions one broker at 50 MiB/s in batches of at most partitions/50 moves (at least 50: 50, 200, 400; a batch's
+fixed
 cost on a clone of Python brokers sharing two cores is tens of seconds, so the batch count is held near 30 or
 below) (`kops plan --snapshot --sizes`, as an operator makes it), then
 `kops rehearse` on the kops engine in a child process, scaled so the apply takes about `--seconds`. One JSON

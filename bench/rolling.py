@@ -3,7 +3,8 @@
 Scenarios: expansion (one broker added), decommission (one removed), rebalance (a skewed layout), each with
 exponential and Zipf sizes, built as bench/planner.py builds them (6 brokers in 3 racks, 100 partitions at RF 3)
 and scaled so the busiest port's lower bound is `--seconds` at the throttle (the planner moves the smallest
-replicas that do the job, so a first plan gives the bound and the sizes are rescaled from it). Per engine, scenario and mode:
+replicas that do the job, so a first plan gives the bound and the sizes are rescaled from it). Per engine, scenario and
+mode:
 a fresh topic with that layout and those bytes, `kops plan` of the playbook, then `kops apply` in batches or
 `kops apply --rolling` (same throttle, same plan). Makespan: from the first submission's checkpoint to the last
 move done (event times as kops prints them), over the per-port lower bound of the plan's moves (max over brokers
@@ -188,7 +189,8 @@ def kafka4_engine(work: Path) -> Iterator[dict]:
     def prepare(lay: Layout, topic: str) -> list[str]:
         """The topic, empty: the plan is made from the sizes file, and only what it moves gets bytes (`load`)."""
         def ours() -> list[str]:
-            return [t for t in first_answer(bootstrap, lambda c: c.list_topics()) if t.startswith(PREFIX) or t == "__kops"]
+            return [t for t in first_answer(bootstrap,
+                                            lambda c: c.list_topics()) if t.startswith(PREFIX) or t == "__kops"]
         if ours():
             first_answer(bootstrap, lambda c: c.delete_topics(ours()))
             _wait(lambda: not ours())

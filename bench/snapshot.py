@@ -39,7 +39,8 @@ BROKERS = 30
 
 def build(topics: int, partitions: int) -> Snapshot:
     brokers = tuple(
-        Broker(id=b, host="127.0.0.1", port=9000 + b, endpoints=(f"PLAINTEXT://127.0.0.1:{9000 + b}",), rack=f"r{b % 3}")
+        Broker(id=b, host="127.0.0.1", port=9000 + b, endpoints=(f"PLAINTEXT://127.0.0.1:{9000 + b}",),
+               rack=f"r{b % 3}")
         for b in range(1, BROKERS + 1)
     )
     layout = {}
@@ -154,7 +155,8 @@ def main() -> None:
                 "speedup": round(sequential_seconds / fast["seconds"], 1),
                 "peak_rss_mb": fast["peak_rss_mb"],
                 "complete": fast["complete"],
-                "machine": {"cpus": os.cpu_count(), "ram_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)},
+                "machine": {"cpus": os.cpu_count(),
+                            "ram_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)},
             }
         )
     )

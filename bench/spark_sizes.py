@@ -61,7 +61,8 @@ def _chunk(first: int, count: int) -> pa.Table:
     size = base + growth * (step % 50) + (growth * 50) * (step // 50) // 2  # drops at every 50th sample
     topics = pa.DictionaryArray.from_arrays(pa.array(ids // (PARTITIONS // TOPICS), pa.int32()),
                                             pa.array([f"topic-{t:03d}" for t in range(TOPICS)]))
-    return pa.table({"ts": T0 + step * STEP_MS, "broker": (ids % 6 + 1).astype(np.int32), "log_dir": pa.nulls(len(ids), pa.string()),
+    return pa.table({"ts": T0 + step * STEP_MS, "broker": (ids % 6 + 1).astype(np.int32),
+                     "log_dir": pa.nulls(len(ids), pa.string()),
                      "topic": topics, "partition": (ids % (PARTITIONS // TOPICS)).astype(np.int32), "bytes": size,
                      "future": np.zeros(len(ids), dtype=bool)})
 
@@ -94,7 +95,8 @@ def generate(work: Path, samples: int, csv: bool) -> tuple[Path, Path | None, Pa
             rows = pa.table({"timestamp": table["ts"], "broker": table["broker"],
                              "topic": table["topic"].cast(pa.string()), "partition": table["partition"],
                              "bytes": table["bytes"]})
-            writer = writer or pacsv.CSVWriter(csv_path, rows.schema, write_options=pacsv.WriteOptions(include_header=False))
+            writer = writer or pacsv.CSVWriter(csv_path, rows.schema,
+                                               write_options=pacsv.WriteOptions(include_header=False))
             writer.write_table(rows)
     if writer:
         writer.close()
@@ -130,8 +132,11 @@ def child_spark(mode: str, inputs: str, out: str) -> dict[str, Any]:
 
 def baseline_frame(source: str, path: str):  # type: ignore[no-untyped-def]  # pandas is the baseline's own
     if source == "csv":
-        table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=["ts", "broker", "topic", "partition", "bytes"]),
-                               convert_options=pacsv.ConvertOptions(column_types={"topic": pa.dictionary(pa.int32(), pa.string())}))
+        table = pacsv.read_csv(path,
+                               read_options=pacsv.ReadOptions(
+                                   column_names=["ts", "broker", "topic", "partition", "bytes"]),
+                               convert_options=pacsv.ConvertOptions(
+                                   column_types={"topic": pa.dictionary(pa.int32(), pa.string())}))
     else:
         table = pq.read_table(Path(path) / "samples", columns=["ts", "topic", "partition", "bytes"])
     df = table.select(["ts", "topic", "partition", "bytes"]).to_pandas()
@@ -145,7 +150,8 @@ def baseline_frame(source: str, path: str):  # type: ignore[no-untyped-def]  # p
                 first_bytes=("bytes", "first")).reset_index()
     window = (out["last_seen"] - out["first_seen"]) / 1000.0
     out["write_bytes_per_s"] = np.where(window > 0, out["risen"] / window.where(window > 0, 1), 0.0)
-    out["growth_bytes_per_s"] = np.where(window > 0, (out["bytes"] - out["first_bytes"]) / window.where(window > 0, 1), 0.0)
+    out["growth_bytes_per_s"] = np.where(window > 0, (out["bytes"] - out["first_bytes"]) / window.where(window > 0, 1),
+                                         0.0)
     out["topic"] = out["topic"].astype(str)
     return out[["topic", "partition", "bytes", "growth_bytes_per_s", "write_bytes_per_s", "peak_bytes", "samples",
                 "last_seen"]]
@@ -159,7 +165,8 @@ def child_pandas(source: str, path: str, out: str) -> dict[str, Any]:
     return {"seconds": seconds}
 
 
-def run_child(args: list[str], limit_gb: float | None = None, timeout: float | None = None) -> tuple[dict | None, str | None]:
+def run_child(args: list[str], limit_gb: float | None = None,
+              timeout: float | None = None) -> tuple[dict | None, str | None]:
     """A measured run in a fresh process: (its JSON answer, None) or (None, why it did not finish)."""
     process = subprocess.Popen([sys.executable, __file__, "--child", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
@@ -208,7 +215,8 @@ def measure(rows: int, source: str, work: Path, args: argparse.Namespace) -> dic
         merge_held_back(store, held)
         done, why = run_child(["spark", "incremental", str(store), str(out)])
         assert done is not None, why
-        line.update(rows=whole["samples"] + done["samples"], new_rows=done["samples"], initial_seconds=round(whole["seconds"], 1))
+        line.update(rows=whole["samples"] + done["samples"], new_rows=done["samples"],
+                    initial_seconds=round(whole["seconds"], 1))
         expected_input = ("parquet", str(store))
     else:
         done, why = run_child(["spark", "full", str(csv if source == "csv" else store), str(out)])

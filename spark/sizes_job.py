@@ -17,7 +17,8 @@ Output under PATH: `partitions/` with one row per topic-partition — `bytes` (t
 replicas; future replicas of intra-broker moves and log dirs in error excluded), `write_bytes_per_s` (per
 replica series, in its broker's own sample times, the sum of the increases ÷ the time it covers — a decrease is
 retention, a rebuilt replica's copy is not writes — the largest over the replicas), `growth_bytes_per_s` (the
-net growth of the longest-observed replica), `peak_bytes`, `samples`, `last_seen` (ms) — and `brokers/` with bytes per broker and log dir at
+net growth of the longest-observed replica), `peak_bytes`, `samples`, `last_seen` (ms) — and `brokers/` with bytes per
+broker and log dir at
 each broker's latest sample. Malformed documents and rows are counted per file and reported, never fatal.
 
 The transforms (`read_log_dirs`, `read_csv`, `summarize_partitions`, `summarize_brokers`) are importable; the
@@ -182,7 +183,8 @@ def read_csv(spark: SparkSession, paths: list[str]) -> Inputs:
     raw = (spark.read.schema(CSV_SCHEMA).option("header", "false").option("mode", "PERMISSIVE")
            .option("pathGlobFilter", "*.csv").option("recursiveFileLookup", "true").csv(paths)
            .withColumn("file", F.input_file_name()))
-    raw = raw.filter(~((F.lower(F.trim(F.col("timestamp"))) == "timestamp") & (F.lower(F.trim(F.col("topic"))) == "topic")))
+    raw = raw.filter(~((F.lower(F.trim(F.col("timestamp"))) == "timestamp")
+                       & (F.lower(F.trim(F.col("topic"))) == "topic")))
     # try_cast / try_to_timestamp: a bad value is NULL (then counted), never an error (Spark 4 is ANSI by default)
     ts = F.expr("CASE WHEN trim(timestamp) RLIKE '^[0-9]+$' THEN try_cast(trim(timestamp) AS BIGINT) "
                 "ELSE CAST(unix_micros(try_to_timestamp(trim(timestamp))) / 1000 AS BIGINT) END")
@@ -200,7 +202,9 @@ def read_csv(spark: SparkSession, paths: list[str]) -> Inputs:
     samples = typed.filter(good).select(
         "ts", "broker", F.lit(None).cast("string").alias("log_dir"), "topic", "partition", "bytes",
         F.lit(False).alias("future"), F.lit(False).alias("dir_error"))
-    problems = typed.filter(~good).select("file", F.lit("malformed CSV row (want timestamp,broker,topic,partition,bytes)").alias("problem"))
+    problems = typed.filter(~good).select("file",
+                                          F.lit("malformed CSV row (want "
+                                                "timestamp,broker,topic,partition,bytes)").alias("problem"))
     return Inputs(samples, problems)
 
 
@@ -507,7 +511,8 @@ def merge_brokers(old: tuple[list[Any], Any] | None, new: DataFrame, spark: Spar
     previous = spark.createDataFrame(old[0], old[1])
     both = previous.select(*(F.col(c).cast(new.schema[c].dataType) for c in new.columns)).unionByName(new)
     latest = both.groupBy("broker").agg(F.max("ts").alias("latest"))
-    return both.join(latest, "broker").filter(F.col("ts") == F.col("latest")).drop("latest").orderBy("broker", "log_dir")
+    return both.join(latest,
+                     "broker").filter(F.col("ts") == F.col("latest")).drop("latest").orderBy("broker", "log_dir")
 
 
 def run_incremental(spark: SparkSession, store: str, out: str, fmt: str = "json",
@@ -553,7 +558,8 @@ def run_incremental(spark: SparkSession, store: str, out: str, fmt: str = "json"
 
 
 def read_state(spark: SparkSession, folder: str) -> State:
-    return State(spark.read.parquet(os.path.join(folder, "partitions")), spark.read.parquet(os.path.join(folder, "replicas")))
+    return State(spark.read.parquet(os.path.join(folder, "partitions")),
+                 spark.read.parquet(os.path.join(folder, "replicas")))
 
 
 def write_state(state: State, folder: str) -> None:

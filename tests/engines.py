@@ -210,5 +210,6 @@ def kafka4_cluster(directory: Path) -> Iterator[EngineLab]:
         assert not lab.pids_alive(), "a Kafka process survived lab.down()"
 
 
-__all__ = ["ENGINES", "EngineLab", "Lab", "engine_cluster", "fill_real", "kafka39_cluster", "kafka4_cluster", "require_real",
+__all__ = ["ENGINES", "EngineLab", "Lab", "engine_cluster", "fill_real", "kafka39_cluster", "kafka4_cluster",
+           "require_real",
            "reset_admin_cluster"]

@@ -391,7 +391,8 @@ class MemoryKafka:
         partitions = {p: Partition(tuple(part.replicas), tuple(part.adding), tuple(part.removing),
                                    PartitionState(part.leader, part.epoch, tuple(part.isr), -1))
                       for p, part in sorted(self.topics[name].items())}
-        return Topic(name, partitions, topic_id=self.topic_ids[name], config=dict(self.configs.get(f"topics/{name}", {})))
+        return Topic(name, partitions, topic_id=self.topic_ids[name],
+                     config=dict(self.configs.get(f"topics/{name}", {})))
 
     def replica_sizes(self) -> dict[TopicPartition, dict[int, int]]:
         """DescribeLogDirs: the bytes of each replica on a broker that answers (a stopped one does not)."""

@@ -32,7 +32,8 @@ AcceptEdited = Annotated[bool, typer.Option(
                                  "what changed); the execution record notes the edited sections.")]
 RollingFlag = Annotated[bool, typer.Option(
     "--rolling", help="Submit moves as others finish instead of in batches: at most --max-moves-per-broker in "
-                      "flight touching any broker, --max-in-flight in all (where the cluster accepts moves while others "
+                      "flight touching any broker, --max-in-flight in all (where the cluster accepts moves while "
+                      "others "
                       "run: the Admin API, or the KIP-236 queue through ZooKeeper; elsewhere batches, said so). "
                       "Default: the plan's execution.mode.")]
 MaxMovesPerBroker = Annotated[int | None, typer.Option(
@@ -64,9 +65,17 @@ def apply(
     inventory: Inventory = None,
     limit: Limit = None,
     yes: Yes = False,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the interrupted execution of this plan from its record.")] = False,
-    throttle: Annotated[str | None, typer.Option("--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides the plan's).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the plan against the cluster and show the steps; write nothing.")] = False,
+    resume: Annotated[bool,
+                      typer.Option("--resume",
+                                   help="Continue the interrupted execution of this plan from its record.")] = False,
+    throttle: Annotated[str | None,
+                        typer.Option("--throttle",
+                                     help="Replication throttle per broker, e.g. 50MiB/s (overrides the "
+                                          "plan's).")] = None,
+    dry_run: Annotated[bool,
+                       typer.Option("--dry-run",
+                                    help="Check the plan against the cluster and show the steps; write "
+                                         "nothing.")] = False,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
     stall_timeout: StallTimeout = None,
@@ -163,7 +172,10 @@ def rollback(
     connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    execution: Annotated[str | None, typer.Option("--execution", help="The execution to undo (default: the last apply of this plan). A rollback's id rolls the rollback back.")] = None,
+    execution: Annotated[str | None,
+                         typer.Option("--execution",
+                                      help="The execution to undo (default: the last apply of this plan). A rollback's "
+                                           "id rolls the rollback back.")] = None,
     yes: Yes = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted rollback of this plan.")] = False,
     output_format: Format = OutputFormat.text,
@@ -191,7 +203,8 @@ def rollback(
     address = resolve(connection, inventory, limit, plan.connect)
     confirm("roll back?", yes, output_format)
     outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
-                            lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id, execution, resume),
+                            lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id,
+                                                               execution, resume),
                             check=False)
     for note in outcome.record.irreversible:
         console.warning(f"not undone: {note}")

@@ -68,7 +68,8 @@ class Address:
 
 
 OPTIONS: list[tuple[str, Any, Any]] = [
-    ("zookeeper", Zookeeper, None), ("bootstrap_server", BootstrapServer, None), ("command_config", CommandConfig, None),
+    ("zookeeper", Zookeeper, None), ("bootstrap_server", BootstrapServer, None),
+    ("command_config", CommandConfig, None),
     ("connect_timeout", ConnectTimeout, 10.0), ("session_timeout", SessionTimeout, 10.0),
     ("zk_tls_ca", TlsCa, None), ("zk_tls_cert", TlsCert, None), ("zk_tls_key", TlsKey, None),
 ]

@@ -20,7 +20,8 @@ def _console(stderr: bool) -> Console:
     if stream.isatty():
         return Console(stderr=stderr, highlight=False, emoji=False)
     # Piped: no colour, no wrapping at 80 columns.
-    return Console(stderr=stderr, highlight=False, emoji=False, no_color=True, width=int(os.environ.get("COLUMNS", "160")))
+    return Console(stderr=stderr, highlight=False, emoji=False, no_color=True,
+                   width=int(os.environ.get("COLUMNS", "160")))
 
 
 out = _console(stderr=False)

@@ -139,7 +139,8 @@ def default_engine() -> str:
 
 
 def demo(
-    lab_dir: Annotated[Path, typer.Option("--dir", "-d", help="Folder for the demo's lab (brokers, files).")] = DEFAULT_DIR,
+    lab_dir: Annotated[Path,
+                       typer.Option("--dir", "-d", help="Folder for the demo's lab (brokers, files).")] = DEFAULT_DIR,
     engine: Annotated[str, typer.Option("--engine", help="kafka-4 (real Kafka in KRaft mode, through the Admin API; "
                                                          "the default once installed) or kops (the seeds' engine on "
                                                          "ZooKeeper).")] = "",
@@ -176,7 +177,8 @@ def _start(engine: str, lab_dir: Path) -> list[str]:
     """Steps 1 and 2: the lab and its topics; returns how the CLI names the cluster (-b or -z)."""
     d = str(lab_dir)
     if engine == "kafka-4":
-        _step(1, "Start a lab: real Apache Kafka 4 in KRaft mode, 6 brokers on 3 racks (broker 1 is also the controller)")
+        _step(1,
+              "Start a lab: real Apache Kafka 4 in KRaft mode, 6 brokers on 3 racks (broker 1 is also the controller)")
         _run("lab", "up", "--engine", "kafka-4", "--dir", d, "--brokers", "6", "--racks", "3")
         bootstrap = (lab_dir / "bootstrap").read_text().strip()
         _step(2, "Topics as an application team left them: leaders piled on brokers 1-2, sizes skewed, steady ingest")
@@ -200,7 +202,8 @@ def _tour(lab_dir: Path, target: list[str]) -> None:
     _step(3, "Read the whole cluster")
     _run("state", *target)
     if target[0] == "-b":
-        _step(4, f"Sample partition sizes (DescribeLogDirs) into the sample store {d}/store, then summarise it with Spark")
+        _step(4,
+              f"Sample partition sizes (DescribeLogDirs) into the sample store {d}/store, then summarise it with Spark")
         _run("sizes", "collect", *target, "--store", f"{d}/store", "--every", "2s", "--for", "5s")
         _run("sizes", "summarize", f"{d}/store", "--out", sizes, "--incremental")
     else:

@@ -149,7 +149,8 @@ class Reporter:
                     + ("" if rolling else f"{event.batches} batch(es), ") + f"{event.partitions} partition(s)"
                     + (f", {format_size(event.bytes)}" if self._by_bytes else ""), "bold")
         if self.live:
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[amount]}"),
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                      TextColumn("{task.fields[amount]}"),
                                       TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=self.screen,
                                       transient=False)
             self._progress.start()

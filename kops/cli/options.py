@@ -139,5 +139,6 @@ Inventory = Annotated[
 Limit = Annotated[str | None, typer.Option("--limit", "-l", help="Only these clusters (an Ansible host pattern).")]
 ExtraVars = Annotated[
     list[str] | None,
-    typer.Option("--extra-vars", "-e", help="Extra variables: key=value, @file.yml or a JSON/YAML mapping. Repeatable."),
+    typer.Option("--extra-vars", "-e",
+                 help="Extra variables: key=value, @file.yml or a JSON/YAML mapping. Repeatable."),
 ]

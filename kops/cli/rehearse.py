@@ -72,7 +72,8 @@ class Run:
 
 
 def rehearse(
-    plan_file: Annotated[Path, typer.Argument(help="The plan file (kops plan --snapshot SNAP -o FILE).", show_default=False)],
+    plan_file: Annotated[Path,
+                         typer.Argument(help="The plan file (kops plan --snapshot SNAP -o FILE).", show_default=False)],
     snapshot_file: Annotated[Path, typer.Option("--snapshot", help="The kops-snapshot/1 file the plan was made from.",
                                                 show_default=False)],
     engine: Annotated[str, typer.Option(help="The clone's engine: kops (simulated bytes, for scale), kafka-4 or "
@@ -80,7 +81,8 @@ def rehearse(
     scale: Annotated[float | None, typer.Option(help="Production seconds per rehearsal second. Default: the plan's "
                                                      "estimate over five minutes (at least 1).", min=0.001)] = None,
     max_partitions: Annotated[int, typer.Option(help="Partitions in the clone at most, beyond the plan's own topics "
-                                                     "(kept whole); the rest sampled per broker.", min=1)] = DEFAULT_MAX_PARTITIONS,
+                                                     "(kept whole); the rest sampled per broker.",
+                                                     min=1)] = DEFAULT_MAX_PARTITIONS,
     sizes_file: Annotated[Path | None, typer.Option("--sizes", help="A sizes summary (kops sizes summarize): sizes of "
                                                     "the partitions the plan does not move, and growth rates that "
                                                     "become background traffic.")] = None,
@@ -93,7 +95,8 @@ def rehearse(
     stop_broker: Annotated[int | None, typer.Option("--stop-broker", help="Stop this broker of the clone when the "
                                                     "execution starts (what if it fails?); started again before the "
                                                     "rollback.")] = None,
-    rolling: Annotated[bool, typer.Option("--rolling", help="Rehearse rolling execution (as kops apply --rolling).")] = False,
+    rolling: Annotated[bool,
+                       typer.Option("--rolling", help="Rehearse rolling execution (as kops apply --rolling).")] = False,
     real_rate: Annotated[str, typer.Option("--lab-rate", help="Real engines: the clone's throttle per broker; "
                                                               "production's throttle scales to it.")] = "2MiB/s",
     lab_dir: Annotated[Path | None, typer.Option("--dir", help="The clone's lab folder (default: a temporary one, "
@@ -179,7 +182,8 @@ def _rehearse(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, folder:
               stop_broker: int | None, rolling: Rolling | None, poll: float, tolerance: float) -> findings.Report:
     racks = {b.id: b.rack or "" for b in chosen.snapshot.brokers}
     if stop_broker is not None and stop_broker not in racks:
-        raise UsageError(f"--stop-broker {stop_broker}: the snapshot has no such broker", hint=f"brokers: {sorted(racks)}")
+        raise UsageError(f"--stop-broker {stop_broker}: the snapshot has no such broker",
+                         hint=f"brokers: {sorted(racks)}")
     began = time.monotonic()
     with console.err.status(f"starting a clone of {len(racks)} brokers on the {engine} engine"):
         lab = lab_clone.start(folder / "lab", engine, racks, time_scale=scaling.time_scale, throttle=scaling.throttle)
@@ -197,7 +201,8 @@ def _rehearse(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, folder:
         stall = max(MIN_STALL_SECONDS, (plan.stall_timeout or 300.0) / scaling.factor)
         hook = (lambda: lab.stop_broker(stop_broker)) if stop_broker is not None else None
         forward = _execute(connection, address, clone.batches, poll, stall, hook,
-                           lambda ex: ex.apply(clone, str(path), digest, False, scaling.throttle if engine != KOPS else None,
+                           lambda ex: ex.apply(clone, str(path), digest, False,
+                                               scaling.throttle if engine != KOPS else None,
                                                rolling))
         if stop_broker is not None:
             with console.err.status(f"starting broker {stop_broker} again for the rollback"):
@@ -344,7 +349,8 @@ def _report(plan: Plan, chosen: Sample, scaling: Scaling, engine: str, forward: 
                      f"much more")
     return findings.Report(
         cluster=plan.cluster, engine=engine, sample=chosen.describe(), scaling=scaling.as_dict(), mode=mode,
-        batches=rows, estimate_seconds=rows[0].estimate_seconds if mode == "rolling" else plan.summary.estimated_seconds,
+        batches=rows,
+        estimate_seconds=rows[0].estimate_seconds if mode == "rolling" else plan.summary.estimated_seconds,
         measured_seconds=measured,
         stopped=forward.stopped(), rollback_seconds=None if back is None else scaling.production_seconds(back),
         rollback_stopped=backward.stopped(), layout_restored=not differences, layout_differences=differences,

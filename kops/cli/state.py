@@ -134,7 +134,8 @@ def render(snapshot: Snapshot) -> None:
     out.print(_topics_table(snapshot))
     in_flight = snapshot.in_flight()
     if in_flight:
-        moves = console.table("Reassignments in flight", "Partition", "Replicas", "Adding", "Removing", "Target", "Source")
+        moves = console.table("Reassignments in flight", "Partition", "Replicas", "Adding", "Removing", "Target",
+                              "Source")
         for f in in_flight:
             source = "znode + topic" if f.requested and f.replicas else ("znode" if f.requested else "topic (API)")
             moves.add_row(f"{f.topic}-{f.partition}", _ids(f.replicas), _ids(f.adding), _ids(f.removing),
@@ -195,7 +196,8 @@ def _throttles_table(snapshot: Snapshot) -> Table:
             if key in topic.config:
                 throttles.add_row(f"topic {name}", key, topic.config[key] or '""')
     grouped: dict[tuple[str, str], list[str]] = {}  # same key and rate on many brokers: one row
-    for entity, config in sorted(snapshot.broker_configs.items(), key=lambda kv: (not kv[0].isdigit(), kv[0].zfill(10))):
+    for entity, config in sorted(snapshot.broker_configs.items(),
+                                 key=lambda kv: (not kv[0].isdigit(), kv[0].zfill(10))):
         for key in THROTTLE_KEYS:
             if key in config:
                 grouped.setdefault((key, config[key]), []).append(entity)

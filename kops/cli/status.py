@@ -118,7 +118,8 @@ def _render(doc: dict[str, Any]) -> None:
         line = (f"{'Current' if holder else 'Last'} execution {execution['id']} ({execution['kind']}): "
                 f"{execution['status']}, {execution['batches_done']}/{execution['batches']} batches done")
         if execution.get("batch"):
-            line += f"; batch {execution['batch']}: {execution.get('batch_done', 0)}/{execution.get('batch_partitions', 0)} partitions"
+            line += (f"; batch {execution['batch']}: "
+                     f"{execution.get('batch_done', 0)}/{execution.get('batch_partitions', 0)} partitions")
             if execution.get("batch_eta_seconds") is not None:
                 line += f", ETA {execution['batch_eta_seconds']:.0f} s"
             if execution.get("stalled_seconds") is not None:
@@ -135,7 +136,8 @@ def _render(doc: dict[str, Any]) -> None:
     table = console.table(f"Reassignments in flight ({len(doc['in_flight'])})", "Partition", "Replicas", "Adding",
                           "Removing", "Started by", ">Lag")
     for r in doc["in_flight"]:
-        table.add_row(f"{r['topic']}-{r['partition']}", ",".join(map(str, r["replicas"])), ",".join(map(str, r["adding"])),
+        table.add_row(f"{r['topic']}-{r['partition']}", ",".join(map(str, r["replicas"])),
+                      ",".join(map(str, r["adding"])),
                       ",".join(map(str, r["removing"])), "znode" if r["requested"] else "admin API",
                       format_size(r["lag_bytes"]) if "lag_bytes" in r else "")
     out.print(table if doc["in_flight"] else "No reassignment in flight.")
@@ -151,7 +153,8 @@ def status(
     inventory: Inventory = None,
     limit: Limit = None,
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh every few seconds until Ctrl-C.")] = False,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between refreshes with --watch.", min=0.2)] = 2.0,
+    interval: Annotated[float,
+                        typer.Option("--interval", help="Seconds between refreshes with --watch.", min=0.2)] = 2.0,
     output_format: Format = OutputFormat.text,
 ) -> None:
     """Show the running (or last) kops execution with its batch, progress and ETA, every reassignment in flight
@@ -188,7 +191,10 @@ def cancel(
     connection: Connection,
     inventory: Inventory = None,
     limit: Limit = None,
-    now: Annotated[bool, typer.Option("--now", help="Also cancel the batch in flight (KIP-455 through the Admin API; KIP-236 where a ZooKeeper cluster offers it).")] = False,
+    now: Annotated[bool,
+                   typer.Option("--now",
+                                help="Also cancel the batch in flight (KIP-455 through the Admin API; KIP-236 where a "
+                                     "ZooKeeper cluster offers it).")] = False,
 ) -> None:
     """Ask the running kops execution to stop at its next checkpoint (it exits 3 and can be resumed). With --now
     it also cancels the batch in flight. With no kops execution running, --now cancels whatever reassignment is

@@ -71,7 +71,8 @@ def validate(
         clusters = ", ".join(f"{n} ({len(d.topics)} topics)" for n, d in declarations.desired.items()) or "no cluster"
         errors, warnings = len(declarations.problems.errors), len(declarations.problems.warnings)
         if declarations.ok:
-            console.out.print(f"[green]valid[/]: {playbook} for {clusters}" + (f", {warnings} warning(s)" if warnings else ""))
+            console.out.print(f"[green]valid[/]: {playbook} for "
+                              f"{clusters}" + (f", {warnings} warning(s)" if warnings else ""))
         else:
             console.out.print(f"[red]invalid[/]: {errors} error(s), {warnings} warning(s) in {playbook}")
     if not declarations.ok:

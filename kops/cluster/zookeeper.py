@@ -109,7 +109,8 @@ class ZkCluster:
             if not self.capabilities(snapshot).moves_in_flight:
                 raise Refused(exc.what, where=paths.REASSIGN_PARTITIONS) from None
             if not self._wait_absent(paths.REASSIGN_QUEUE, 30.0):  # the controller takes the last one in first
-                raise Refused("the controller has not taken in the last queued moves", where=paths.REASSIGN_QUEUE) from None
+                raise Refused("the controller has not taken in the last queued moves",
+                              where=paths.REASSIGN_QUEUE) from None
             tool_writes.queue_reassignment(self.client, wanted)
 
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:

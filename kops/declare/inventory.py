@@ -160,7 +160,8 @@ class _Builder:
         for key in body:
             if key not in GROUP_KEYS:
                 loc = body.key_locations.get(key, where) if isinstance(body, YamlMap) else where
-                self.problems.error(loc, f"unknown key {key!r} in group {name!r}", hint="a group has hosts, vars and children")
+                self.problems.error(loc, f"unknown key {key!r} in group {name!r}",
+                                    hint="a group has hosts, vars and children")
         for host_name, host_vars, hloc in self._entries(body, "hosts", name, where):
             self.add_host(host_name, host_vars, hloc, name)
         variables = body.get("vars")
@@ -249,7 +250,8 @@ def load_inventory(path: Path, problems: Problems) -> Inventory:
             inventory.sources.append(str(file))
             host.file_vars.update(_read_vars(file, problems, str(file)))
     if not inventory.hosts:
-        problems.error(SourceLocation(str(path), 1, 1), "the inventory names no hosts", hint="a host is a Kafka cluster")
+        problems.error(SourceLocation(str(path), 1, 1), "the inventory names no hosts",
+                       hint="a host is a Kafka cluster")
     return inventory
 
 

@@ -87,7 +87,8 @@ def parse_extra_vars(items: list[str], problems: Problems) -> dict[str, Any]:
             for pair in text.split():
                 key, sep, value = pair.partition("=")
                 if not sep or not key:
-                    problems.error(where, f"extra variable {pair!r} is not key=value", "write -e key=value or -e @file.yml")
+                    problems.error(where, f"extra variable {pair!r} is not key=value",
+                                   "write -e key=value or -e @file.yml")
                     continue
                 data[key] = value
         if not isinstance(data, dict):
@@ -190,7 +191,8 @@ def load_declarations(
             host_vars=c.variables,
         )
         _warn_name_collisions(desired[name], problems)
-    return Declarations(desired, problems, inventory, _digest(sources, extra, playbook.parent), topic_count, sorted(set(sources)))
+    return Declarations(desired, problems, inventory, _digest(sources, extra, playbook.parent), topic_count,
+                        sorted(set(sources)))
 
 
 def cluster_address(variables: dict[str, Any], where: SourceLocation, name: str, problems: Problems) -> str | None:
@@ -328,7 +330,8 @@ def _play_vars(play: dict[str, Any], loc: SourceLocation, where: Any, label: str
     return play_vars, var_locations
 
 
-def _topic_defaults(play: dict[str, Any], loc: SourceLocation, where: Any, label: str, problems: Problems) -> dict[str, Any] | None:
+def _topic_defaults(play: dict[str, Any], loc: SourceLocation, where: Any, label: str,
+                    problems: Problems) -> dict[str, Any] | None:
     defaults = play.get("topic_defaults")
     if defaults is None:
         return None
@@ -370,12 +373,14 @@ def _rendered_section(play: dict[str, Any], key: str, where: Any, variables: dic
         return None
     raw = play[key]
     fields.check_keys(section, allowed, key,
-                      (lambda k: raw.key_locations.get(k, where(key))) if isinstance(raw, YamlMap) else (lambda _k: where(key)),
+                      (lambda k: raw.key_locations.get(k, where(key))) if isinstance(raw, YamlMap)
+                      else (lambda _k: where(key)),
                       problems)
     return section
 
 
-def _apply_brokers(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
+def _apply_brokers(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems,
+                   label: str) -> None:
     decommission = fields.as_int_list(section.get("decommission") or [], "brokers.decommission", loc, problems) or ()
     add = fields.as_int_list(section.get("add") or [], "brokers.add", loc, problems) or ()
     both = set(decommission) & set(add)
@@ -386,7 +391,8 @@ def _apply_brokers(section: dict[str, Any], loc: SourceLocation, cluster: _Clust
     cluster.brokers_location = cluster.brokers_location or loc
 
 
-def _apply_rebalance(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
+def _apply_rebalance(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems,
+                     label: str) -> None:
     goal = fields.as_choice(section.get("goal", "replicas"), GOALS, "rebalance.goal", loc, problems) or "replicas"
     tolerance = 0.1
     if section.get("tolerance") is not None:
@@ -400,7 +406,8 @@ def _apply_rebalance(section: dict[str, Any], loc: SourceLocation, cluster: _Clu
     cluster.rebalance = rebalance
 
 
-def _apply_execution(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems, label: str) -> None:
+def _apply_execution(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems,
+                     label: str) -> None:
     throttle = None
     if section.get("throttle") is not None:
         throttle = fields.as_rate(section["throttle"], "execution.throttle", loc, problems)
@@ -413,8 +420,10 @@ def _apply_execution(section: dict[str, Any], loc: SourceLocation, cluster: _Clu
         throttle=throttle,
         max_partitions=fields.as_int(batch["max_partitions"], "max_partitions", loc, problems, minimum=1)
         if batch.get("max_partitions") is not None else None,
-        max_bytes=fields.as_size(batch["max_bytes"], "max_bytes", loc, problems) if batch.get("max_bytes") is not None else None,
-        max_moves_per_broker=fields.as_int(batch["max_moves_per_broker"], "max_moves_per_broker", loc, problems, minimum=1)
+        max_bytes=fields.as_size(batch["max_bytes"], "max_bytes", loc,
+                                 problems) if batch.get("max_bytes") is not None else None,
+        max_moves_per_broker=fields.as_int(batch["max_moves_per_broker"], "max_moves_per_broker", loc, problems,
+                                           minimum=1)
         if batch.get("max_moves_per_broker") is not None else None,
         order=fields.as_choice(section.get("order", "size"), ORDERS, "execution.order", loc, problems) or "size",
         stall_timeout=fields.as_duration(section["stall_timeout"], "execution.stall_timeout", loc, problems)

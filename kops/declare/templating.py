@@ -157,7 +157,8 @@ class Renderer:
                 if default is not None:
                     return default
                 raise TemplateProblem(f"lookup('file', {terms[0]!r}): {exc.strerror or exc}") from None
-        raise TemplateProblem(f"unknown lookup {kind!r}", hint="kops supports lookup('env', ...) and lookup('file', ...)")
+        raise TemplateProblem(f"unknown lookup {kind!r}",
+                              hint="kops supports lookup('env', ...) and lookup('file', ...)")
 
     def render(self, value: Any, variables: dict[str, Any], memo: dict[str, Any] | None = None) -> Any:
         """Render a string template (native type for a lone expression); other values pass through.
@@ -193,7 +194,8 @@ class Renderer:
         except TemplateProblem:
             raise
         except UndefinedError as exc:
-            raise TemplateProblem(f"undefined variable: {exc.message}", hint="define it in vars, the inventory or -e") from None
+            raise TemplateProblem(f"undefined variable: {exc.message}",
+                                  hint="define it in vars, the inventory or -e") from None
         except SecurityError as exc:
             raise TemplateProblem(f"template refused by the sandbox: {exc}") from None
         except TemplateSyntaxError as exc:

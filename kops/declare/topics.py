@@ -191,7 +191,8 @@ class TopicReader:
         for key, value in rendered.items():
             key_loc = raw.where(key) if isinstance(raw, YamlMap) else loc
             field_locations[f"config.{key}"] = key_loc
-            if isinstance(value, (dict, list)) and not (checked and key == "cleanup.policy" and isinstance(value, list)):
+            if isinstance(value,
+                          (dict, list)) and not (checked and key == "cleanup.policy" and isinstance(value, list)):
                 p.error(key_loc, f"config {key} must be a single value, not a {type(value).__name__}")
                 continue
             if isinstance(value, Secret):
@@ -251,7 +252,8 @@ class TopicReader:
             p.error(loc, "the static strategy needs assignments (partition: [replicas])")
         return Placement(strategy, assignments, brokers, tuple(exclude))
 
-    def _assignments(self, raw: Any, loc: SourceLocation, partitions: int | None, rf: int | None) -> dict[int, tuple[int, ...]] | None:
+    def _assignments(self, raw: Any, loc: SourceLocation, partitions: int | None,
+                     rf: int | None) -> dict[int, tuple[int, ...]] | None:
         p = self.problems
         if isinstance(raw, list):
             raw = dict(enumerate(raw))
@@ -265,7 +267,8 @@ class TopicReader:
             if number is None or ids is None:
                 return None
             if len(set(ids)) != len(ids):
-                p.error(loc, f"assignments[{number}] lists a broker twice: {list(ids)}", "a replica set has distinct brokers")
+                p.error(loc, f"assignments[{number}] lists a broker twice: {list(ids)}",
+                        "a replica set has distinct brokers")
                 return None
             if not ids:
                 p.error(loc, f"assignments[{number}] is empty")

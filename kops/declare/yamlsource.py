@@ -132,7 +132,9 @@ def parse_yaml(text: str | bytes, file: str) -> Any:
             return None
         return _Converter(file, loader).convert(node)
     except yaml.reader.ReaderError as exc:
-        raise YamlError(SourceLocation(file, 1, 1), f"invalid YAML: {exc.reason} (character #x{exc.character:04x} at offset {exc.position})") from None
+        raise YamlError(SourceLocation(file, 1, 1),
+                        f"invalid YAML: {exc.reason} (character #x{exc.character:04x} at offset "
+                        f"{exc.position})") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"

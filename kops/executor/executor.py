@@ -258,7 +258,8 @@ class Executor:
         record = self.journal.latest(plan_digest, kind)
         if record is None or record.finished:
             raise KopsError(f"no interrupted {kind} of this plan to resume",
-                            hint="start one with `kops apply PLAN`" if kind == "apply" else "start one with `kops rollback PLAN`")
+                            hint="start one with `kops apply PLAN`" if kind == "apply" else "start one with `kops "
+                                    "rollback PLAN`")
         record.status, record.stop_reason = RUNNING, None
         self.journal.clear_cancel(record.id)
         self.emit(Resumed(record.id, kind))
@@ -381,7 +382,8 @@ class Executor:
         for shrink in plan.partition_deletions:
             def mark(shrink=shrink) -> str:
                 self.cluster.shrink_partitions(shrink.topic, shrink.undeleted_partition_count)
-                return f"marked partitions {shrink.undeleted_partition_count}..{shrink.current_count - 1} of {shrink.topic} for deletion"
+                return (f"marked partitions {shrink.undeleted_partition_count}..{shrink.current_count - 1} of "
+                        f"{shrink.topic} for deletion")
             self._step(record, f"shrink:{shrink.topic}", mark)
 
     def _deletions(self, record: ExecutionRecord, plan: Plan) -> None:

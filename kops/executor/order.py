@@ -5,7 +5,8 @@ Kafka's KIP-455 cancellation returns a partition to its original replica set but
 the ZooKeeper-mode controller both revert to the replicas the reassignment had (the target's order, the
 replicas being removed after it) minus the ones being added (seen on Kafka 4.1: [3, 4, 1] came back as
 [1, 3, 4]; in tests/integration/test_admin_executor.py on 4.3 and 3.9: [3, 2] as [2, 3]). Its preferred leader
-changes, and a later plan or rollback would take the new order for the original. kops promises the original order (the journal's `from_replicas`), as the
+changes, and a later plan or rollback would take the new order for the original. kops promises the original order (the
+journal's `from_replicas`), as the
 seeds' KIP-236 cancellation and kops's rollback keep it. So, after every cancellation kops makes:
 1. the cancelled partitions are read; each on its original replica set in another order, every replica in sync,
    gets a leader-only reassignment to its original order (same replicas: nothing is copied, the controller

@@ -60,7 +60,8 @@ def _config_difference(written: dict[str, str], now: dict[str, str]) -> str:
         ", where the execution set " + (", ".join(f"{k}={written[k]!r}" for k in keys[:3] if k in written) or "nothing")
 
 
-def rollback_of(forward: ExecutionRecord, snapshot: Snapshot, current_configs: dict[str, dict[str, str]]) -> RollbackSteps:
+def rollback_of(forward: ExecutionRecord, snapshot: Snapshot,
+                current_configs: dict[str, dict[str, str]]) -> RollbackSteps:
     """What undoes `forward` on a cluster in the state `snapshot` (nothing may be in flight on its partitions)."""
     started = [b for b in forward.batches if b.status != PENDING]
     undo = invert([(b.index, b.moves) for b in started], lambda tp: _replicas(snapshot, tp),

@@ -51,7 +51,8 @@ def in_flight_throttles(record: ExecutionRecord, moves: list[Move], snapshot: Sn
         now = dict(snapshot_configs(snapshot)(entity_type, name))
         key = entity_key(entity_type, name)
         for config_key, before in record.throttles_before.get(key, {}).items():
-            value = without_ours(config_key, now.get(config_key), record.throttles_written.get(key, {}).get(config_key), before)
+            value = without_ours(config_key, now.get(config_key), record.throttles_written.get(key, {}).get(config_key),
+                                 before)
             if value is None:
                 now.pop(config_key, None)
             else:

@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.write:
                 file.write_text(wanted, encoding="utf-8")
     if stale and not args.write:
-        raise SystemExit(f"stale (run with --write): {', '.join(stale)}")  # the interpreter reports it: only kops/cli prints
+        raise SystemExit(f"stale (run with --write): "
+                         f"{', '.join(stale)}")  # the interpreter reports it: only kops/cli prints
     return 0
 
 

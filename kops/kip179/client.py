@@ -120,7 +120,8 @@ class Kip179Client:
         for tp, node in zip(tps, nodes):
             if node is not None:
                 try:
-                    leaders[tp] = decode_partition_state(node.data, paths.partition_state(tp.topic, tp.partition)).leader
+                    state_path = paths.partition_state(tp.topic, tp.partition)
+                    leaders[tp] = decode_partition_state(node.data, state_path).leader
                 except ZnodeFormatError:
                     continue
         out: dict[tuple[TopicPartition, int], ReplicaStatus] = {}
@@ -152,7 +153,8 @@ class Kip179Client:
         out: dict[int, list[LogDirDescription]] = {}
         for broker_id in wanted:
             try:
-                out[broker_id] = decode_log_dirs_response(broker_id, self._call(known[broker_id], DESCRIBE_LOG_DIRS, {}))
+                answer = self._call(known[broker_id], DESCRIBE_LOG_DIRS, {})
+                out[broker_id] = decode_log_dirs_response(broker_id, answer)
             except (RpcUnavailable, RpcError):
                 self._rpc.pop(broker_id, None)
         return out

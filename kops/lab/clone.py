@@ -59,7 +59,8 @@ def start(directory: Path, engine: str, racks: Mapping[int, str], *, time_scale:
     if engine == KOPS:
         lab = Lab(directory, detached=False)
         bandwidth = max(KOPS_BANDWIDTH, HEADROOM * (throttle or 0))
-        state = lab.up(time_scale=time_scale, bandwidth=float(bandwidth), rack_of=racks, session_timeout=SESSION_TIMEOUT)
+        state = lab.up(time_scale=time_scale, bandwidth=float(bandwidth), rack_of=racks,
+                       session_timeout=SESSION_TIMEOUT)
         return CloneLab(lab, engine, state.connect, None)
     real = KafkaLab(directory, detached=False)
     real_state = real.up(engine, heap_mb=heap_mb, rack_of=racks)

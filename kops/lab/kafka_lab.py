@@ -109,7 +109,8 @@ class KafkaLab(LabFolder):
         state = state or self.state()
         dist = require(state.engine)
         if dist.version != state.version:
-            raise EnvironmentProblem(f"this lab runs Kafka {state.version}, the installed {state.engine} is {dist.version}",
+            raise EnvironmentProblem(f"this lab runs Kafka {state.version}, the installed {state.engine} is "
+                                     f"{dist.version}",
                                      where=str(self.state_file), hint="run: kops lab down, then kops lab up")
         return dist
 

@@ -223,7 +223,8 @@ def disk_capacities(values: Iterable[str], brokers: Iterable[int]) -> dict[int, 
         try:
             size = parse_size(size_text.strip())
         except ValueError as exc:
-            raise UsageError(f"--disk-capacity {value}: {exc}", hint="write SIZE or ID=SIZE, e.g. 2GiB or 3=1GiB") from None
+            raise UsageError(f"--disk-capacity {value}: {exc}",
+                             hint="write SIZE or ID=SIZE, e.g. 2GiB or 3=1GiB") from None
         if size <= 0:
             raise UsageError(f"--disk-capacity {value}: a disk holds at least one byte",
                              hint="leave the option out for an unlimited disk")

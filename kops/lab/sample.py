@@ -42,7 +42,8 @@ def _state(replicas: tuple[int, ...], leader: int | None = None, isr: tuple[int,
     )
 
 
-def _topic(name: str, layout: Sequence[tuple[int, ...]], config: dict[str, str] | None = None, topic_id: str | None = None):
+def _topic(name: str, layout: Sequence[tuple[int, ...]], config: dict[str, str] | None = None,
+           topic_id: str | None = None):
     return Topic(
         name=name,
         partitions={p: Partition(replicas=r, state=_state(r)) for p, r in enumerate(layout)},
@@ -99,7 +100,8 @@ def sample_snapshot() -> Snapshot:
         topics={t.name: t for t in (clicks, legacy, orders, payments, retired)},
         broker_configs={
             **{
-                str(b): {"leader.replication.throttled.rate": "10485760", "follower.replication.throttled.rate": "10485760"}
+                str(b): {"leader.replication.throttled.rate": "10485760",
+                         "follower.replication.throttled.rate": "10485760"}
                 for b in (1, 2, 3, 4, 5, 6)
             },
             "<default>": {"log.cleaner.threads": "2"},

@@ -34,7 +34,8 @@ def produce(client: ZkClient, topic: str, count: int, partition: int | None = No
     undeleted = found.undeleted_partition_count or len(numbers)
     if partition is not None:
         if partition not in found.partitions:
-            raise UsageError(f"topic {topic!r} has no partition {partition}", hint=f"partitions are 0..{len(numbers) - 1}")
+            raise UsageError(f"topic {topic!r} has no partition "
+                             f"{partition}", hint=f"partitions are 0..{len(numbers) - 1}")
         if partition >= undeleted:
             raise UsageError(f"{topic}-{partition} is marked for deletion (undeleted_partition_count {undeleted})",
                              hint=f"produce to partitions 0..{undeleted - 1}; it is removed once it has drained")

@@ -1,5 +1,6 @@
 """Capabilities beyond Kafka's, from the seed documents, named as the lab advertises them in the `features`
-map of its broker znodes (v5). A real Kafka advertises none, so kops never uses them there (docs/design/architecture.md §2)."""
+map of its broker znodes (v5). A real Kafka advertises none, so kops never uses them there (docs/design/architecture.md
+§2)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,8 @@ def linear_bucket(hash_value: int, initial_count: int, undeleted_count: int) -> 
     if initial_count < 1:
         raise ValueError(f"initial_partition_count must be at least 1, got {initial_count}")
     if undeleted_count < initial_count:
-        raise ValueError(f"undeleted_partition_count {undeleted_count} is below initial_partition_count {initial_count}")
+        raise ValueError(f"undeleted_partition_count {undeleted_count} is below initial_partition_count "
+                         f"{initial_count}")
     level = initial_count
     while level * 2 <= undeleted_count:
         level *= 2

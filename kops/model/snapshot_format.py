@@ -103,7 +103,8 @@ def to_document(snapshot: Snapshot) -> dict[str, Any]:
             for m in sorted(snapshot.requested_moves)
         ],
         "pending_deletions": sorted(snapshot.pending_deletions),
-        "preferred_election": [{"topic": tp.topic, "partition": tp.partition} for tp in sorted(snapshot.preferred_election)],
+        "preferred_election": [{"topic": tp.topic,
+                                "partition": tp.partition} for tp in sorted(snapshot.preferred_election)],
         "cluster_features": snapshot.cluster_features(),
         "migration": snapshot.migration,
         "complete": snapshot.complete,
@@ -156,7 +157,8 @@ def _partition_of(p: doc_model.PartitionDoc) -> Partition:
 
 def _topic_of(name: str, t: doc_model.TopicDoc) -> Topic:
     return Topic(
-        name=name, partitions={int(k): _partition_of(p) for k, p in sorted(t.partitions.items(), key=lambda kv: int(kv[0]))},
+        name=name,
+        partitions={int(k): _partition_of(p) for k, p in sorted(t.partitions.items(), key=lambda kv: int(kv[0]))},
         topic_id=t.topic_id, config=dict(t.config), initial_partition_count=t.initial_partition_count,
         undeleted_partition_count=t.undeleted_partition_count,
     )
@@ -171,7 +173,8 @@ def from_document(raw: Any) -> Snapshot:
         brokers=tuple(sorted((_broker_of(b) for b in d.brokers), key=lambda b: b.id)),
         topics={name: _topic_of(name, t) for name, t in sorted(d.topics.items())},
         broker_configs={k: dict(v) for k, v in sorted(d.broker_configs.items())},
-        requested_moves=tuple(sorted(RequestedMove(m.topic, m.partition, tuple(m.replicas)) for m in d.requested_moves)),
+        requested_moves=tuple(sorted(RequestedMove(m.topic, m.partition,
+                                                   tuple(m.replicas)) for m in d.requested_moves)),
         pending_deletions=tuple(d.pending_deletions),
         preferred_election=tuple(sorted(TopicPartition(e.topic, e.partition) for e in d.preferred_election)),
         migration=d.migration,

@@ -28,7 +28,8 @@ class ConfigSpec:
 
 TOPIC_CONFIGS: dict[str, ConfigSpec] = {
     "cleanup.policy": ConfigSpec("list", "delete", choices=("delete", "compact")),
-    "compression.type": ConfigSpec("enum", "producer", choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    "compression.type": ConfigSpec("enum", "producer",
+                                   choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
     "delete.retention.ms": ConfigSpec("long", "86400000", 0),
     "file.delete.delay.ms": ConfigSpec("long", "60000", 0),
     "flush.messages": ConfigSpec("long", MAX_LONG, 1),

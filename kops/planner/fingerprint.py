@@ -23,7 +23,8 @@ def topic_digest(snapshot: Snapshot, name: str) -> str:
     if topic is None:
         return "absent"
     return _digest({
-        "partitions": {str(p): [list(x.replicas), list(x.adding), list(x.removing)] for p, x in sorted(topic.partitions.items())},
+        "partitions": {str(p): [list(x.replicas), list(x.adding), list(x.removing)] for p,
+                       x in sorted(topic.partitions.items())},
         "config": topic.config,
         "pending_deletion": name in snapshot.pending_deletions,
     })

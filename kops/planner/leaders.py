@@ -55,7 +55,8 @@ def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartitio
 
     # 2. Augmenting paths for whatever is left above the cap.
     for broker in sorted(led):
-        while count[broker] > cap and room() > 0 and _augment(layout, broker, cap, led, count, eligible, changed, room()):
+        while (count[broker] > cap and room() > 0
+               and _augment(layout, broker, cap, led, count, eligible, changed, room())):
             pass
     return len(changed)
 

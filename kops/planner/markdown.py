@@ -80,7 +80,8 @@ def _topic_changes(plan: Plan) -> list[str]:
     for a in plan.partition_additions:
         lines.append(f"| `{a.topic}` | add {len(a.assignment)} partitions |")
     for pd in plan.partition_deletions:
-        lines.append(f"| `{pd.topic}` | **mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for deletion** |")
+        lines.append(f"| `{pd.topic}` | **mark partitions {pd.undeleted_partition_count}..{pd.current_count - 1} for "
+                     f"deletion** |")
     for cfg in plan.configs:
         parts = [f"`{k}`: {cfg.before.get(k, '(default)')} → {v}" for k, v in sorted(cfg.set.items())]
         parts += [f"`{k}`: {cfg.before[k]} → (default)" for k in cfg.remove]
@@ -115,7 +116,8 @@ def _batches_and_moves(plan: Plan) -> list[str]:
              "|---|---|---|---|---|"]
     for b in plan.batches:
         rate = format_rate(b.throttle.rate) if b.throttle.rate else "none"
-        lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} | {duration(b.estimate.seconds)} | {rate} |")
+        lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} | {duration(b.estimate.seconds)} | {rate} "
+                     f"|")
     lines += ["", "</details>", "", "<details><summary>Moves</summary>", "", "| partition | from | to | bytes | why |",
               "|---|---|---|---|---|"]
     for m in plan.moves:
@@ -131,7 +133,8 @@ def _per_broker(plan: Plan) -> list[str]:
     if not brokers:
         return []
     lines = _charts(plan, brokers)
-    lines += ["<details><summary>Per broker</summary>", "", "| broker | replicas | leaders | bytes |", "|---|---|---|---|"]
+    lines += ["<details><summary>Per broker</summary>", "", "| broker | replicas | leaders | bytes |",
+              "|---|---|---|---|"]
     for broker in brokers:
         lines.append(f"| {broker} | {s.replicas_before.get(broker, 0)} → {s.replicas_after.get(broker, 0)} | "
                      f"{s.leaders_before.get(broker, 0)} → {s.leaders_after.get(broker, 0)} | "

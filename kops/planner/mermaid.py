@@ -15,7 +15,8 @@ def _label(text: str) -> str:
     return "".join(c for c in text if c not in '"`:;#\n').strip() or "-"
 
 
-def bar_chart(title: str, x_labels: Sequence[str], y_label: str, series: Sequence[tuple[str, Sequence[float]]]) -> list[str]:
+def bar_chart(title: str, x_labels: Sequence[str], y_label: str,
+              series: Sequence[tuple[str, Sequence[float]]]) -> list[str]:
     """An `xychart-beta`: the first series as bars, the others as lines over them (Mermaid draws a second bar
     series on top of the first, hiding it, so a before/after pair is a line and bars)."""
     top = max((v for _name, values in series for v in values), default=0.0)

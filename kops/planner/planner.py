@@ -231,7 +231,8 @@ def _topic(work: _Work, decl: TopicDeclaration, eligible: list[int], rack_aware:
         _delete(work, decl, existing)
         return
     if decl.name in work.snapshot.pending_deletions:
-        work.error(decl.location, f"topic {decl.name} is being deleted", "wait until the deletion completes, then plan again")
+        work.error(decl.location, f"topic {decl.name} is being deleted",
+                   "wait until the deletion completes, then plan again")
         return
     topic_eligible = _topic_eligible(work, decl.name, eligible)
     if not _shape_possible(work, decl, existing, topic_eligible, rack_aware):
@@ -284,7 +285,8 @@ def _shape_possible(work: _Work, decl: TopicDeclaration, existing: Topic | None,
         return False
     if rf is not None and rf > len(topic_eligible):
         work.error(decl.where("replication_factor"),
-                   f"topic {decl.name}: replication_factor {rf} needs {rf} brokers, only {len(topic_eligible)} are eligible")
+                   f"topic {decl.name}: replication_factor {rf} needs {rf} brokers, only {len(topic_eligible)} are "
+                   f"eligible")
         return False
     if strategy == "rack-aware" and rf is not None:
         racks = {work.layout.rack(b) for b in topic_eligible}
@@ -441,7 +443,8 @@ def _shrinks_retention(before: str, after: str) -> bool:
     return 0 <= new < old
 
 
-def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy, eligible: list[int]) -> Plan:
+def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy,
+              eligible: list[int]) -> Plan:
     """The plan from the planned layout: the moves, their batches with throttles and estimates, the election,
     the rollback, the reviewer's warnings and the summary."""
     snapshot, desired = work.snapshot, work.desired
@@ -499,12 +502,14 @@ def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy:
         if part.reassigning and not policy.allow_in_flight:
             decl = desired.topics.get(tp.topic)
             in_flight_problems.append(Problem(
-                decl.location if decl else desired.brokers.location or (desired.rebalance.location if desired.rebalance else None),
+                decl.location if decl
+                else desired.brokers.location or (desired.rebalance.location if desired.rebalance else None),
                 f"{tp} is being reassigned right now and this plan must move it",
                 "wait for the reassignment to finish (kops status), or plan with --allow-in-flight"))
             continue
         leader = part.leader if part.leader in current else current[0]
-        moves.append(Move(tp.topic, tp.partition, current, target, layout.size(tp), leader, work.reason.get(tp, "leader balance")))
+        moves.append(Move(tp.topic, tp.partition, current, target, layout.size(tp), leader,
+                          work.reason.get(tp, "leader balance")))
     if in_flight_problems:
         raise PlanningError(in_flight_problems)
     return moves
@@ -540,9 +545,11 @@ def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartiti
     )
     irreversible = tuple(
         [f"topic {c.topic} was created: rollback does not delete it" for c in work.creations]
-        + [f"{len(a.assignment)} partition(s) added to {a.topic}: Kafka cannot remove partitions" for a in work.additions]
+        + [f"{len(a.assignment)} partition(s) added to {a.topic}: Kafka cannot remove "
+           f"partitions" for a in work.additions]
         + [f"topic {d.topic} was deleted with its data" for d in work.deletions]
-        + [f"partitions of {s.topic} above {s.undeleted_partition_count} were marked for deletion" for s in work.shrinks]
+        + [f"partitions of {s.topic} above {s.undeleted_partition_count} were marked for "
+           f"deletion" for s in work.shrinks]
     )
     return Rollback(batches, configs, election, irreversible)
 
@@ -553,7 +560,8 @@ def _summary(work: _Work, original: dict[TopicPartition, tuple[int, ...]], batch
     _, _, lower_seconds = batching.port_times(moves, port_rate, port_rate)
     destructive = tuple(
         [f"delete topic {d.topic} ({d.partitions} partitions)" for d in work.deletions]
-        + [f"mark partitions {s.undeleted_partition_count}..{s.current_count - 1} of {s.topic} for deletion" for s in work.shrinks]
+        + [f"mark partitions {s.undeleted_partition_count}..{s.current_count - 1} of {s.topic} for "
+           f"deletion" for s in work.shrinks]
         + [f"topic {c.entity}: {c.reason}" for c in work.configs if c.destructive]
     )
     data_moves = [m for m in moves if m.kind == "data"]
@@ -642,7 +650,9 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
     location = SourceLocation(where, 1, 1) if where else None
     missing = sorted(str(tp) for tp in targets if snapshot.partition(tp) is None)
     if missing:
-        raise PlanningError([Problem(location, f"the proposed assignment contains non-existent partitions: {', '.join(missing[:10])}")])
+        raise PlanningError([Problem(location,
+                                     f"the proposed assignment contains non-existent partitions: "
+                                     f"{', '.join(missing[:10])}")])
     unknown = sorted({b for r in targets.values() for b in r} - snapshot.live_broker_ids)
     if unknown:
         raise PlanningError([Problem(location, f"the proposed assignment contains non-existent broker ids: {unknown}")])

@@ -45,6 +45,7 @@ def describe(moves: list[Move], remote_total: int | None) -> str | None:
     if remote_total is None or not tiered:
         return None
     local = sum(m.copied_bytes for m in tiered)
-    known = "" if all(m.remote_bytes for m in tiered) else " (remote sizes unknown for some: give remote_bytes in --sizes)"
+    known = "" if all(m.remote_bytes for m in tiered) else (" (remote sizes unknown for some: give remote_bytes in "
+                                                            "--sizes)")
     return (f"tiered storage (KIP-405): {len(tiered)} move(s) of tiered topics copy their local logs, "
             f"{format_size(local)}; {format_size(remote_total)} stay in remote storage, not copied{known}")

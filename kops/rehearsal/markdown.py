@@ -24,7 +24,8 @@ def _setup(r: Report) -> list[str]:
     s = r.scaling
     lines = [f"Clone on the **{r.engine}** engine: {r.sample}; built in {r.clone_seconds:.0f} s. Time scaled "
              f"×{s['factor']} (bytes ÷{s['bytes_divisor']}, rates ÷{s['rate_divisor']}); every duration below is "
-             f"production time, except the clone's own latency, measured first and not multiplied ({r.latency_seconds:.2f} s "
+             f"production time, except the clone's own latency, measured first and not multiplied "
+             f"({r.latency_seconds:.2f} s "
              f"to complete an empty move, {r.latency_batch_seconds:.2f} s for as many as the largest batch). "
              f"Execution: {r.mode}."]
     if r.traffic:
@@ -52,7 +53,8 @@ def _name(b: BatchResult) -> str:
 
 
 def _batch_table(r: Report) -> list[str]:
-    lines = ["| batch | moves | bytes | estimate | measured | error | busiest destination | URP·s | slowest partition |",
+    lines = ["| batch | moves | bytes | estimate | measured | error | busiest destination | URP·s | slowest partition "
+             "|",
              "|---|---|---|---|---|---|---|---|---|"]
     for b in r.batches:
         error = "n/a" if b.error is None else f"{b.error:+.0%}" + (" ⚠️" if b.off(r.tolerance) else "") + (
@@ -64,7 +66,8 @@ def _batch_table(r: Report) -> list[str]:
         slowest = "-" if b.slowest is None else f"`{b.slowest}`: {b.slowest_why}"
         measured = duration(b.measured_seconds) if b.measured_seconds is not None else (
             "not run" if b.started_at is None else "did not finish")
-        lines.append(f"| {_name(b)} | {b.moves} | {format_size(b.bytes)} | {duration(b.estimate_seconds)} | {measured} | "
+        lines.append(f"| {_name(b)} | {b.moves} | {format_size(b.bytes)} | {duration(b.estimate_seconds)} | {measured} "
+                     f"| "
                      f"{error} | {busiest} | {b.urp_seconds:,.0f} | {slowest} |")
         for stall in b.stalls:
             lines.append(f"| | | | | | | stalled: {stall} | | |")
@@ -75,7 +78,8 @@ def _rollback(r: Report) -> list[str]:
     if r.rollback_stopped:
         said = f"Rollback stopped: {r.rollback_stopped}."
     else:
-        said = f"Rollback took {duration(r.rollback_seconds)}" if r.rollback_seconds is not None else "Rollback: not run"
+        said = (f"Rollback took "
+                f"{duration(r.rollback_seconds)}") if r.rollback_seconds is not None else "Rollback: not run"
         said += "; the layout is back as the snapshot had it." if r.layout_restored else (
             "; the layout is NOT back: " + "; ".join(r.layout_differences[:5]))
     return [said, ""]

@@ -106,7 +106,8 @@ class Report:
         total = self.total_error
         if total is None:
             return "OFF: the run measured no duration to compare with the plan's estimate"
-        head = (f"the plan's estimate of {duration(self.estimate_seconds)} {'holds' if abs(total) <= self.tolerance else 'is off'}"
+        head = (f"the plan's estimate of {duration(self.estimate_seconds)} "
+                f"{'holds' if abs(total) <= self.tolerance else 'is off'}"
                 f" (measured {duration(self.measured_seconds)}, {_pct(total)}, tolerance ±{self.tolerance:.0%})")
         off = self.off_batches()
         if code == 0:

@@ -6,7 +6,8 @@ bytes, so it keeps production's rates (R = 1) and runs its clock up to `MAX_TIME
 left of F divides the bytes. Its brokers are processes of this machine, and every broker fetches from every other,
 so a clone's work grows with the square of its brokers: beyond what the machine's cores carry at full speed, its
 clock runs slower than wall time (slow motion: its brokers' rounds stretch with it) and the bytes shrink by as
-much more, so F, and the rehearsal's length, stay as chosen. Real Kafka moves real bytes on this machine: its throttle is the lab's rate (R =
+much more, so F, and the rehearsal's length, stay as chosen. Real Kafka moves real bytes on this machine: its throttle
+is the lab's rate (R =
 production throttle / lab rate) and the bytes shrink by F·R. Background traffic scales with the rates, so the
 share of the throttle it takes is production's.
 """

@@ -1,6 +1,7 @@
 """Read a sizes summary (`kops sizes summarize --out PATH`) into {partition: bytes}, without starting Spark.
 
-Accepted: the folder `kops sizes summarize --out` wrote (its `partitions/` part), a folder of Spark output files (`part-*.json` JSON lines, `part-*.parquet` when pyarrow is
+Accepted: the folder `kops sizes summarize --out` wrote (its `partitions/` part), a folder of Spark output files
+(`part-*.json` JSON lines, `part-*.parquet` when pyarrow is
 installed), a single JSON-lines file, or a JSON object `{"topic-partition": bytes}`. Each row has at least
 `topic`, `partition`, `bytes`; `growth_bytes_per_s` (net growth) and `write_bytes_per_s` (the write rate) are
 kept when present; a summary written before the write rate was named has only `growth_bytes_per_s`, which then
@@ -77,7 +78,8 @@ def _parquet_file(path: Path, sizes: Sizes) -> None:
     try:
         import pyarrow.parquet as pq  # optional: Spark's parquet output
     except ImportError:
-        raise DocumentError("reading parquet needs pyarrow", where=str(path), hint="pip install pyarrow, or write JSON") from None
+        raise DocumentError("reading parquet needs pyarrow", where=str(path),
+                            hint="pip install pyarrow, or write JSON") from None
     for row in pq.read_table(path, columns=None).to_pylist():
         _row(row, str(path), sizes)
 
@@ -89,7 +91,8 @@ def read_sizes(path: Path) -> Sizes:
     if (path / "partitions").is_dir():  # `kops sizes summarize --out PATH`: partitions/ and brokers/
         path = path / "partitions"
     files = [path] if path.is_file() else sorted(
-        p for p in path.rglob("*") if p.is_file() and not p.name.startswith((".", "_")) and p.suffix in (".json", ".parquet", "")
+        p for p in path.rglob("*")
+        if p.is_file() and not p.name.startswith((".", "_")) and p.suffix in (".json", ".parquet", "")
     )
     try:
         for file in files:

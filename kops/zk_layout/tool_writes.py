@@ -205,7 +205,8 @@ def queue_reassignment(client: ZkClient, targets: Iterable[ReassignmentTarget]) 
         client.create(paths.REASSIGN_QUEUE, encode_reassignment(targets), makepath=True)
     except NodeExists:
         raise AdminRefused("queued moves are waiting for the controller", where=paths.REASSIGN_QUEUE,
-                           hint="the controller deletes the queue znode when it takes the moves in; retry then") from None
+                           hint="the controller deletes the queue znode when it takes the moves in; retry "
+                                "then") from None
 
 
 def request_preferred_election(client: ZkClient, partitions: Iterable[TopicPartition]) -> None:

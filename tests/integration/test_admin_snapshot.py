@@ -110,7 +110,8 @@ def test_a_snapshot_read_right_after_a_burst_of_creations_is_honest(bootstrap: s
     assert code == 0 and all(t["partitions"] for t in doc["topics"].values())
     assert doc["complete"] == (not doc["problems"])
     playbook = tmp_path / "pb.yml"
-    playbook.write_text(f"- hosts: all\n  topics: [{{name: burst-000, partitions: {PARTITIONS}, replication_factor: 3}}]\n")
+    playbook.write_text(f"- hosts: all\n  topics: [{{name: burst-000, partitions: {PARTITIONS}, replication_factor: "
+                        f"3}}]\n")
     capsys.readouterr()
     code = main(["plan", str(playbook), "--snapshot", str(out)])
     if doc["complete"]:

@@ -24,7 +24,8 @@ def steps() -> dict[str, str]:
 
 
 def run_step(name: str, repo: Path, approved: bool, **extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **extra, PLAYBOOK="playbooks/platform.yml", INVENTORY="inventories/example", CLUSTER="golden",
+    env = dict(os.environ, **extra, PLAYBOOK="playbooks/platform.yml", INVENTORY="inventories/example",
+               CLUSTER="golden",
                SNAPSHOT="snapshots/golden.json", SIZES="sizes/golden", APPROVED="true" if approved else "false",
                GITHUB_OUTPUT=str(repo / "github-output"),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -75,7 +76,8 @@ def test_an_ordinary_change_passes_with_its_plan_posted(tmp_path: Path, scenario
 
 def test_an_invalid_playbook_fails_validation_with_its_location(tmp_path: Path) -> None:
     repo = repository(tmp_path, "create")
-    (repo / "playbooks" / "platform.yml").write_text("- hosts: all\n  topics:\n    - {name: 'bad name!', partitions: 1}\n")
+    (repo / "playbooks" / "platform.yml").write_text("- hosts: all\n  topics:\n    - {name: 'bad name!', partitions: "
+                                                     "1}\n")
     result = run_step("validate", repo, False)
     assert result.returncode == 1 and "playbooks/platform.yml:3:" in result.stdout + result.stderr
 

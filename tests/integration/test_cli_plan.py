@@ -36,7 +36,8 @@ def test_live_plan_writes_plan_and_kafka_json(cluster: str, tmp_path: Path, caps
     pb = tmp_path / "pb.yml"
     pb.write_text(PLAYBOOK)
     out, kafka = tmp_path / "plan.json", tmp_path / "kafka.json"
-    assert main(["plan", str(pb), "-z", cluster, "-o", str(out), "--export-kafka", str(kafka), "--detailed-exitcode"]) == 2
+    assert main(["plan", str(pb), "-z", cluster, "-o", str(out), "--export-kafka", str(kafka),
+                 "--detailed-exitcode"]) == 2
     plan = plan_format.loads(out.read_bytes(), str(out))
     assert [c.topic for c in plan.creations] == ["audit"] and plan.connect == cluster
     assert all(len(b.moves) <= 4 for b in plan.batches) and plan.summary.moves == 12
@@ -86,7 +87,8 @@ def test_import_kafka_json(cluster: str, tmp_path: Path, capsys) -> None:
         ("- hosts: all\n  topics: [{name: 'bad name'}]\n", "illegal character"),
     ],
 )
-def test_plan_errors_are_one_line_with_location(cluster: str, tmp_path: Path, playbook: str, message: str, capsys) -> None:
+def test_plan_errors_are_one_line_with_location(cluster: str, tmp_path: Path, playbook: str, message: str,
+                                                capsys) -> None:
     pb = tmp_path / "pb.yml"
     pb.write_text(playbook)
     assert main(["plan", str(pb), "-z", cluster]) == 1

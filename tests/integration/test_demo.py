@@ -35,7 +35,8 @@ def test_demo_runs_every_step_rolls_back_exactly_and_cleans_up(engine: str, tmp_
                     f"$ kops status {flag}", "$ kops rollback", "$ kops lab down"):
         assert command in out
     if engine == "kafka-4":
-        assert "Apache Kafka 4" in out and "$ kops sizes collect -b" in out and "--store" in out and "--incremental" in out
+        assert "Apache Kafka 4" in out and ("$ kops sizes collect "
+                                            "-b") in out and "--store" in out and "--incremental" in out
     plan = plan_format.loads((lab / "plan.json").read_bytes(), "plan.json")
     assert [c.topic for c in plan.creations] == ["shop.audit"]
     assert all(6 not in m.to_replicas for m in plan.moves) and len(plan.batches) >= 2

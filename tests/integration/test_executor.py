@@ -52,7 +52,8 @@ def layout(zk: ZkClient) -> dict[str, dict[int, tuple[int, ...]]]:
 def throttle_configs(zk: ZkClient) -> dict[str, dict[str, str]]:
     snap = read_snapshot(zk)
     found = {f"topics/{n}": {k: v for k, v in t.config.items() if k in ALL_KEYS} for n, t in snap.topics.items()}
-    found.update({f"brokers/{b}": {k: v for k, v in c.items() if k in ALL_KEYS} for b, c in snap.broker_configs.items()})
+    found.update({f"brokers/{b}": {k: v for k, v in c.items() if k in ALL_KEYS} for b,
+                  c in snap.broker_configs.items()})
     return {k: v for k, v in found.items() if v}
 
 
@@ -137,7 +138,8 @@ def test_drift_lock_and_confirmation(tmp_path: Path, engine_lab, capsys) -> None
         assert zk.exists(paths.KOPS_EXECUTIONS) is None or not zk.children(paths.KOPS_EXECUTIONS)
         # another holder: exit 5, naming it
         zk.ensure_path(paths.KOPS_ROOT)
-        zk.create(paths.KOPS_LOCK, json.dumps({"host": "elsewhere", "user": "ops", "pid": 1, "plan": "x.json"}).encode(),
+        zk.create(paths.KOPS_LOCK,
+                  json.dumps({"host": "elsewhere", "user": "ops", "pid": 1, "plan": "x.json"}).encode(),
                   ephemeral=True)
         assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 5
         assert "ops@elsewhere" in capsys.readouterr().err

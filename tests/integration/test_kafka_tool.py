@@ -89,5 +89,6 @@ def test_a_proposal_of_kafkas_tool_imports_and_applies_with_kops(real39, tmp_pat
     assert main(["apply", str(plan_file), "-z", cluster.zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     assert judged(cluster, zk, {"orders": proposed})
     assert throttle_configs(zk) == {}
-    assert main(["rollback", str(plan_file), "-z", cluster.zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    assert main(["rollback", str(plan_file), "-z", cluster.zk_connect, "--yes", "--format", "json", "--poll",
+                 "0.2"]) == 0
     assert judged(cluster, zk, ORIGINAL) and layout(zk) == ORIGINAL

@@ -74,7 +74,8 @@ def test_broker_kill_moves_leaders_to_isr_members(lab_dir: Path, zk_connect: str
         wait_until(lambda: all(state(zk, "events", p) for p in range(6)), what="partitions created")
         lab.kill_broker(victim)
         for p in range(6):
-            s = wait_until(lambda p=p: (x := state(zk, "events", p)) and x.leader != victim and x, what=f"events-{p} moves")
+            s = wait_until(lambda p=p: (x := state(zk, "events", p)) and x.leader != victim and x,
+                           what=f"events-{p} moves")
             assert s.leader in others and victim not in s.isr and s.leader != -1
 
 
@@ -123,7 +124,8 @@ def test_new_controller_finishes_a_reassignment_when_the_old_one_dies(lab_dir: P
         tool_writes.create_topic(zk, "moving", {0: tuple(source)})
         wait_until(lambda: state(zk, "moving", 0), what="partition created")
         wait_until(lambda: traffic.produce(zk, "moving", 100 * MB, 0), what="produce")
-        wait_until(lambda: (r := replica(zk, source[1], "moving", 0)) and r["end"] == 100 * MB, what="follower caught up")
+        wait_until(lambda: (r := replica(zk, source[1], "moving", 0)) and r["end"] == 100 * MB,
+                   what="follower caught up")
         tool_writes.alter_config(zk, "brokers", str(target), {"follower.replication.throttled.rate": str(20 * MB)})
         tool_writes.alter_config(zk, "topics", "moving", {"follower.replication.throttled.replicas": f"0:{target}"})
         configs_applied(zk)
@@ -168,7 +170,8 @@ def test_brokers_refuse_a_stale_controller_epoch(lab_dir: Path, zk_connect: str)
     with running_lab(lab_dir, zk_connect, brokers=2) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
         wait_until(lambda: controller(zk), what="a controller")
         lab.kill_broker(controller(zk))  # epoch 2 now reaches the survivor
-        survivor = wait_until(lambda: controller(zk) if controller(zk) in (1, 2) and zk.exists(paths.broker(3 - controller(zk))) is None else None,
+        survivor = wait_until(lambda: controller(zk) if controller(zk) in (1, 2)
+                              and zk.exists(paths.broker(3 - controller(zk))) is None else None,
                               what="the survivor is controller")
         wait_until(lambda: broker_status(zk, survivor)["controller"]["epoch"] == 2, what="failover done")
         with pytest.raises(RpcError, match="stale controller epoch 1"):

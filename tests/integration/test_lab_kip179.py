@@ -42,20 +42,24 @@ def test_alter_topics_performs_changes_through_the_controller_and_answers_the_ki
         wait_until(lambda: state(zk, "wide", 1) and state(zk, "grow", 1), what="topics created")
 
         # validate_only: accepted, nothing written
-        assert errors(api.alter_topics([AlteredTopic("grow", num_partitions=4)], validate_only=True)) == {"grow": ErrorCode.NONE}
+        assert errors(api.alter_topics([AlteredTopic("grow", num_partitions=4)],
+                                       validate_only=True)) == {"grow": ErrorCode.NONE}
         assert sorted(replicas(zk, "grow")) == [0, 1]
 
         # partition count: written to the topic znode, created by the controller before the answer (timeout)
-        assert errors(api.alter_topics([AlteredTopic("grow", num_partitions=4)], timeout_ms=10_000)) == {"grow": ErrorCode.NONE}
+        assert errors(api.alter_topics([AlteredTopic("grow", num_partitions=4)],
+                                       timeout_ms=10_000)) == {"grow": ErrorCode.NONE}
         assert sorted(replicas(zk, "grow")) == [0, 1, 2, 3] and state(zk, "grow", 3) is not None
 
         # replication factor: a reassignment the controller completes
-        assert errors(api.alter_topics([AlteredTopic("wide", replication_factor=2)], timeout_ms=10_000)) == {"wide": ErrorCode.NONE}
+        assert errors(api.alter_topics([AlteredTopic("wide", replication_factor=2)],
+                                       timeout_ms=10_000)) == {"wide": ErrorCode.NONE}
         wait_until(lambda: all(len(r) == 2 for r in replicas(zk, "wide").values())
                    and zk.exists(paths.REASSIGN_PARTITIONS) is None, what="replication factor raised")
 
         # explicit assignment
-        assert errors(api.alter_topics([AlteredTopic("grow", assignment={0: (3, 1)})], timeout_ms=10_000)) == {"grow": ErrorCode.NONE}
+        assert errors(api.alter_topics([AlteredTopic("grow", assignment={0: (3, 1)})],
+                                       timeout_ms=10_000)) == {"grow": ErrorCode.NONE}
         wait_until(lambda: replicas(zk, "grow")[0] == (3, 1), what="partition moved")
 
         # errors, per topic, in one request; the valid entry still happens
@@ -66,9 +70,12 @@ def test_alter_topics_performs_changes_through_the_controller_and_answers_the_ki
         ]))
         assert results == {"missing": ErrorCode.INVALID_TOPIC_EXCEPTION, "grow": ErrorCode.INVALID_PARTITIONS,
                            "wide": ErrorCode.INVALID_REPLICATION_FACTOR}
-        assert errors(api.alter_topics([AlteredTopic("grow", assignment={0: (1, 7)})])) == {"grow": ErrorCode.UNKNOWN_MEMBER_ID}
-        assert errors(api.alter_topics([AlteredTopic("grow", assignment={9: (1, 2)})])) == {"grow": ErrorCode.INVALID_REPLICA_ASSIGNMENT}
-        assert errors(api.alter_topics([AlteredTopic("grow", num_partitions=5), AlteredTopic("grow", num_partitions=6)])) \
+        assert errors(api.alter_topics([AlteredTopic("grow", assignment={0: (1, 7)})])) \
+            == {"grow": ErrorCode.UNKNOWN_MEMBER_ID}
+        assert errors(api.alter_topics([AlteredTopic("grow", assignment={9: (1, 2)})])) \
+            == {"grow": ErrorCode.INVALID_REPLICA_ASSIGNMENT}
+        assert errors(api.alter_topics([AlteredTopic("grow", num_partitions=5),
+                                        AlteredTopic("grow", num_partitions=6)])) \
             == {"grow": ErrorCode.INVALID_REQUEST}
 
         # only one reassignment at a time

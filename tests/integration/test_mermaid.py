@@ -41,7 +41,8 @@ def test_there_are_charts_and_timelines_to_draw() -> None:
 
 def test_mermaid_draws_every_block(tmp_path: Path) -> None:
     config = tmp_path / "puppeteer.json"
-    config.write_text(json.dumps({"executablePath": shutil.which("chromium"), "args": ["--no-sandbox", "--disable-gpu"]}))
+    config.write_text(json.dumps({"executablePath": shutil.which("chromium"),
+                                  "args": ["--no-sandbox", "--disable-gpu"]}))
     failures = []
     for index, (where, diagram) in enumerate(blocks()):
         source, out = tmp_path / f"{index}.mmd", tmp_path / f"{index}.svg"

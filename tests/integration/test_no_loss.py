@@ -106,7 +106,8 @@ def ledger_on_kafka4(cluster: EngineLab) -> str:
     spec = {"ledger": {"assignments": {p: list(r) for p, r in LEDGER["ledger"].items()},
                        "configs": {"min.insync.replicas": "2"}}}
     first_answer(bootstrap, lambda c: c.create_topics(spec))
-    wait_until(lambda: all(row["leader"] != -1 for row in layout(bootstrap).get("ledger", {0: {"leader": -1}}).values()),
+    wait_until(lambda: all(row["leader"] != -1
+                           for row in layout(bootstrap).get("ledger", {0: {"leader": -1}}).values()),
                what="every leader elected")
     return bootstrap
 
@@ -128,7 +129,8 @@ def test_on_kafka_4_through_the_admin_api_no_acknowledged_record_is_lost(kafka4:
                                                                          mode: str) -> None:
     bootstrap = ledger_on_kafka4(kafka4)
     fill(bootstrap, {"ledger": dict.fromkeys(LEDGER["ledger"], 3 * 1024 * 1024)})
-    playbook = PLAYBOOK if mode == "batches" else PLAYBOOK.replace("max_partitions: 2}", "max_partitions: 2}, mode: rolling")
+    playbook = PLAYBOOK if mode == "batches" else PLAYBOOK.replace("max_partitions: 2}",
+                                                                   "max_partitions: 2}, mode: rolling")
     plan_file, plan = make_plan(tmp_path, bootstrap, playbook=playbook, flag="-b")
     assert (plan.rolling is not None) == (mode == "rolling")
     producer = SequenceProducer(bootstrap, "ledger", 6, rate=400).start()

@@ -52,10 +52,12 @@ def test_kops_state_reads_what_kafka_reports(kafka39: EngineLab, tmp_path: Path,
 
     # a plan made live equals the plan made offline from the snapshot kops saved
     playbook = tmp_path / "pb.yml"
-    playbook.write_text("- hosts: all\n  topics: [{name: audit, replication_factor: 3}]\n  brokers: {decommission: [4]}\n")
+    playbook.write_text("- hosts: all\n  topics: [{name: audit, replication_factor: 3}]\n  brokers: {decommission: "
+                        "[4]}\n")
     live, offline = tmp_path / "live.json", tmp_path / "offline.json"
     assert main(["plan", str(playbook), "-z", kafka39.zk_connect, "-o", str(live), "--format", "json"]) in (0, 2)
-    assert main(["plan", str(playbook), "--snapshot", str(snapshot_file), "-o", str(offline), "--format", "json"]) in (0, 2)
+    assert main(["plan", str(playbook), "--snapshot", str(snapshot_file), "-o", str(offline), "--format",
+                 "json"]) in (0, 2)
     a, b = (plan_format.loads(f.read_bytes(), str(f)) for f in (live, offline))
     assert a.moves == b.moves and a.moves
 
@@ -115,17 +117,20 @@ def test_state_through_the_admin_api_on_kafka_4_plans_offline(tmp_path: Path, ca
         playbook = tmp_path / "pb.yml"
         playbook.write_text("- hosts: all\n  topics: [{name: events, replication_factor: 3}]\n")
         plan_file = tmp_path / "plan.json"
-        assert main(["plan", str(playbook), "--snapshot", str(snap), "-o", str(plan_file), "--format", "json"]) in (0, 2)
+        assert main(["plan", str(playbook), "--snapshot", str(snap), "-o", str(plan_file), "--format",
+                     "json"]) in (0, 2)
         plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
         assert len(plan.moves) == 6 and all(len(m.to_replicas) == 3 for m in plan.moves)
         # sizes from the live cluster, in kafka-log-dirs documents the Spark job reads unchanged
         produce(state_.bootstrap, "events", 3 * 1024 * 1024, partition=0)
         raw, summary = tmp_path / "raw", tmp_path / "summary"
-        assert main(["sizes", "collect", "-b", state_.bootstrap, "--out", str(raw), "--every", "1s", "--for", "2.5s"]) == 0
+        assert main(["sizes", "collect", "-b", state_.bootstrap, "--out", str(raw), "--every", "1s", "--for",
+                     "2.5s"]) == 0
         files = sorted(raw.glob("log-dirs-*.json"))
         assert len(files) >= 2
         report = parse_log_dirs(files[-1].read_text(), str(files[-1]))
-        sizes = {(r.topic, r.partition, b.broker): r.size for b in report.brokers for d in b.log_dirs for r in d.replicas}
+        sizes = {(r.topic, r.partition,
+                  b.broker): r.size for b in report.brokers for d in b.log_dirs for r in d.replicas}
         leader_of_0 = layout(state_.bootstrap)["events"][0]["replicas"]
         assert all(sizes[("events", 0, b)] >= 3 * 1024 * 1024 for b in leader_of_0)  # type: ignore[union-attr]  # set just above
         assert main(["sizes", "summarize", str(raw), "--out", str(summary)]) == 0

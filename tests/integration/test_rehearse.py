@@ -121,7 +121,8 @@ def test_a_decommission_rehearses_within_its_estimates_and_rolls_back(kops_produ
     assert report["sample"].startswith("36 of 36 partitions")
     assert report["scaling"]["factor"] == 20.0
     plan = plan_format.loads(kops_production.plan.read_bytes(), "plan")
-    assert [b["estimate_seconds"] for b in report["batches"]] == pytest.approx([b.estimate.seconds for b in plan.batches])
+    estimates = [b.estimate.seconds for b in plan.batches]
+    assert [b["estimate_seconds"] for b in report["batches"]] == pytest.approx(estimates)
 
 
 def test_a_throttle_too_low_for_the_background_traffic_is_named(kops_production: Production) -> None:

@@ -23,7 +23,8 @@ def test_a_plan_from_real_kafka_4_rehearses_on_both_engines(tmp_path: Path) -> N
         spec = {"orders": {"assignments": {p: [p % 3 + 1, (p + 1) % 3 + 1] for p in range(6)}},
                 "clicks": {"assignments": {p: [p % 3 + 1] for p in range(3)}}}
         first_answer(bootstrap, lambda c: c.create_topics(spec))
-        wait_until(lambda: all(p["leader"] >= 0 for t in spec for p in layout(bootstrap).get(t, {0: {"leader": -1}}).values()),
+        wait_until(lambda: all(p["leader"] >= 0
+                               for t in spec for p in layout(bootstrap).get(t, {0: {"leader": -1}}).values()),
                    timeout=60, what="leaders elected")
         for p in range(6):
             wait_until(lambda p=p: produce(bootstrap, "orders", 4 * MB, p) > 0, timeout=60, what=f"orders-{p}")

@@ -110,7 +110,8 @@ def test_rolling_keeps_its_caps_throttles_only_what_is_in_flight_and_rolls_back(
     assert rollback is not None and rollback.kind == "rollback" and rollback.rolling is not None
 
 
-def test_sigint_stops_after_the_moves_in_flight_kill_9_then_resume_finishes(tmp_path: Path, admin_cluster: EngineLab) -> None:
+def test_sigint_stops_after_the_moves_in_flight_kill_9_then_resume_finishes(
+        tmp_path: Path, admin_cluster: EngineLab) -> None:
     bootstrap = admin_cluster.bootstrap
     assert bootstrap is not None
     create_and_fill(bootstrap, 1)

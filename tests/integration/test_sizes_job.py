@@ -66,7 +66,8 @@ def test_every_input_format_with_drops_future_replicas_and_failed_dirs(spark, tm
     (inputs / "collected.jsonl").write_text("\n".join(json.dumps(d) for d in lines) + "\n")
     # 3. a future replica (intra-broker move) and a log dir in error, at the latest time: both excluded
     special = log_dirs_doc({1: [("/d1", None, [("orders-0", 150, False)]), ("/d2", None, [("orders-0", 9999, True)])],
-                            2: [("/bad", "KafkaStorageException", [("orders-0", 7777, False)])]}, timestamp=T0 + 3 * MIN)
+                            2: [("/bad", "KafkaStorageException", [("orders-0", 7777, False)])]},
+                            timestamp=T0 + 3 * MIN)
     (inputs / "special.json").write_text(json.dumps(special))
     # 4. no time anywhere: the file's modification time
     plain = inputs / "plain.json"
@@ -96,7 +97,8 @@ def test_every_input_format_with_drops_future_replicas_and_failed_dirs(spark, tm
     assert rows[("orders", 1)]["growth_bytes_per_s"] == rows[("orders", 1)]["write_bytes_per_s"] == 0.0
     assert rows[("clicks", 0)]["last_seen"] == T0 and rows[("clicks", 0)]["bytes"] == 42
     audit = rows[("audit", 0)]
-    assert audit["bytes"] == 61000 and audit["write_bytes_per_s"] == audit["growth_bytes_per_s"] == pytest.approx(60000 / 600)
+    assert audit["bytes"] == 61000
+    assert audit["write_bytes_per_s"] == audit["growth_bytes_per_s"] == pytest.approx(60000 / 600)
     assert report.partitions == 4 and report.samples > 0
     malformed = {Path(f).name: n for f, n in report.malformed.items()}
     assert malformed == {"metrics.csv": 2, "broken.json": 1, "wrong.json": 1}
@@ -178,7 +180,8 @@ def test_collect_writes_the_store_spark_reads(spark, tmp_path: Path) -> None:
     sizes_job.run(spark, [str(store)], str(tmp_path / "out"))
     row = summary(tmp_path / "out")[("c", 0)]
     assert row["bytes"] == 250 and row["peak_bytes"] == 300 and row["samples"] == 3
-    assert row["write_bytes_per_s"] == pytest.approx(200 / 120) and row["growth_bytes_per_s"] == pytest.approx(150 / 120)
+    assert row["write_bytes_per_s"] == pytest.approx(200 / 120)
+    assert row["growth_bytes_per_s"] == pytest.approx(150 / 120)
 
 
 # -- the write rate per replica series ---------------------------------------------------------------------------

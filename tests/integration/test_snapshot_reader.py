@@ -76,7 +76,8 @@ KAFKA_WRITTEN = {
     "/brokers/topics/events/partitions/1/state": b'{"controller_epoch":12,"leader":2,"version":1,'
     b'"leader_recovery_state":1,"leader_epoch":9,"isr":[2]}',
     "/brokers/topics/old": b'{"version":1,"partitions":{"0":[1]}}',
-    "/brokers/topics/old/partitions/0/state": b'{"leader":-1,"leader_epoch":3,"isr":[1],"controller_epoch":4,"version":1}',
+    "/brokers/topics/old/partitions/0/state":
+        b'{"leader":-1,"leader_epoch":3,"isr":[1],"controller_epoch":4,"version":1}',
     "/config/topics/events": b'{"version":1,"config":{"retention.ms":"86400000"}}',
     "/config/brokers/<default>": b'{"version":1,"config":{"follower.replication.throttled.rate":"1000"}}',
 }
@@ -110,7 +111,8 @@ def test_reads_kafka_written_payloads(zk: ZkClient) -> None:
 
 def test_bad_znodes_are_reported_and_the_rest_is_read(zk: ZkClient) -> None:
     nodes = dict(KAFKA_WRITTEN)
-    nodes["/brokers/topics/events/partitions/1/state"] = b'{"leader":"2","leader_epoch":9,"isr":[2],"controller_epoch":1}'
+    nodes["/brokers/topics/events/partitions/1/state"] = \
+        b'{"leader":"2","leader_epoch":9,"isr":[2],"controller_epoch":1}'
     nodes["/brokers/topics/broken"] = b"this is not json"
     nodes["/admin/reassign_partitions"] = (
         b'{"version":1,"partitions":[{"topic":"events","partition":0,"replicas":[2,1],"log_dirs":["any","any"]}]}'

@@ -174,7 +174,8 @@ def test_kops_records_and_lock_travel_through_mtls_too(lab) -> None:
 def test_a_broker_certificate_from_another_ca_is_named(lab, tmp_path, capsys) -> None:
     other = tmp_path / "other-ca.pem"
     other.write_bytes(lab_tls.certificate_pem(lab_tls.make_ca("another CA").certificate))
-    config = properties(tmp_path, "security.protocol=SSL", "ssl.truststore.type=PEM", f"ssl.truststore.location={other}",
+    config = properties(tmp_path, "security.protocol=SSL", "ssl.truststore.type=PEM",
+                        f"ssl.truststore.location={other}",
                         f"ssl.keystore.location={lab.files.client_p12}", f"ssl.keystore.password={STORE_PASSWORD}")
     line = refused(lab.ssl, config, capsys)
     assert "certificate verification failed" in line and "ssl.truststore" in line and lab.ssl in line, line

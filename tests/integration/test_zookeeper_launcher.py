@@ -47,7 +47,8 @@ def test_detached_server_survives_its_starter_and_stops_by_pid_file(tmp_path: Pa
         assert four_letter_word("127.0.0.1", server.port, "ruok") == "imok"
         again = ZooKeeperServer.attach(tmp_path / "zk")
         assert again is not None and again.pid == server.pid and again.connect == server.connect
-        assert "-Dzookeeper.admin.enableServer=false" in Path(f"/proc/{server.pid}/cmdline").read_text().replace("\0", " ")
+        command_line = Path(f"/proc/{server.pid}/cmdline").read_text().replace("\0", " ")
+        assert "-Dzookeeper.admin.enableServer=false" in command_line
         pid = server.pid
         again.stop()
         assert _gone(pid)

@@ -53,7 +53,8 @@ def test_throttle_lists_keep_only_this_brokers_entries() -> None:
     assert throttled_partitions("", 1) == set() and throttled_partitions(None, 1) == set()
     assert parse_rate("1048576") == 1048576.0 and parse_rate(str(2**63 - 1)) is None and parse_rate("x") is None
     t = Throttles(2)
-    t.update_topic("t", {"leader.replication.throttled.replicas": "0:2", "follower.replication.throttled.replicas": "*"})
+    t.update_topic("t",
+                   {"leader.replication.throttled.replicas": "0:2", "follower.replication.throttled.replicas": "*"})
     assert t.leader_throttled("t", 0) and not t.leader_throttled("t", 1) and t.follower_throttled("t", 9)
 
 

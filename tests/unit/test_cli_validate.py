@@ -11,7 +11,8 @@ from kops.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOKS = sorted((ROOT / "playbooks").glob("*.yml"))
-INVENTORIES = sorted([*(ROOT / "inventories").glob("*.yml"), *[p for p in (ROOT / "inventories").iterdir() if p.is_dir()]])
+INVENTORIES = sorted([*(ROOT / "inventories").glob("*.yml"),
+                      *[p for p in (ROOT / "inventories").iterdir() if p.is_dir()]])
 
 
 @pytest.mark.parametrize("inventory", INVENTORIES, ids=lambda p: p.name)
@@ -68,4 +69,5 @@ def test_missing_inventory_is_one_clear_line(tmp_path: Path, capsys) -> None:
     pb.write_text("- hosts: all\n  topics: []\n")
     assert main(["validate", str(pb), "-i", str(tmp_path / "nope")]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {tmp_path / 'nope'}: no such inventory file or folder (pass an Ansible YAML inventory with -i, or a cluster with -z)"
+    assert err == (f"error: {tmp_path / 'nope'}: no such inventory file or folder (pass an Ansible YAML inventory with "
+                   f"-i, or a cluster with -z)")

@@ -381,7 +381,8 @@ def test_isr_change_and_log_dir_event() -> None:
 
 
 def test_config_change_v2_written_relative() -> None:
-    assert encode_config_change(ConfigChange("brokers", "<default>")) == b'{"version":2,"entity_path":"brokers/<default>"}'
+    assert encode_config_change(ConfigChange("brokers",
+                                             "<default>")) == b'{"version":2,"entity_path":"brokers/<default>"}'
     assert decode_config_change(b'{"entity_path":"users/alice/clients/app1","version":2}', "/c") == ConfigChange(
         "users", "alice/clients/app1"
     )

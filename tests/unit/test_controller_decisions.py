@@ -22,7 +22,8 @@ from kops.model.partitions import TopicPartition
 T0, T1, T2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
 
 
-def context(*parts: tuple[TopicPartition, tuple[int, ...], int, tuple[int, ...]], live=(1, 2, 3, 4, 5, 6)) -> ControllerContext:
+def context(*parts: tuple[TopicPartition, tuple[int, ...], int, tuple[int, ...]],
+            live=(1, 2, 3, 4, 5, 6)) -> ControllerContext:
     ctx = ControllerContext(controller_id=1, epoch=7, live={b: 100 + b for b in live})
     for tp, replicas, leader, isr in parts:
         ctx.assignments[tp] = Assignment(replicas)
@@ -95,7 +96,8 @@ def test_reassignment_start_then_complete() -> None:
     assert {b for b, r in start.requests.items() if r.leader_and_isr} == {1, 2, 3, 4, 5, 6}
     apply_to_memory(ctx, start)
     ctx.states[T0] = LeaderState(1, 4, (1, 2, 3, 4, 5), ctx.states[T0].zk_version)
-    assert maybe_complete_reassignments(ctx, [T0]).empty or not maybe_complete_reassignments(ctx, [T0]).reassignments_done
+    assert maybe_complete_reassignments(ctx,
+                                        [T0]).empty or not maybe_complete_reassignments(ctx, [T0]).reassignments_done
     ctx.states[T0] = LeaderState(1, 4, (1, 2, 3, 4, 5, 6), ctx.states[T0].zk_version)
     done = maybe_complete_reassignments(ctx, [T0])
     assert done.assignments[T0] == Assignment((4, 5, 6))

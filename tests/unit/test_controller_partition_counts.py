@@ -20,7 +20,8 @@ def topic_context(partitions: int, initial: int | None, undeleted: int | None, e
         replicas[p] = (1 + p % 3, 1 + (p + 1) % 3)
         ctx.assignments[tp(p)] = Assignment(replicas[p])
         ctx.states[tp(p)] = LeaderState(replicas[p][0], epoch + p, replicas[p], zk_version=2)
-    ctx.topic_meta["k"] = TopicAssignment(replicas, initial_partition_count=initial, undeleted_partition_count=undeleted)
+    ctx.topic_meta["k"] = TopicAssignment(replicas, initial_partition_count=initial,
+                                          undeleted_partition_count=undeleted)
     return ctx
 
 
@@ -30,8 +31,10 @@ def znode(ctx: ControllerContext, partitions: int | None = None, undeleted: int 
     replicas = dict(meta.replicas)
     for p in range(len(replicas), partitions or len(replicas)):
         replicas[p] = (1, 2)
-    return TopicAssignment(replicas, initial_partition_count=initial if initial is not None else meta.initial_partition_count,
-                           undeleted_partition_count=undeleted if undeleted is not None else meta.undeleted_partition_count)
+    return TopicAssignment(replicas,
+                           initial_partition_count=initial if initial is not None else meta.initial_partition_count,
+                           undeleted_partition_count=(undeleted if undeleted is not None
+                                                      else meta.undeleted_partition_count))
 
 
 def test_a_new_topic_gets_both_counts_written() -> None:

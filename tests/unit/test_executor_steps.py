@@ -65,7 +65,8 @@ def test_configs_come_back_only_where_the_execution_left_them() -> None:
     changed = ConfigRecord("topics", "t", before={"retention.ms": "1"}, after={"retention.ms": "2"})
     touched = ConfigRecord("topics", "u", before={}, after={"cleanup.policy": "compact"})
     record = forward([("done", [])], [changed, touched])
-    undo = rollback_of(record, snapshot({}), {"topics/t": {"retention.ms": "2"}, "topics/u": {"cleanup.policy": "delete"}})
+    undo = rollback_of(record, snapshot({}),
+                       {"topics/t": {"retention.ms": "2"}, "topics/u": {"cleanup.policy": "delete"}})
     assert undo.configs == [ConfigRecord("topics", "t", before={"retention.ms": "2"}, after={"retention.ms": "1"})]
     assert undo.drift == ["config of topics/u changed since the execution set it "
                           "(cleanup.policy is 'delete', where the execution set cleanup.policy='compact')"]

@@ -143,7 +143,8 @@ def test_a_damaged_execution_record_is_one_line_or_a_record_kops_can_resume(data
 
 @EXAMPLES
 @given(mutated(SIZES))
-def test_a_damaged_sizes_summary_is_one_line_naming_the_row_or_sizes_kops_can_use(tmp_path_factory, data: bytes) -> None:
+def test_a_damaged_sizes_summary_is_one_line_naming_the_row_or_sizes_kops_can_use(
+        tmp_path_factory, data: bytes) -> None:
     path = tmp_path_factory.mktemp("sizes") / "part-0.json"
     path.write_bytes(data)
     try:

@@ -58,5 +58,6 @@ def test_destructive_guard_without_allow_delete(tmp_path: Path, capsys) -> None:
     folder = HERE / "destructive-guard"
     playbook = tmp_path / "playbook.yml"
     playbook.write_text((folder / "playbook.yml").read_text().replace("  allow_delete: true\n", ""))
-    assert main(["plan", str(playbook), "-i", str(folder / "inventory.yml"), "--snapshot", str(folder / "snapshot.json")]) == 1
+    assert main(["plan", str(playbook), "-i", str(folder / "inventory.yml"), "--snapshot",
+                 str(folder / "snapshot.json")]) == 1
     assert "does not allow deletion" in capsys.readouterr().err

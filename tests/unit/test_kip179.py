@@ -69,7 +69,8 @@ def test_explicit_assignment_and_its_errors() -> None:
     assert error_of(AlteredTopic("t", assignment={0: ()})) is ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert error_of(AlteredTopic("t", assignment={0: (1, 1)})) is ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert error_of(AlteredTopic("t", assignment={0: (1, 9)})) is ErrorCode.UNKNOWN_MEMBER_ID
-    assert error_of(AlteredTopic("t", assignment={0: (3, 4)}), busy=True) is ErrorCode.PARTITION_REASSIGNMENT_IN_PROGRESS
+    assert error_of(AlteredTopic("t", assignment={0: (3, 4)}),
+                    busy=True) is ErrorCode.PARTITION_REASSIGNMENT_IN_PROGRESS
     moving = TopicAssignment({0: (3, 1, 2)}, adding={0: (3,)}, removing={0: (2,)})
     assert error_of(AlteredTopic("t", assignment={0: (1, 2)}), moving) is ErrorCode.PARTITION_REASSIGNMENT_IN_PROGRESS
 

@@ -49,7 +49,8 @@ def test_each_new_partition_splits_exactly_one_existing_partition(nu: tuple[int,
 
 @settings(max_examples=300, deadline=None)
 @given(counts, hashes)
-def test_deleting_the_last_partition_folds_it_into_one_and_moves_nothing_else(nu: tuple[int, int], values: list[int]) -> None:
+def test_deleting_the_last_partition_folds_it_into_one_and_moves_nothing_else(
+        nu: tuple[int, int], values: list[int]) -> None:
     n, u = nu
     if u == n:
         return

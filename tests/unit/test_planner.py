@@ -44,7 +44,8 @@ def test_create_rack_aware_with_even_leaders() -> None:
 def test_balanced_strategy_ignores_racks_and_static_is_verbatim() -> None:
     snap = snapshot(B6, [])
     static = {0: (1, 4), 1: (4, 1)}
-    result = plan(declare(td("s", 2, 2, placement=Placement("static", static)), td("b", 6, 2, placement=Placement("balanced"))), snap)
+    result = plan(declare(td("s", 2, 2, placement=Placement("static", static)),
+                          td("b", 6, 2, placement=Placement("balanced"))), snap)
     by_topic = {c.topic: c.assignment for c in result.creations}
     assert by_topic["s"] == static
     counts = [sum(b in r for r in by_topic["b"].values()) for b in range(1, 7)]
@@ -143,8 +144,10 @@ def test_leader_balance_is_exact_and_leader_only() -> None:
 
 
 def test_configs_diff_only_what_differs_and_no_perpetual_default_diff() -> None:
-    snap = snapshot(B6, [topic("t", [(1, 2)], {"retention.ms": "1000", "segment.ms": "5000", "cleanup.policy": "delete"})])
-    desired = declare(td("t", config={"retention.ms": "1000", "cleanup.policy": "delete", "compression.type": "producer",
+    snap = snapshot(B6,
+                    [topic("t", [(1, 2)], {"retention.ms": "1000", "segment.ms": "5000", "cleanup.policy": "delete"})])
+    desired = declare(td("t",
+                         config={"retention.ms": "1000", "cleanup.policy": "delete", "compression.type": "producer",
                                       "max.message.bytes": "2000000"}, remove=("segment.ms",)))
     [change] = plan(desired, snap).configs
     assert change.set == {"max.message.bytes": "2000000"} and change.remove == ("segment.ms",)
@@ -221,7 +224,8 @@ def test_throttles_exact_lists_merged_with_operator_star() -> None:
     new_a = moves["a"].adding[0]
     assert t.topics["a"]["follower.replication.throttled.replicas"] == f"0:{new_a}"
     assert t.topics["b"]["leader.replication.throttled.replicas"] == "0:1,0:3"
-    assert t.topics["b"]["follower.replication.throttled.replicas"] == ",".join(sorted([f"0:{moves['b'].adding[0]}", "9:9"]))
+    expected = ",".join(sorted([f"0:{moves['b'].adding[0]}", "9:9"]))
+    assert t.topics["b"]["follower.replication.throttled.replicas"] == expected
     involved = {1, 2, 3} | set(m.adding[0] for m in batch.moves)
     assert set(t.brokers) == involved
     for broker, rates in t.brokers.items():
@@ -258,7 +262,8 @@ def test_plan_then_rollback_restores_layout_and_configs() -> None:
 
 def test_plans_are_byte_identical_and_round_trip() -> None:
     snap = snapshot(B6, [round_robin("a", 20, 3, [1, 2, 3, 4, 5, 6])])
-    desired = declare(td("a", 24, 3), td("n", 5, 2), decommission=[3], execution=Execution(throttle=10**7, max_partitions=5))
+    desired = declare(td("a", 24, 3), td("n", 5, 2), decommission=[3],
+                      execution=Execution(throttle=10**7, max_partitions=5))
     first = plan_format.dumps(plan(desired, snap, sizes_of(snap)))
     second = plan_format.dumps(plan(desired, snap, sizes_of(snap)))
     assert first == second
@@ -283,7 +288,8 @@ def test_a_growing_partition_is_sized_for_when_its_batch_starts() -> None:
     assert first.moves[0].bytes == 50_000  # the first batch starts now
     assert second.moves[0].bytes == 50_000 + 10 * 50  # the second starts after the first's 50 s
     assert second.estimate.seconds == pytest.approx(50.5)
-    assert grown.summary.estimated_seconds == pytest.approx(100.5) and still.summary.estimated_seconds == pytest.approx(100.0)
+    assert grown.summary.estimated_seconds == pytest.approx(100.5)
+    assert still.summary.estimated_seconds == pytest.approx(100.0)
 
 
 def test_drift_names_what_changed_since_the_plan() -> None:

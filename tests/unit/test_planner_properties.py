@@ -43,8 +43,10 @@ def declarations(draw, snap):
     if draw(st.booleans()):
         decls.append(td("created", draw(st.integers(1, 6)), draw(st.integers(1, min(3, len(ids) - 1)))))
     decommission = [draw(st.sampled_from(ids))] if draw(st.booleans()) else []
-    rebalance = draw(st.sampled_from([None, Rebalance("replicas", 0.0), Rebalance("leaders", 0.1), Rebalance("bytes", 0.2)]))
-    execution = Execution(throttle=draw(st.sampled_from([None, 10**6])), max_partitions=draw(st.sampled_from([None, 1, 3])))
+    rebalance = draw(st.sampled_from([None, Rebalance("replicas", 0.0), Rebalance("leaders", 0.1),
+                                      Rebalance("bytes", 0.2)]))
+    execution = Execution(throttle=draw(st.sampled_from([None, 10**6])),
+                          max_partitions=draw(st.sampled_from([None, 1, 3])))
     return declare(*decls, decommission=decommission, rebalance=rebalance, execution=execution)
 
 

@@ -29,7 +29,8 @@ SNAPSHOT = snapshot_format.loads((GOLDEN / "snapshot.json").read_bytes(), "snaps
 
 def with_bystander(partitions: int) -> object:
     """The golden snapshot plus a topic the plan does not touch, led round-robin by brokers 1..6."""
-    parts = {p: Partition((p % 6 + 1, (p + 1) % 6 + 1), state=PartitionState(p % 6 + 1, 0, (p % 6 + 1, (p + 1) % 6 + 1), 1))
+    parts = {p: Partition((p % 6 + 1, (p + 1) % 6 + 1),
+                          state=PartitionState(p % 6 + 1, 0, (p % 6 + 1, (p + 1) % 6 + 1), 1))
              for p in range(partitions)}
     return replace(SNAPSHOT, topics={**SNAPSHOT.topics, "bystander": Topic("bystander", parts)})
 

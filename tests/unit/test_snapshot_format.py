@@ -37,7 +37,8 @@ def test_document_has_the_documented_keys() -> None:
     "mutate, message",
     [
         (lambda d: d.update(format="kops-snapshot/9"), "format"),
-        (lambda d: d["topics"]["orders"]["partitions"]["0"].update(replicas="1,2"), "topics.orders.partitions.0.replicas"),
+        (lambda d: d["topics"]["orders"]["partitions"]["0"].update(replicas="1,2"),
+         "topics.orders.partitions.0.replicas"),
         (lambda d: d["brokers"].append(dict(d["brokers"][0])), "twice"),
         (lambda d: d["topics"]["payments"]["partitions"]["1"].update(adding=[9]), "not in replicas"),
     ],

@@ -43,7 +43,8 @@ def test_the_remote_part_changes_nothing_but_what_the_plan_shows(tmp_path: Path)
     bare = tmp_path / "sizes.json"
     bare.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "remote_bytes"}) + "\n" for r in rows()))
     with_remote, without = plan_with(FOLDER / "sizes.json", tmp_path), plan_with(bare, tmp_path)
-    assert [(m.tp, m.to_replicas, m.bytes) for m in with_remote.moves] == [(m.tp, m.to_replicas, m.bytes) for m in without.moves]
+    assert [(m.tp, m.to_replicas,
+             m.bytes) for m in with_remote.moves] == [(m.tp, m.to_replicas, m.bytes) for m in without.moves]
     assert [b.estimate for b in with_remote.batches] == [b.estimate for b in without.batches]
     assert with_remote.summary.bytes_after == without.summary.bytes_after  # disk balance: what is on the disks
     assert without.summary.remote_bytes == 0 and all(m.remote_bytes == 0 for m in without.moves if m.topic == "events")

@@ -284,7 +284,8 @@ class AdminCluster:
         other: list[tuple[TopicPartition, tuple[int, ...]]] = []
         for tp, replicas in targets:
             part = snapshot.partition(tp)
-            (same_rf if part is not None and len(part.original_replicas) == len(replicas) else other).append((tp, replicas))
+            same = part is not None and len(part.original_replicas) == len(replicas)
+            (same_rf if same else other).append((tp, replicas))
         for group, guard in ((same_rf, True), (other, False)):
             if group:
                 self._reassign({KafkaTP(tp.topic, tp.partition): list(r) for tp, r in group}, guard)
@@ -357,8 +358,10 @@ def _config_in_snapshot(snapshot: Snapshot, key: str) -> Mapping[str, str] | Non
 
 def _resource(entity_type: str, name: str, configs: dict[str, Any] | None = None) -> ConfigResource:
     if entity_type not in RESOURCE or not name or name == "<default>":
-        raise KopsError(f"kops cannot address {entity_type}/{name} through the Admin API", where=f"{entity_type}/{name}",
-                        hint="topics/<name> and brokers/<id> are supported; set cluster-wide defaults with kafka-configs.sh")
+        raise KopsError(f"kops cannot address {entity_type}/{name} through the Admin API",
+                        where=f"{entity_type}/{name}",
+                        hint="topics/<name> and brokers/<id> are supported; set cluster-wide defaults with "
+                             "kafka-configs.sh")
     return ConfigResource(RESOURCE[entity_type], name, configs=configs)
 
 

@@ -49,7 +49,8 @@ class AdminSettings:
 
     @cached_property
     def tls(self) -> ClientTls | None:
-        """The TLS set-up of the properties (None without SSL/SASL_SSL), built once for every client of these settings."""
+        """The TLS set-up of the properties (None without SSL/SASL_SSL), built once for every client of these
+        settings."""
         return client_tls(self.properties, getattr(self.properties, "source", None))
 
     def client_arguments(self) -> dict[str, Any]:

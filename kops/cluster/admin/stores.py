@@ -97,7 +97,8 @@ def client_identity(props: Properties) -> Identity | None:
     if location is None:
         return None
     data = _read(props, location, "ssl.keystore.location")
-    if kind == PEM or _looks_pem(data):  # Kafka's PEM keystore file: the private key and the certificate chain in one file
+    # Kafka's PEM keystore file: the private key and the certificate chain in one file
+    if kind == PEM or _looks_pem(data):
         text = data.decode("ascii", "replace")
         return Identity(tuple(_certificates(props, text, location)), _private_key(props, text, location))
     key, leaf, others = _pkcs12(props, data, location, "keystore")

@@ -121,7 +121,8 @@ def _assignment(request: AlteredTopic, current: TopicAssignment, registered: set
                                f"partition {p}: replicas {list(brokers)} are empty or repeat a broker")
         unknown = sorted(set(brokers) - registered)
         if unknown:
-            return TopicResult(name, ErrorCode.UNKNOWN_MEMBER_ID, f"partition {p}: brokers {unknown} are not registered")
+            return TopicResult(name, ErrorCode.UNKNOWN_MEMBER_ID,
+                               f"partition {p}: brokers {unknown} are not registered")
     targets = {p: tuple(b) for p, b in request.assignment.items() if tuple(b) != current.replicas[p]}
     if targets and busy:
         return _in_progress(name)

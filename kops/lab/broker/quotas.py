@@ -1,7 +1,8 @@
 """Byte rates in simulated time: a token bucket refilled at `rate` bytes per simulated second.
 
 The bucket holds at most `burst_seconds` of traffic (a few fetch rounds), so a quota is met over any window
-longer than that, like Kafka's sampled quota windows; a rate that changes starts from an empty bucket. `None` means unlimited (Kafka's `Long.MAX_VALUE` default).
+longer than that, like Kafka's sampled quota windows; a rate that changes starts from an empty bucket. `None` means
+unlimited (Kafka's `Long.MAX_VALUE` default).
 """
 
 from __future__ import annotations

@@ -478,7 +478,8 @@ class ReplicaManager:
                     r.fetch_error = status
                     self._give_back(tp, r, wanted)
                     continue
-                grant, leader_end, hw, start, in_sync = int(entry[3]), int(entry[4]), int(entry[5]), int(entry[6]), bool(entry[7])
+                grant, leader_end, hw, start = int(entry[3]), int(entry[4]), int(entry[5]), int(entry[6])
+                in_sync = bool(entry[7])
                 self._give_back(tp, r, wanted - grant)
                 r.fetch_error = None
                 written = self._write(r, grant, held, now, f"the fetch of {tp} from broker {r.state.leader}")

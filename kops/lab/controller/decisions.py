@@ -85,7 +85,8 @@ def on_failover(ctx: ControllerContext) -> Effects:
             choice = elections.offline(assignment.replicas, state.isr, live, tp.topic in ctx.unclean_allowed)
             if choice.leader != state.leader or choice.isr != state.isr:
                 if choice.unclean:
-                    _log(ctx, effects, f"{tp}: unclean election of {choice.leader}, no ISR member alive (data loss risk)")
+                    _log(ctx, effects,
+                         f"{tp}: unclean election of {choice.leader}, no ISR member alive (data loss risk)")
                 set_state(ctx, effects, tp, choice.leader, choice.isr, live=live)
                 _log(ctx, effects, f"{tp}: leader {state.leader} -> {choice.leader} at failover")
                 continue
@@ -202,7 +203,8 @@ def complete_reorders(ctx: ControllerContext, targets: dict[TopicPartition, tupl
     return effects
 
 
-def maybe_complete_reassignments(ctx: ControllerContext, tps: list[TopicPartition], pending: Effects | None = None) -> Effects:
+def maybe_complete_reassignments(ctx: ControllerContext, tps: list[TopicPartition],
+                                 pending: Effects | None = None) -> Effects:
     """Finish every listed reassignment whose target replicas are all in the ISR."""
     effects = Effects()
     live = ctx.live_ids()

@@ -49,7 +49,8 @@ def preferred(replicas: tuple[int, ...], isr: tuple[int, ...], live: set[int]) -
     return None
 
 
-def controlled_shutdown(replicas: tuple[int, ...], isr: tuple[int, ...], live: set[int], leaving: int) -> Election | None:
+def controlled_shutdown(replicas: tuple[int, ...], isr: tuple[int, ...], live: set[int],
+                        leaving: int) -> Election | None:
     remaining = tuple(r for r in isr if r != leaving)
     for r in replicas:
         if r in remaining and r in live:

@@ -87,7 +87,8 @@ def _expansion(ctx: ControllerContext, topic: str, known: list[TopicPartition],
     if marked or undeleted < len(known):
         effects.topic_counts[topic] = (initial, undeleted)  # rewritten from what the controller knows: no new ones
         _log(ctx, effects, f"topic {topic}: expansion to {len(known) + len(new)} partitions refused: partitions "
-                           f"{marked or list(range(undeleted, len(known)))} are marked for deletion and not drained yet")
+                           f"{marked or list(range(undeleted, len(known)))} are marked for deletion and not drained "
+                           f"yet")
         return effects
     before = {tp.partition: ctx.states[tp].leader_epoch for tp in known if tp in ctx.states}
     for tp in known:

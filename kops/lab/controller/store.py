@@ -192,7 +192,8 @@ class ControllerStore:
             merged = {(t.topic, t.partition): t for t in decode_reassignment(node.data, paths.REASSIGN_PARTITIONS)}
             merged.update({(t.topic, t.partition): t for t in targets})
             try:
-                self.client.set(paths.REASSIGN_PARTITIONS, encode_reassignment(sorted(merged.values())), node.stat.version)
+                self.client.set(paths.REASSIGN_PARTITIONS, encode_reassignment(sorted(merged.values())),
+                                node.stat.version)
                 return node.stat.czxid
             except (VersionConflict, NodeMissing):
                 continue

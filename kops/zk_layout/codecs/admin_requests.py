@@ -36,7 +36,8 @@ _TOP_FIELDS = frozenset({"version", "partitions"})
 
 def _bound_int(value: Any, at: str) -> int:
     """An Int as Jackson data-binding reads one: integers, integral floats and numeric strings."""
-    if type(value) is float and value.is_integer() or type(value) is str and re.fullmatch(r"\s*-?[0-9]{1,10}\s*", value):
+    if (type(value) is float and value.is_integer()
+            or type(value) is str and re.fullmatch(r"\s*-?[0-9]{1,10}\s*", value)):
         value = int(value)
     return as_int(value, at, INT32)
 
