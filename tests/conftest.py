@@ -5,10 +5,12 @@ Set KOPS_ZOOKEEPER=host:port to use an existing ensemble instead of starting one
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +26,25 @@ if os.environ.get("CI"):
 
 
 _MODULE_SECONDS: dict[str, float] = {}
+WEIGHTS = Path(__file__).with_name("module_seconds.json")  # seconds per module, from a CI run (see below)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist (--dist loadfile) hands out modules in collection order instead of most tests first: the order
+    below is longest first, so the last module to start is a short one and neither worker waits long for the
+    other (most-tests-first started the long single-test lab modules last and left one worker alone for minutes)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules longest first by their recorded seconds (unknown: integration 60, unit 1), tests within a module
+    in file order. `KOPS_RECORD_SECONDS=1 make test` rewrites the record from the run."""
+    weights = json.loads(WEIGHTS.read_text())
+    def weight(item: pytest.Item) -> float:
+        module = item.nodeid.split("::", 1)[0]
+        return weights.get(module, 60.0 if module.startswith("tests/integration/") else 1.0)
+    items.sort(key=lambda item: -weight(item))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -33,6 +54,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _MODULE_SECONDS and os.environ.get("KOPS_RECORD_SECONDS"):
+        WEIGHTS.write_text(json.dumps({m: round(s) for m, s in sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])
+                                       if s >= 5}, indent=1) + "\n")
     if _MODULE_SECONDS:
         terminalreporter.section("slowest modules")
         for module, seconds in sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:15]:
