@@ -214,7 +214,9 @@ def test_a_wrong_store_password_and_a_wrong_scram_password_are_one_line_each(lab
     line = refused(lab.ssl, wrong_store, capsys)
     assert "wrong ssl.truststore.password" in line and str(wrong_store) in line, line
     text = (lab.directory / lab_tls.SASL_SSL_PROPERTIES).read_text().replace(SCRAM_PASSWORD, "wrong-secret-value")
-    line = refused(lab.sasl_ssl, properties(tmp_path, text.strip()), capsys, timeout=10)  # the refusal, not a timeout
+    # kafka-python retries a refused login until the timeout: 20 s leaves a loaded machine time for the first TLS
+    # handshake and SCRAM exchange (at 10 s a CI run under load saw no answer at all, and said so)
+    line = refused(lab.sasl_ssl, properties(tmp_path, text.strip()), capsys, timeout=20)
     assert "authentication failed" in line.lower(), line
 
 
