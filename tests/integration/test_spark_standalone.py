@@ -26,6 +26,7 @@ def summarize(inputs: Path, out: Path, master: str) -> subprocess.CompletedProce
                            "--master", master], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.timeout(600)  # two Spark applications and four JVMs: past the default 300 s on a loaded machine
 def test_a_standalone_cluster_summarises_exactly_as_local_mode(tmp_path: Path) -> None:
     inputs = tmp_path / "logdirs"
     week_of_documents(inputs, 12)
