@@ -8,7 +8,7 @@ own `DecodeJson` reads znodes; NaN and Infinity are not JSON. pydantic's errors 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
@@ -43,6 +43,14 @@ class Doc(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, strict=False,
                               validate_default=False, serialize_by_alias=True)
+
+    # The domain value it holds, for kops/formats/binding.py: None for a section of its parent's attributes.
+    domain: ClassVar[type | None] = None
+    names: ClassVar[dict[str, str]] = {}  # field -> the domain attribute, where the names differ
+
+    @classmethod
+    def written(cls, value: Any, doc: dict[str, Any]) -> None:
+        """Adjust the document written for `value` where the format says more than its fields do."""
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -4,12 +4,13 @@ Each move is written once, in the batch that runs it (`kops-plan/1` listed moves
 under `batches`, and an edit to one copy went unnoticed). Beyond shapes, the declaration checks what apply
 relies on: a move's leader is one of its replicas, each partition is moved by one batch, a batch's bytes are
 what its moves copy, the rollback undoes exactly the moves, and every broker a move names is one the plan's
-broker tables know.
+broker tables know. Each object names the class of kops/model/plan.py it holds (`domain`): the conversions both
+ways are derived from this declaration (kops/formats/binding.py).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -27,6 +28,8 @@ from kops.formats.base import (
     Text,
     fail,
 )
+from kops.model import plan as model
+from kops.model.partitions import TopicPartition
 
 FORMAT = "kops-plan/2"
 Index = Annotated[int, Field(ge=1, le=2**31 - 1, strict=True)]
@@ -37,6 +40,9 @@ PerBroker = dict[IdKey, Size]
 
 class MoveDoc(Doc):
     """One partition's reassignment; `from` is the precondition apply re-checks before submitting it."""
+
+    domain = model.Move
+    names: ClassVar[dict[str, str]] = {"from_": "from_replicas", "to": "to_replicas"}
 
     topic: Text = Field(description="the topic")
     partition: Id = Field(description="the partition number")
@@ -55,18 +61,20 @@ class MoveDoc(Doc):
         if self.leader != -1 and self.leader not in self.from_:
             raise fail("{leader} is not one of its replicas {replicas}", "leader", leader=self.leader,
                        replicas=self.from_)
-        kind = "leader" if set(self.from_) == set(self.to) else "data"
+        kind = model.move_kind(self.from_, self.to)
         if kind != self.kind:
             raise fail("is {kind}, but from and to make it a {actual} move", "kind", kind=self.kind, actual=kind)
         return self
 
     @property
     def copied_bytes(self) -> int:
-        return self.bytes * len(set(self.to) - set(self.from_))
+        return model.bytes_copied(self.bytes, self.from_, self.to)
 
 
 class ThrottleDoc(Doc):
     """Replication throttles for one batch, merged with what the cluster had."""
+
+    domain = model.Throttle
 
     rate: Rate | None = Field(description="bytes/s per broker; null: planned without a throttle")
     topics: dict[Text, ConfigMap] = Field(description="topic -> leader/follower `*.replication.throttled.replicas`")
@@ -74,6 +82,8 @@ class ThrottleDoc(Doc):
 
 
 class EstimateDoc(Doc):
+    domain = model.Estimate
+
     seconds: Seconds | None = Field(description="estimated duration; null when sizes or the rate are unknown")
     bytes_in: PerBroker = Field(description="bytes each destination broker receives")
     bytes_out: PerBroker = Field(description="bytes each source (leader) broker sends")
@@ -81,6 +91,8 @@ class EstimateDoc(Doc):
 
 class BatchDoc(Doc):
     """Moves that run together between two checkpoints."""
+
+    domain = model.Batch
 
     index: Index = Field(description="position, from 1")
     moves: list[MoveDoc] = Field(description="the batch's moves (data and leader)")
@@ -97,6 +109,8 @@ class BatchDoc(Doc):
 
 
 class TopicCreationDoc(Doc):
+    domain = model.TopicCreation
+
     topic: Text
     assignment: Assignment = Field(description="partition -> replicas")
     config: ConfigMap = Field(description="the topic's config overrides")
@@ -105,18 +119,24 @@ class TopicCreationDoc(Doc):
 class TopicDeletionDoc(Doc):
     """Destructive: only with `state: absent` and the playbook's permission."""
 
+    domain = model.TopicDeletion
+
     topic: Text
     partitions: Size = Field(description="its partition count")
     bytes: Size = Field(description="bytes deleted (0 when unknown)")
 
 
 class PartitionAdditionDoc(Doc):
+    domain = model.PartitionAddition
+
     topic: Text
     assignment: Assignment = Field(description="the new partitions only")
 
 
 class PartitionDeletionDoc(Doc):
     """KIP-253 (lab clusters only): partitions from `undeleted_partition_count` on are deleted."""
+
+    domain = model.PartitionDeletion
 
     topic: Text
     current_count: Size
@@ -125,6 +145,8 @@ class PartitionDeletionDoc(Doc):
 
 class ConfigDoc(Doc):
     """A whole-map change of one entity's overrides; `before` is what rollback restores."""
+
+    domain = model.ConfigChange
 
     entity_type: Literal["topics", "brokers"]
     entity: Text = Field(description="topic name, broker id or `<default>`")
@@ -138,6 +160,8 @@ class ConfigDoc(Doc):
 class ChangesDoc(Doc):
     """Everything but moves, which live in `batches`."""
 
+    names: ClassVar[dict[str, str]] = {"topic_creations": "creations", "topic_deletions": "deletions"}
+
     topic_creations: list[TopicCreationDoc]
     topic_deletions: list[TopicDeletionDoc]
     partition_additions: list[PartitionAdditionDoc]
@@ -146,12 +170,16 @@ class ChangesDoc(Doc):
 
 
 class TopicPartitionDoc(Doc):
+    domain = TopicPartition
+
     topic: Text
     partition: Id
 
 
 class RollbackDoc(Doc):
     """The inverse, already in the order it runs."""
+
+    domain = model.Rollback
 
     batches: list[BatchDoc] = Field(description="inverse moves, batches in reverse order")
     configs: list[ConfigDoc] = Field(description="configs back to `before`")
@@ -161,6 +189,8 @@ class RollbackDoc(Doc):
 
 class SummaryDoc(Doc):
     """Totals for reviewers and dashboards; per-broker tables keyed by broker id."""
+
+    domain = model.Summary
 
     moves: Size = Field(description="replica moves (data)")
     leader_moves: Size = Field(description="order-only moves")
@@ -181,9 +211,16 @@ class SummaryDoc(Doc):
         "tiered topics' bytes in remote storage that the moves leave there, per new replica (what a tool copying "
         "whole logs would add to `bytes`); absent when the plan moves no tiered topic"))
 
+    @classmethod
+    def written(cls, value: Any, doc: dict[str, Any]) -> None:
+        for key in ("estimated_seconds", "lower_bound_seconds"):  # to the millisecond: no noise in reviews
+            doc[key] = None if doc[key] is None else round(doc[key], 3)
+
 
 class FingerprintDoc(Doc):
     """What the plan depends on; apply recomputes it from the cluster and refuses drift, naming what changed."""
+
+    domain = dict
 
     cluster_id: Text | None
     brokers: Text = Field(description="digest of the broker ids and racks")
@@ -193,6 +230,8 @@ class FingerprintDoc(Doc):
 
 class RollingDoc(Doc):
     """Rolling execution (`execution.mode: rolling`): moves submitted as others finish."""
+
+    domain = model.Rolling
 
     max_moves_per_broker: int = Field(ge=1, le=2**31 - 1, strict=True,
                                       description="moves in flight touching any one broker, as source or destination")
@@ -217,6 +256,8 @@ class SealDoc(Doc):
 class PlanDoc(Doc):
     """The plan file. JSON with sorted keys and no clock: the same inputs give the same bytes."""
 
+    domain = model.Plan
+
     format: Literal["kops-plan/2"]
     kops_version: Text = Field(description="the kops that made it")
     cluster: Text = Field(description="the inventory host (or `kafka://SERVERS`, `zk://CONNECT`)")
@@ -236,6 +277,10 @@ class PlanDoc(Doc):
     rolling: RollingDoc | None = Field(default=None, exclude_if=lambda v: v is None,
                                        description="present when the playbook asks for rolling execution")
     seal: SealDoc | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @classmethod
+    def written(cls, value: Any, doc: dict[str, Any]) -> None:
+        doc["summary"]["batches"] = len(value.batches)
 
     @model_validator(mode="after")
     def _cross_references(self) -> PlanDoc:

@@ -1,6 +1,7 @@
 """A plan: what will change on one cluster, in which batches, with which throttles, and how to undo it.
 
-Pure data, produced by `kops.planner.plan` and serialised by `kops.model.plan_format` as `kops-plan/2`.
+Pure data, produced by `kops.planner.plan` and serialised by `kops.model.plan_format` as `kops-plan/2` (declared
+in kops/formats/plan.py, which names the class each JSON object holds).
 A plan carries its preconditions (each move's `from_replicas`, and a fingerprint of every part of the
 snapshot it depends on) so `kops apply` can refuse to act on a cluster that has drifted.
 """
@@ -11,6 +12,18 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from kops.model.partitions import TopicPartition
+
+
+def move_kind(from_replicas: tuple[int, ...] | list[int], to_replicas: tuple[int, ...] | list[int]) -> str:
+    """"leader" when only the order changes (a new preferred leader, no data moved), else "data"; the plan file
+    writes it and refuses a move that says otherwise."""
+    return "leader" if set(from_replicas) == set(to_replicas) else "data"
+
+
+def bytes_copied(size: int, from_replicas: tuple[int, ...] | list[int],
+                 to_replicas: tuple[int, ...] | list[int]) -> int:
+    """Bytes a move sends over the network: one copy of the partition per new replica."""
+    return size * len(set(to_replicas) - set(from_replicas))
 
 
 @dataclass(frozen=True, order=True)
@@ -36,7 +49,7 @@ class Move:
 
     @cached_property
     def kind(self) -> str:
-        return "leader" if set(self.from_replicas) == set(self.to_replicas) else "data"
+        return move_kind(self.from_replicas, self.to_replicas)
 
     @cached_property
     def adding(self) -> tuple[int, ...]:
@@ -48,8 +61,7 @@ class Move:
 
     @cached_property
     def copied_bytes(self) -> int:
-        """Bytes that cross the network: one copy per new replica."""
-        return self.bytes * len(self.adding)
+        return bytes_copied(self.bytes, self.from_replicas, self.to_replicas)
 
     def inverse(self) -> Move:
         return Move(self.topic, self.partition, self.to_replicas, self.from_replicas, self.bytes,
@@ -125,7 +137,7 @@ class Throttle:
 @dataclass(frozen=True)
 class Estimate:
     seconds: float | None  # None when sizes and rates are unknown
-    lower_bound_seconds: float | None
+    lower_bound_seconds: float | None = None  # not in the plan file
     bytes_in: dict[int, int] = field(default_factory=dict)  # per destination broker
     bytes_out: dict[int, int] = field(default_factory=dict)  # per source (leader) broker
 
