@@ -19,6 +19,10 @@ from hypothesis import settings
 from kops.lab.zookeeper import ZooKeeperServer
 from kops.zk_layout.client import ZkClient, ZkSettings
 
+# The tests' Spark (local mode, and the CLI's subprocesses, which inherit it) reads tests/spark-conf: JVM options
+# for many small jobs (see that file).
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).with_name("spark-conf")))
+
 # CI replays the same examples every run (a red CI blocks landing); developers' runs keep exploring.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):

@@ -44,7 +44,8 @@ class SparkStandalone:
         java = java_executable()
         return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
                 "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(self.directory),
-                "JAVA_HOME": str(Path(java).resolve().parents[1])}
+                "JAVA_HOME": str(Path(java).resolve().parents[1]),
+                "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}  # as tests/spark-conf says
 
     def _spawn(self, name: str, *args: str) -> None:
         log = (self.directory / f"{name}.log").open("ab")
