@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource
 
 from kops.cli.main import main
@@ -53,14 +54,16 @@ def replicas(bootstrap: str) -> dict[str, dict[int, tuple[int, ...]]]:
 
 def throttles(bootstrap: str) -> dict[str, dict[str, str]]:
     """Every throttle config in force, as Kafka reports it."""
-    def ask(client):  # type: ignore[no-untyped-def]  # a helper over callables of any shape
-        brokers = [str(b["broker_id"]) for b in client.describe_cluster()["brokers"]]
-        resources = [ConfigResource("TOPIC", t) for t in client.list_topics() if not t.startswith("__")]
-        resources += [ConfigResource("BROKER", b) for b in brokers]
-        return client.describe_configs(resources)
+    return first_answer(bootstrap, throttles_of)
 
+
+def throttles_of(client: KafkaAdminClient) -> dict[str, dict[str, str]]:
+    """Every throttle config in force, as this client's broker reports it."""
+    brokers = [str(b["broker_id"]) for b in client.describe_cluster()["brokers"]]
+    resources = [ConfigResource("TOPIC", t) for t in client.list_topics() if not t.startswith("__")]
+    resources += [ConfigResource("BROKER", b) for b in brokers]
     found: dict[str, dict[str, str]] = {}
-    for kind, entities in first_answer(bootstrap, ask).items():
+    for kind, entities in client.describe_configs(resources).items():
         for name, values in entities.items():
             keys = {k: str(v["value"]) for k, v in values.items() if k in ALL_KEYS
                     and v.get("config_source", "").startswith("DYNAMIC") and v.get("value") not in (None, "")}

@@ -99,11 +99,13 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
 
 def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str] | None, waiting: Waiting) -> _Read:
     """Every serving broker's Metadata, merged, with the reassignments the controller lists; asked again while
-    the brokers disagree in a way no evidence orders, or the merged replicas do not match the controller's
-    list, for up to `waiting.settle` seconds. What still differs then is named as a problem. A poll (`only_topics`:
-    the executor's progress reads, every half second) does not wait: its next poll asks again."""
+    the brokers disagree in a way no evidence orders, the merged replicas do not match the controller's list,
+    or the list changed while the brokers answered (it is read before and after them), for up to `waiting.settle`
+    seconds. What still differs then is named as a problem. A poll (`only_topics`: the executor's progress reads,
+    every half second) does not wait: its next poll asks again."""
     deadline = waiting.monotonic() + (waiting.settle if only_topics is None else 0.0)
     while True:
+        listed = client.list_partition_reassignments()
         committed = committed_offset(client)
         answers = ask_each(client, serving, only_topics)
         if not answers.views:
@@ -113,7 +115,7 @@ def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str]
         merged = merge(views, answers.offsets)
         moving = client.list_partition_reassignments()
         problems = [Problem(f"{PROPAGATING}{d.topic}", d.message) for d in merged.disagreements] + lagging
-        problems += _listing_problems(merged.topics, moving)
+        problems += _listing_problems(merged.topics, moving) + _listing_changed(listed, moving)
         if not problems or waiting.monotonic() >= deadline:
             if problems:
                 problems.append(Problem(PROPAGATING.rstrip("/"), f"brokers {', '.join(map(str, sorted(views)))} "
@@ -135,6 +137,18 @@ def _caught_up(views: dict[int, Any], offsets: dict[int, tuple[int, int]],
     at = ", ".join(f"{b} at {offsets[b][1]}" for b in sorted(offsets))
     return views, [Problem(PROPAGATING.rstrip("/"), f"no broker has applied the metadata log up to offset "
                                                     f"{committed - 1}, which the controller committed ({at})")]
+
+
+def _listing_changed(before: dict[Any, dict[str, list[int]]],
+                     after: dict[Any, dict[str, list[int]]]) -> list[Problem]:
+    """The reassignments listed before and after the brokers were asked differ: a move started or finished
+    while they answered, and their views may pair the other side's replicas with this listing (a finished
+    move's target plus the replica it removed, listed as moving nothing). Asked again, or named."""
+    changed = sorted({tp for tp in {*before, *after} if before.get(tp) != after.get(tp)},
+                     key=lambda tp: (tp.topic, tp.partition))
+    return [Problem(f"{PROPAGATING}{tp.topic}", f"partition {tp.partition}'s reassignment "
+                    f"{'started' if tp not in before else 'finished' if tp not in after else 'changed'} "
+                    "while the brokers were asked") for tp in changed]
 
 
 def _listing_problems(topics: dict[str, TopicView], moving: dict[Any, dict[str, list[int]]]) -> list[Problem]:
