@@ -112,6 +112,17 @@ class ProblemDoc(Doc):
     message: Text
 
 
+class LogDirDoc(Doc):
+    """One log dir of one broker, as DescribeLogDirs v4 (KIP-827, Kafka 3.3+) reports it."""
+
+    broker: Id
+    path: Text = Field(description="the log dir's path on the broker")
+    total_bytes: Size | None = Field(description="the size of the dir's filesystem; null where Kafka answers -1 "
+                                                 "(before 3.3, or the dir is offline)")
+    usable_bytes: Size | None = Field(description="what is free on it for Kafka; null as for total_bytes")
+    error: Text | None = Field(description="why the dir could not be described (an offline dir), else null")
+
+
 class SummaryDoc(Doc):
     """Derived counts, for humans and dashboards."""
 
@@ -145,6 +156,9 @@ class SnapshotDoc(Doc):
     complete: Flag = Field(default=True, description="derived: false when some part could not be read as Kafka reads "
                                                      "it, or the brokers' views still disagreed (see problems)")
     problems: list[ProblemDoc]
+    log_dirs: list[LogDirDoc] = Field(default_factory=list, exclude_if=lambda v: not v,
+                                      description="each broker's log dirs with their filesystem's total and usable "
+                                                  "bytes, sorted by broker and path; absent when not read")
     summary: SummaryDoc | None = None
 
     @model_validator(mode="after")

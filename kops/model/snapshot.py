@@ -12,6 +12,7 @@ from functools import cached_property
 
 from kops.errors import NotReady
 from kops.model.brokers import Broker
+from kops.model.capacity import LogDirUsage
 from kops.model.partitions import Partition, TopicPartition
 from kops.model.topics import Topic
 
@@ -75,6 +76,7 @@ class Snapshot:
     problems: tuple[Problem, ...] = ()
     connect: str | None = None
     fenced: tuple[int, ...] = ()  # registered but fenced (KRaft, DescribeCluster v2): not serving, not in `brokers`
+    log_dirs: tuple[LogDirUsage, ...] = ()  # what the cluster reported of its disks; empty when not read
 
     @property
     def complete(self) -> bool:

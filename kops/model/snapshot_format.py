@@ -16,6 +16,7 @@ from kops.formats import snapshot as doc_model
 from kops.formats.base import validate
 from kops.jsondoc import ShapeError, dumps_document, parse_json
 from kops.model.brokers import Broker, FeatureRange
+from kops.model.capacity import LogDirUsage
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.snapshot import ControllerInfo, Problem, RequestedMove, Snapshot
 from kops.model.topics import Topic
@@ -72,6 +73,14 @@ def _topic_doc(t: Topic) -> dict[str, Any]:
     return doc
 
 
+def _log_dirs_doc(dirs: tuple[LogDirUsage, ...]) -> dict[str, Any]:
+    """`log_dirs`, absent when the cluster's disks were not read (so older files keep their bytes)."""
+    if not dirs:
+        return {}
+    return {"log_dirs": [{"broker": d.broker, "path": d.path, "total_bytes": d.total_bytes,
+                          "usable_bytes": d.usable_bytes, "error": d.error} for d in sorted(dirs)]}
+
+
 def to_document(snapshot: Snapshot) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -109,6 +118,7 @@ def to_document(snapshot: Snapshot) -> dict[str, Any]:
         "migration": snapshot.migration,
         "complete": snapshot.complete,
         "problems": [{"path": p.path, "message": p.message} for p in snapshot.problems],
+        **_log_dirs_doc(snapshot.log_dirs),
         "summary": {
             "brokers": len(snapshot.brokers),
             "topics": len(snapshot.topics),
@@ -181,6 +191,8 @@ def from_document(raw: Any) -> Snapshot:
         problems=tuple(Problem(p.path, p.message) for p in d.problems),
         connect=d.connect,
         fenced=tuple(sorted(d.fenced_brokers)),
+        log_dirs=tuple(sorted(LogDirUsage(x.broker, x.path, x.total_bytes, x.usable_bytes, x.error)
+                              for x in d.log_dirs)),
     )
 
 
