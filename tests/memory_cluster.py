@@ -42,6 +42,7 @@ from kops.cluster.port import Capabilities
 from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, describe
 from kops.model.brokers import Broker
+from kops.model.capacity import LogDirUsage
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.snapshot import ControllerInfo, RequestedMove, Snapshot, admin_api_connect
 from kops.model.throttle_keys import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, list_entries
@@ -53,6 +54,7 @@ TICK = 0.1  # the longest step of simulated time: copies, ISR changes and heartb
 LEASE = 10.0  # the Admin-API lock's default lease (AdminCluster's `lease`)
 START = 1_767_225_600.0  # the driven clock's wall time at zero (2026-01-01T00:00:00Z)
 LOCK_TOPIC = "__kops"
+LOG_DIR = "/var/lib/kafka/data"  # every broker's one log dir
 KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455")
 
 
@@ -138,6 +140,7 @@ class MemoryKafka:
         self.configs: dict[str, dict[str, str]] = {}
         self.records: dict[str, bytes] = {}  # `execution/<id>` and `cancel/<id>`, as keys of `__kops`
         self.claims: list[_Claim] = []
+        self.disks: dict[int, int] = {}  # broker -> its one log dir's filesystem, bytes; others answer -1 (Kafka < 3.3)
 
     # -- brokers ---------------------------------------------------------------------------------------------
 
@@ -477,6 +480,17 @@ class MemoryCluster:
     def sizes(self) -> dict[TopicPartition, int]:
         self.alive()
         return {tp: max(per.values()) for tp, per in self.kafka.replica_sizes().items() if per}
+
+    def log_dirs(self) -> tuple[LogDirUsage, ...]:
+        """DescribeLogDirs v4 without partitions: one dir per serving broker, usable = its disk − its replicas."""
+        self.alive()
+        held: dict[int, int] = {}
+        for per in self.kafka.replica_sizes().values():
+            for b, size in per.items():
+                held[b] = held.get(b, 0) + size
+        disks = self.kafka.disks
+        return tuple(LogDirUsage.of(b, LOG_DIR, disks.get(b, -1), disks[b] - held.get(b, 0) if b in disks else -1)
+                     for b in sorted(self.kafka.racks) if self.kafka.serving(b))
 
     def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]:
         """Bytes each replica is behind its leader's log end, where the leader answers (DescribeLogDirs)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -16,9 +17,11 @@ from kops.cli.options import Format, OutputFormat
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
 from kops.model import snapshot_format
+from kops.model.capacity import unreported, volumes
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import ALL_KEYS as THROTTLE_KEYS
+from kops.units import format_size
 from kops.zk_layout.reader import read_snapshot
 
 
@@ -44,9 +47,9 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def take_snapshot(connection: Connection, address: Address, offers: dict[str, str] | None = None,
                   sizes: dict[TopicPartition, int] | None = None) -> Snapshot:
-    """The whole cluster through the address's transport, with a spinner saying what it waits for; `offers`
-    is filled with what the cluster lets kops do (ApiVersions, features) and `sizes` with the partition sizes
-    the transport can read (DescribeLogDirs), when given."""
+    """The whole cluster through the address's transport, with its brokers' log dirs (their disks' size), with a
+    spinner saying what it waits for; `offers` is filled with what the cluster lets kops do (ApiVersions,
+    features) and `sizes` with the partition sizes the transport can read (DescribeLogDirs), when given."""
     what = "reading the cluster through the Admin API" if address.transport == "admin" else "connecting to ZooKeeper"
     with console.err.status(what, spinner="dots") as status, open_cluster(connection, address) as cluster:
         if offers is not None:
@@ -54,8 +57,11 @@ def take_snapshot(connection: Connection, address: Address, offers: dict[str, st
         if sizes is not None:
             sizes.update(cluster.sizes())
         if isinstance(cluster, ZkCluster):
-            return read_snapshot(cluster.client, progress=lambda msg: status.update(msg))
-        return cluster.snapshot()
+            snap = read_snapshot(cluster.client, progress=lambda msg: status.update(msg))
+        else:
+            snap = cluster.snapshot()
+        status.update("reading the brokers' log dirs")
+        return replace(snap, log_dirs=cluster.log_dirs())
 
 
 @connection_options
@@ -101,6 +107,9 @@ def report_problems(snapshot: Snapshot) -> None:
         console.warning("a ZooKeeper-to-KRaft migration is in progress: kops will not write to this cluster")
     if snapshot.fenced:
         console.warning(f"fenced broker(s) {_ids(snapshot.fenced)}: registered but not serving (not live)")
+    for broker in unreported(snapshot.log_dirs):
+        console.warning(f"broker {broker}: capacity not reported (Kafka before 3.3, or log dir offline): "
+                        "declare capacity.disk")
     for problem in snapshot.problems:
         console.warning(f"{problem.path}: {problem.message}")
     if snapshot.problems:
@@ -144,6 +153,8 @@ def render(snapshot: Snapshot) -> None:
     throttles = _throttles_table(snapshot)
     if throttles.row_count:
         out.print(throttles)
+    if snapshot.log_dirs:
+        out.print(_log_dirs_table(snapshot))
     if snapshot.pending_deletions:
         out.print(f"[dim]Pending deletions:[/] {', '.join(snapshot.pending_deletions)}")
     if snapshot.preferred_election:
@@ -170,6 +181,18 @@ def _brokers_table(snapshot: Snapshot) -> Table:
         brokers.add_row(str(b.id), b.rack or "-", " ".join(b.endpoints), features,
                         str(leaders.get(b.id, 0)), str(replicas.get(b.id, 0)), f"v{b.version}")
     return brokers
+
+
+def _log_dirs_table(snapshot: Snapshot) -> Table:
+    """Each broker's log dirs as DescribeLogDirs reports them; dirs found on one filesystem say so."""
+    table = console.table("Log dirs", ">Broker", "Dir", ">Total", ">Usable", "Volume", "Error")
+    shared = {(v.broker, p): v.paths for v in volumes(snapshot.log_dirs) if len(v.paths) > 1 for p in v.paths}
+    for d in snapshot.log_dirs:
+        group = shared.get((d.broker, d.path))
+        table.add_row(str(d.broker), d.path, "-" if d.total_bytes is None else format_size(d.total_bytes),
+                      "-" if d.usable_bytes is None else format_size(d.usable_bytes),
+                      " + ".join(group) + ": one volume" if group else "-", d.error or "-")
+    return table
 
 
 def _topics_table(snapshot: Snapshot) -> Table:

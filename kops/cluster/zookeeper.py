@@ -20,6 +20,7 @@ from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, dead_local, describe
 from kops.kip179.client import Kip179Client
 from kops.kip179.protocol import ErrorCode
+from kops.model.capacity import LogDirUsage
 from kops.model.features import KIP179_ADMIN, KIP236_CANCEL, KIP236_QUEUE
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
@@ -132,17 +133,36 @@ class ZkCluster:
 
     def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]:
         """KIP-179 lag where the cluster advertises it; nothing elsewhere (progress counts partitions then)."""
-        if not asked:
+        api = self._kip179() if asked else None
+        if api is None:
             return {}
-        if self._api is None:
-            if KIP179_ADMIN not in read_snapshot(self.client, only_topics=set()).cluster_features():
-                return {}
-            self._api = Kip179Client(self.client, timeout=5.0)
         try:
-            return {(s.tp, s.broker): s.lag_bytes for s in self._api.replica_status(asked)
+            return {(s.tp, s.broker): s.lag_bytes for s in api.replica_status(asked)
                     if s.error is ErrorCode.NONE and s.lag_bytes >= 0}
         except KopsError:
             return {}
+
+    def log_dirs(self) -> tuple[LogDirUsage, ...]:
+        """No znode holds a disk's size: the brokers' own KIP-179 DescribeLogDirs where every broker advertises
+        it (the kops engine), nothing elsewhere (capacity is then declared only)."""
+        api = self._kip179()
+        if api is None:
+            return ()
+        try:
+            answers = api.describe_log_dirs()
+        except KopsError:
+            return ()
+        return tuple(sorted(LogDirUsage.of(d.broker, d.log_dir, d.total_bytes, d.usable_bytes,
+                                           None if d.error is ErrorCode.NONE else d.error.name)
+                            for dirs in answers.values() for d in dirs))
+
+    def _kip179(self) -> Kip179Client | None:
+        """The brokers' admin endpoint, where every live broker advertises KIP-179."""
+        if self._api is None:
+            if KIP179_ADMIN not in read_snapshot(self.client, only_topics=set()).cluster_features():
+                return None
+            self._api = Kip179Client(self.client, timeout=5.0)
+        return self._api
 
     def close(self) -> None:
         if self._api is not None:

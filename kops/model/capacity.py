@@ -36,6 +36,14 @@ class LogDirUsage:
     usable_bytes: int | None
     error: str | None = None
 
+    @classmethod
+    def of(cls, broker: int, path: str, total_bytes: int | None, usable_bytes: int | None,
+           error: str | None = None) -> LogDirUsage:
+        """From the wire: Kafka's -1 (or a field an older version lacks) and an erring dir's figures become None."""
+        def known(value: int | None) -> int | None:
+            return None if error is not None or value is None or value < 0 else value
+        return cls(broker, path, known(total_bytes), known(usable_bytes), error)
+
     @property
     def reported(self) -> bool:
         return self.error is None and self.total_bytes is not None and self.usable_bytes is not None

@@ -24,6 +24,7 @@ CALLS: dict[str, Call] = {  # one call of each of the port's, on a cluster with 
     "snapshot": lambda c: c.snapshot(),
     "offers": lambda c: c.offers(),
     "sizes": lambda c: c.sizes(),
+    "log_dirs": lambda c: c.log_dirs(),
     "records": lambda c: c.records(),
     "lock": lambda c: c.lock({"host": "h"}, 1.0, c.kafka.clock.sleep, c.kafka.clock.monotonic),
     "holder": lambda c: c.holder(),
@@ -111,3 +112,14 @@ def test_the_fence_stops_each_write_and_no_read_once_the_lock_is_lost() -> None:
     with pytest.raises(LockLost):
         fenced.records().save("e1", b"{}")
     assert fenced.records().ids() == [] and port.writes == []
+
+
+def test_the_memory_cluster_reports_its_disks_as_describe_log_dirs_v4_does() -> None:
+    port = cluster()
+    port.kafka.disks = {1: 10_000, 2: 10_000}
+    port.kafka.produce("pay", 1_000)  # on replicas 1 and 2, acknowledged by the ISR
+    port.kafka.stop_broker(4)
+    dirs = {d.broker: d for d in port.log_dirs()}
+    assert sorted(dirs) == [1, 2, 3]  # a stopped broker does not answer
+    assert (dirs[1].total_bytes, dirs[1].usable_bytes) == (10_000, 9_000)
+    assert dirs[3].total_bytes is None and not dirs[3].reported  # -1: no disk size said (Kafka before 3.3)

@@ -39,10 +39,11 @@ from kops.cluster.admin import kip860
 from kops.cluster.admin.connection import AdminSettings, connect, servers
 from kops.cluster.admin.kops_log import KopsLog, LogRecords
 from kops.cluster.admin.lease import Claims, LeaseLock, current_holder
-from kops.cluster.admin.log_dirs import describe_log_dirs
+from kops.cluster.admin.log_dirs import describe_disks, describe_log_dirs
 from kops.cluster.admin.reader import read_snapshot
 from kops.cluster.port import Capabilities
 from kops.errors import ConnectionFailed, KopsError, Refused
+from kops.model.capacity import LogDirUsage
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 
@@ -213,6 +214,10 @@ class AdminCluster:
         """Each partition's size (its largest replica: the leader's) from DescribeLogDirs, so a plan made
         against a live cluster is size-aware with no other input."""
         return {tp: max(per_broker.values()) for tp, per_broker in self._replica_sizes().items() if per_broker}
+
+    def log_dirs(self) -> tuple[LogDirUsage, ...]:
+        """Each broker's log dirs with total and usable bytes (DescribeLogDirs v4 without partitions)."""
+        return self._ask("DescribeLogDirs", lambda c: describe_disks(c, self.where))
 
     def _replica_sizes(self, partitions: dict[str, list[int]] | None = None) -> dict[TopicPartition, dict[int, int]]:
         """Bytes of each replica (future replicas of an intra-broker move left out), by partition and broker."""

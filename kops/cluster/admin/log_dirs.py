@@ -1,27 +1,46 @@
-"""Partition sizes from a live cluster: DescribeLogDirs, as the kafka-log-dirs document that Kafka's own
-`kafka-log-dirs.sh --describe` prints (plus a `timestamp`), so `kops sizes summarize` reads it unchanged."""
+"""DescribeLogDirs from a live cluster: partition sizes, as the kafka-log-dirs document that Kafka's own
+`kafka-log-dirs.sh --describe` prints (plus a `timestamp`), so `kops sizes summarize` reads it unchanged; and the
+dirs' own sizes (`TotalBytes`, `UsableBytes`: v4, KIP-827, Kafka 3.3+), the reported capacity."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kafka import KafkaAdminClient
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, for_code
 
 from kops.errors import ConnectionFailed
+from kops.model.capacity import LogDirUsage
 from kops.zk_layout.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize
 
 
 def describe_log_dirs(client: KafkaAdminClient, where: str, now_ms: int,
                       partitions: dict[str, list[int]] | None = None) -> LogDirsReport:
     """Every broker's log dirs, or only `partitions` ({topic: [partition, ...]}) in them."""
+    answers = _asked(client, where, partitions)
+    brokers = tuple(sorted((_broker(a) for a in answers), key=lambda b: b.broker))
+    return LogDirsReport(brokers, timestamp_ms=now_ms)
+
+
+def describe_disks(client: KafkaAdminClient, where: str) -> tuple[LogDirUsage, ...]:
+    """Every broker's log dirs with their filesystem's total and usable bytes, and no replica: an empty topic list
+    (`{}`, which kafka-python sends as `[]`, not null) describes the dirs alone, where null would describe every
+    replica of a million partitions. Kafka before 3.3 answers -1 (None here)."""
+    return tuple(sorted(LogDirUsage.of(int(answer["broker"]), d["log_dir"], d.get("total_bytes"),
+                                       d.get("usable_bytes"), _error(d.get("error_code", 0)))
+                        for answer in _asked(client, where, {}) for d in answer.get("log_dirs", [])))
+
+
+def _asked(client: KafkaAdminClient, where: str, partitions: dict[str, list[int]] | None) -> list[dict[str, Any]]:
     try:
-        answers = client.describe_log_dirs(partitions)
+        return client.describe_log_dirs(partitions)
     except KafkaError as exc:
         raise ConnectionFailed(f"DescribeLogDirs failed: {exc}", where=where,
                                hint="the principal needs DESCRIBE on the cluster") from None
-    brokers = tuple(sorted((_broker(a) for a in answers), key=lambda b: b.broker))
-    return LogDirsReport(brokers, timestamp_ms=now_ms)
+
+
+def _error(code: int) -> str | None:
+    return None if code == 0 else for_code(code).__name__
 
 
 def _broker(answer: dict[str, Any]) -> BrokerLogDirs:
