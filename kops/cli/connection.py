@@ -32,11 +32,14 @@ from kops.cluster.admin.adapter import AdminCluster
 from kops.cluster.admin.connection import AdminSettings, read_properties
 from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
+from kops.declare.capacity import read_capacity
+from kops.declare.inventory import Inventory as InventoryModel
 from kops.declare.inventory import load_inventory
 from kops.declare.loader import cluster_address
 from kops.declare.patterns import PatternError, select_hosts
 from kops.declare.problems import Problems
 from kops.errors import UsageError
+from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import SourceLocation
 from kops.model.snapshot import ADMIN_API
 from kops.zk_layout.client import ZkClient
@@ -120,7 +123,8 @@ def from_connect(connect: str) -> Address:
     return Address("zookeeper", connect)
 
 
-def _from_inventory(inventory: Path, limit: str | None) -> Address:
+def _inventory_host(inventory: Path, limit: str | None) -> tuple[InventoryModel, str]:
+    """The inventory and the one host (cluster) `limit` names in it."""
     if not inventory.exists():
         raise UsageError("no such inventory file or folder", where=str(inventory))
     problems = Problems()
@@ -135,20 +139,41 @@ def _from_inventory(inventory: Path, limit: str | None) -> Address:
         raise UsageError(f"{'--limit ' + repr(limit) if limit else 'the inventory'} names {len(hosts)} clusters"
                          f"{' (' + ', '.join(sorted(hosts)) + ')' if hosts else ''}", where=str(inventory),
                          hint="name exactly one with -l CLUSTER")
-    variables = inv.host_variables(hosts[0])
+    return inv, hosts[0]
+
+
+def inventory_capacity(inventory: Path | None, limit: str | None) -> CapacityDeclaration | None:
+    """The cluster's `capacity` variable, for commands without a playbook (`kops rebalance`); one line per
+    mistake, the first raised."""
+    if inventory is None:
+        return None
+    inv, host = _inventory_host(inventory, limit)
+    value = inv.host_variables(host).get("capacity")
+    problems = Problems()
+    declared = read_capacity(value, value, inv.hosts[host].location or SourceLocation(str(inventory), 1, 1),
+                             problems)
+    if problems.errors:
+        raise UsageError(str(problems.sorted_errors()[0]))
+    return declared
+
+
+def _from_inventory(inventory: Path, limit: str | None) -> Address:
+    inv, host = _inventory_host(inventory, limit)
+    problems = Problems()
+    variables = inv.host_variables(host)
     for name in ("bootstrap_servers", "zookeeper"):
         value = variables.get(name)
         if value is not None and (not isinstance(value, str) or "{{" in value):
-            raise UsageError(f"host {hosts[0]}: {name} must be a plain string", where=str(inventory))
-    connect = cluster_address(variables, inv.hosts[hosts[0]].location or SourceLocation(str(inventory), 1, 1),
-                              hosts[0], problems)  # the same rule as plans: bootstrap_servers first
+            raise UsageError(f"host {host}: {name} must be a plain string", where=str(inventory))
+    connect = cluster_address(variables, inv.hosts[host].location or SourceLocation(str(inventory), 1, 1),
+                              host, problems)  # the same rule as plans: bootstrap_servers first
     if problems.errors:
         raise UsageError(str(problems.sorted_errors()[0]))
     if connect is None:
-        raise UsageError(f"host {hosts[0]} has neither bootstrap_servers nor zookeeper", where=str(inventory),
+        raise UsageError(f"host {host} has neither bootstrap_servers nor zookeeper", where=str(inventory),
                          hint="set bootstrap_servers: HOST:PORT (or zookeeper: HOST:PORT/chroot), or pass -b / -z")
     if variables.get("bootstrap_servers") and variables.get("zookeeper"):
-        console.info(f"{hosts[0]} has bootstrap_servers and zookeeper: using the Admin API")
+        console.info(f"{host} has bootstrap_servers and zookeeper: using the Admin API")
     return from_connect(connect)
 
 

@@ -137,6 +137,11 @@ Inventory = Annotated[
     typer.Option("--inventory", "-i", help="Ansible YAML inventory (file or folder) of Kafka clusters."),
 ]
 Limit = Annotated[str | None, typer.Option("--limit", "-l", help="Only these clusters (an Ansible host pattern).")]
+CapacityFile = Annotated[
+    Path | None,
+    typer.Option("--capacity", help="Cruise Control's broker capacity file (capacity.json: DISK in MB, NW_IN and "
+                                    "NW_OUT in KB/s, broker -1 the default); replaces the inventory's capacity."),
+]
 ExtraVars = Annotated[
     list[str] | None,
     typer.Option("--extra-vars", "-e",

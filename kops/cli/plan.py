@@ -12,9 +12,10 @@ from rich.table import Table
 
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options
-from kops.cli.options import ExtraVars, Inventory, Limit, parse_throttle
+from kops.cli.options import CapacityFile, ExtraVars, Inventory, Limit, parse_throttle
 from kops.cli.state import AllowIncomplete, refuse_incomplete, write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
+from kops.declare.capacity import declared_capacity
 from kops.errors import ExitCode, UsageError
 from kops.model import plan_format
 from kops.model.desired import DesiredState
@@ -154,6 +155,7 @@ def plan(
                                                                             "being reassigned (from their "
                                                                             "targets).")] = False,
     allow_incomplete: AllowIncomplete = False,
+    capacity: CapacityFile = None,
 ) -> None:
     """Compute what would change: topic creations and deletions, partition additions, replication-factor and
     placement changes, config changes, decommissions, rebalancing and leader balance, as batches of moves with
@@ -169,11 +171,14 @@ def plan(
           --snapshot snaps/prod-eu.json --format markdown
       kops plan --import-kafka reassign.json -z zk1:2181/kafka \\
           --throttle 30MiB/s -o plans/imported.json
+      kops plan playbooks/platform.yml -i inventories/example -l prod-eu \\
+          --capacity cruise-control/capacity.json
 
     Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error,
     3 the snapshot is incomplete (cluster metadata still propagating; --allow-incomplete plans anyway).
     """
     known = read_sizes(sizes) if sizes is not None else Sizes()
+    declared_capacity(capacity, None)  # a bad file is refused before the cluster is read
     policy = Policy(throttle=parse_throttle(throttle), allow_in_flight=allow_in_flight, growth=known.growth,
                     remote=known.remote)
     reading = _Reading(connection, snapshot, allow_incomplete, known.bytes,
@@ -187,6 +192,7 @@ def plan(
                                                    "FILE")
     else:
         declarations, desired = one_cluster(playbook, inventory, limit, extra_vars, connection.zookeeper)
+        desired = replace(desired, capacity=declared_capacity(capacity, desired.capacity))
         snap = reading.snapshot(desired)
         result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=declarations.digest))
     _write(result, out, export_kafka)

@@ -28,11 +28,12 @@ from kops.cli.apply import (
     run_execution,
     stall_seconds,
 )
-from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
+from kops.cli.connection import Address, Connection, connection_options, inventory_capacity, open_cluster, resolve
 from kops.cli.execution import load_plan
-from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
+from kops.cli.options import CapacityFile, Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.state import write_atomically
+from kops.declare.capacity import declared_capacity
 from kops.errors import ExitCode, NotReady, UsageError
 from kops.executor.executor import Outcome
 from kops.holder import describe
@@ -104,6 +105,7 @@ def rebalance(
     rolling: RollingFlag = False,
     max_moves_per_broker: MaxMovesPerBroker = None,
     max_in_flight: MaxInFlight = None,
+    capacity: CapacityFile = None,
 ) -> None:
     """Rebalance within limits, made for cron: the moves that buy the most balance per byte first, nothing at all
     below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
@@ -133,6 +135,7 @@ def rebalance(
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
+    declared_capacity(capacity, inventory_capacity(inventory, limit))  # the planner's limits (issue 35) to come
     address = resolve(connection, inventory, limit)
     report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
     snapshot = _ready_snapshot(connection, address, report, started, output_format)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kops.declare import fields
+from kops.declare.capacity import read_capacity
 from kops.declare.inventory import Inventory, implicit_inventory, load_inventory
 from kops.declare.patterns import PatternError, select_hosts
 from kops.declare.problems import Problems
@@ -126,6 +127,7 @@ class _Cluster:
         self.allow_delete = False
         self.plays: list[str] = []
         self.variables: dict[str, Any] = {}
+        self.capacity_raw: Any = None  # `capacity` as written (a YamlMap keeps its locations)
 
 
 def load_declarations(
@@ -177,7 +179,8 @@ def load_declarations(
 
     desired = {}
     for name, c in sorted(clusters.items()):
-        connect = cluster_address(c.variables, _host_location(inventory, name, top), name, problems)
+        host_location = _host_location(inventory, name, top)
+        connect = cluster_address(c.variables, host_location, name, problems)
         desired[name] = DesiredState(
             cluster=name,
             connect=connect,
@@ -189,6 +192,7 @@ def load_declarations(
             plays=tuple(c.plays),
             sources=tuple(sorted(set(sources))),
             host_vars=c.variables,
+            capacity=read_capacity(c.variables.get("capacity"), c.capacity_raw, host_location, problems),
         )
         _warn_name_collisions(desired[name], problems)
     return Declarations(desired, problems, inventory, _digest(sources, extra, playbook.parent), topic_count,
@@ -260,6 +264,7 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
         variables = resolve_variables(renderer, raw, fail)
         cluster = clusters.setdefault(host, _Cluster(host))
         cluster.variables = variables
+        cluster.capacity_raw = raw.get("capacity")
         cluster.plays.append(label)
         cluster.allow_delete |= allow_delete
         count += _declare_topics(cluster, TopicReader(renderer, variables, problems, allow_delete), entries, defaults,

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from kops.formats.cruise_control import CapacityFileDoc
 from kops.formats.plan import PlanDoc
 from kops.formats.record import RecordDoc
 from kops.formats.sizes import SizesRowDoc
@@ -37,6 +38,7 @@ PAGES = (
     Page("docs/snapshot-format.md", SnapshotDoc, "kops/formats/snapshot.py", "the snapshot"),
     Page("docs/record-format.md", RecordDoc, "kops/formats/record.py", "the record"),
     Page("docs/sizes-format.md", SizesRowDoc, "kops/formats/sizes.py", "a row"),
+    Page("docs/cruise-control-capacity.md", CapacityFileDoc, "kops/formats/cruise_control.py", "the file"),
 )
 
 

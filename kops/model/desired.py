@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kops.model.capacity import CapacityDeclaration
 from kops.model.plan import Rolling
 
 
@@ -110,3 +111,4 @@ class DesiredState:
     plays: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()  # files read, for the plan's digest
     host_vars: dict[str, object] = field(default_factory=dict)
+    capacity: CapacityDeclaration | None = None  # the inventory's `capacity` variable, or `--capacity FILE`
