@@ -345,7 +345,7 @@ def _topic_defaults(play: dict[str, Any], loc: SourceLocation, where: Any, label
         return None
     key_where = (lambda k: defaults.key_locations.get(k, loc)) if isinstance(defaults, YamlMap) else (lambda _k: loc)
     fields.check_keys(defaults, ["partitions", "replication_factor", "config", "config_unchecked", "placement",
-                                 "state"], "topic_defaults", key_where, problems)
+                                 "state", "fanout"], "topic_defaults", key_where, problems)
     return defaults
 
 

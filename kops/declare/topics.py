@@ -18,7 +18,7 @@ from kops.model import topic_configs
 from kops.model.desired import STRATEGIES, Placement, Secret, SourceLocation, TopicDeclaration
 
 TOPIC_KEYS = (
-    "name", "partitions", "replication_factor", "config", "config_unchecked", "placement", "state",
+    "name", "partitions", "replication_factor", "config", "config_unchecked", "placement", "state", "fanout",
     "loop", "loop_control",
 )
 PLACEMENT_KEYS = ("strategy", "assignments", "brokers", "exclude_brokers")
@@ -118,10 +118,12 @@ class TopicReader:
         placement = self._placement(rendered.get("placement"), locations.get("placement", loc), partitions, rf)
         if state == "present" and partitions is None and placement.assignments:
             partitions = len(placement.assignments)
+        fanout = 1 if rendered.get("fanout") is None else fields.as_int(rendered["fanout"], "fanout",
+                                                                         locations["fanout"], self.problems, minimum=0)
         return TopicDeclaration(
             name=name, location=locations["name"], state=state, partitions=partitions, replication_factor=rf,
             config=config, config_unchecked=unchecked, config_remove=tuple(sorted(set(self._removals))),
-            placement=placement, field_locations=field_locations,
+            placement=placement, field_locations=field_locations, fanout=1 if fanout is None else fanout,
         )
 
     @staticmethod

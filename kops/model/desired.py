@@ -58,6 +58,7 @@ class TopicDeclaration:
     config_remove: tuple[str, ...] = ()  # overrides declared `null`: remove them (back to the default)
     placement: Placement = field(default_factory=Placement)
     field_locations: dict[str, SourceLocation] = field(default_factory=dict)
+    fanout: int = 1  # consumer groups reading the topic: its leader sends write rate × (followers + fanout)
 
     def where(self, field_name: str) -> SourceLocation:
         """Location of one field (e.g. `replication_factor`, `config.retention.ms`), else of the topic."""

@@ -137,3 +137,31 @@ def test_plan_and_rebalance_refuse_a_bad_file_before_reading_the_cluster(tmp_pat
     err = capsys.readouterr().err
     assert err.count("not a Cruise Control capacity file") == 2, err
     assert main(["validate", str(playbook), "-i", str(inventory)]) == 0
+
+
+def test_fanout_per_topic_defaults_to_one_and_may_come_from_topic_defaults(tmp_path: Path) -> None:
+    (tmp_path / "pb.yml").write_text("""\
+- hosts: all
+  topic_defaults: {replication_factor: 3, fanout: 2}
+  topics:
+    - {name: clicks, partitions: 64, fanout: 4}
+    - {name: changelog, partitions: 8, fanout: 0}
+    - {name: orders, partitions: 8}
+- hosts: all
+  topics:
+    - {name: plain, partitions: 1, replication_factor: 1}
+""")
+    declarations = load_declarations(tmp_path / "pb.yml", zookeeper="zk:2181")
+    assert declarations.ok, declarations.problems.items
+    topics = declarations.desired["default"].topics
+    assert {name: t.fanout for name, t in topics.items()} == {"changelog": 0, "clicks": 4, "orders": 2, "plain": 1}
+
+
+@pytest.mark.parametrize("value, message", [("-1", "fanout must be at least 0"),
+                                            ("many", "fanout must be an integer")])
+def test_a_bad_fanout_is_one_line_at_its_place(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str,
+                                               message: str) -> None:
+    (tmp_path / "pb.yml").write_text(f"- hosts: all\n  topics:\n    - name: t\n      fanout: {value}\n")
+    assert main(["validate", str(tmp_path / "pb.yml"), "-z", "zk:2181"]) == 1
+    err = capsys.readouterr().err
+    assert "pb.yml:4:" in err and message in err, err
