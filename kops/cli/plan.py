@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -18,11 +19,13 @@ from kops.cli.targets import cluster_snapshot, one_cluster
 from kops.declare.capacity import declared_capacity
 from kops.errors import ExitCode, UsageError
 from kops.model import plan_format
+from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import DesiredState
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Plan
+from kops.model.plan import CapacityReport, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner import tiered
+from kops.planner.headroom import capacity_notes, capacity_rows, with_capacity_report
 from kops.planner.markdown import duration, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
@@ -66,6 +69,8 @@ def render_text(plan: Plan, details: bool = True) -> None:
                           f"{format_size(s.bytes_before.get(broker, 0))} -> "
                           f"{format_size(s.bytes_after.get(broker, 0)).strip()}")
         out.print(table)
+    if s.capacity is not None:
+        _print_capacity(s.capacity)
     bound = f" (lower bound {s.lower_bound_moves})" if s.lower_bound_moves else ""
     out.print(
         f"[bold]Summary:[/] {len(plan.creations)} to create, {len(plan.deletions)} to delete, "
@@ -80,6 +85,15 @@ def render_text(plan: Plan, details: bool = True) -> None:
         out.print(f"Then a preferred-leader election for {len(plan.election)} partition(s).")
     for note in plan.rollback.irreversible:
         out.print(f"[dim]Rollback cannot undo: {note}[/]")
+
+
+def _print_capacity(report: CapacityReport) -> None:
+    table = console.table("Capacity", ">Broker", "Resource", "Capacity", "Before -> after", ">Peak", ">Headroom")
+    for row in capacity_rows(report):
+        table.add_row(*row[:5], f"[red]{row[5]}[/]" if row[5].endswith("over") else row[5])
+    console.out.print(table)
+    for note in capacity_notes(report):
+        console.out.print(f"[bold yellow]capacity:[/] {note}" if "over" in note else f"[dim]capacity: {note}[/]")
 
 
 def _topic_changes(plan: Plan) -> Table:
@@ -178,7 +192,7 @@ def plan(
     3 the snapshot is incomplete (cluster metadata still propagating; --allow-incomplete plans anyway).
     """
     known = read_sizes(sizes) if sizes is not None else Sizes()
-    declared_capacity(capacity, None)  # a bad file is refused before the cluster is read
+    from_file = declared_capacity(capacity, None)  # a bad file is refused before the cluster is read
     policy = Policy(throttle=parse_throttle(throttle), allow_in_flight=allow_in_flight, growth=known.growth,
                     remote=known.remote)
     reading = _Reading(connection, snapshot, allow_incomplete, known.bytes,
@@ -186,7 +200,7 @@ def plan(
     if import_kafka is not None:
         if playbook is not None:
             raise UsageError("give a playbook or --import-kafka, not both")
-        result = _plan_imported(import_kafka, reading, policy)
+        result = _plan_imported(import_kafka, reading, policy, (from_file, known.write))
     elif playbook is None:
         raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka "
                                                    "FILE")
@@ -195,6 +209,8 @@ def plan(
         desired = replace(desired, capacity=declared_capacity(capacity, desired.capacity))
         snap = reading.snapshot(desired)
         result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=declarations.digest))
+        result = with_capacity_report(result, snap, reading.sizes(), desired.capacity, known.write,
+                                      {name: t.fanout for name, t in desired.topics.items()})
     _write(result, out, export_kafka)
     _show(result, output_format)
     if detailed_exitcode and result.has_changes:
@@ -221,8 +237,10 @@ class _Reading:
         return self.given or _said_live(self.live)
 
 
-def _plan_imported(path: Path, reading: _Reading, policy: Policy) -> Plan:
-    """The moves of a kafka-reassign-partitions.sh file, planned as kops plans its own (batches, throttles)."""
+def _plan_imported(path: Path, reading: _Reading, policy: Policy,
+                   capacity: tuple[CapacityDeclaration | None, Mapping[TopicPartition, float]]) -> Plan:
+    """The moves of a kafka-reassign-partitions.sh file, planned as kops plans its own (batches, throttles), with
+    `capacity` (the declaration and the write rates) reported."""
     try:
         text = path.read_bytes()
     except OSError as exc:
@@ -232,7 +250,8 @@ def _plan_imported(path: Path, reading: _Reading, policy: Policy) -> Plan:
     targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
     connection = reading.connection
     cluster = connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster"
-    return plan_targets(snap, targets, cluster=cluster, policy=policy, sizes=reading.sizes(), where=str(path))
+    planned = plan_targets(snap, targets, cluster=cluster, policy=policy, sizes=reading.sizes(), where=str(path))
+    return with_capacity_report(planned, snap, reading.sizes(), *capacity)
 
 
 def _write(result: Plan, out: Path | None, export_kafka: Path | None) -> None:

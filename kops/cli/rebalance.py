@@ -7,7 +7,7 @@ import hashlib
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,6 +43,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner.bounded import Rebalance, Request, readiness
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
+from kops.planner.headroom import with_capacity_report
 from kops.planner.markdown import duration
 from kops.planner.planner import Policy
 from kops.sizes.reader import Sizes, read_sizes
@@ -135,7 +136,7 @@ def rebalance(
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
-    declared_capacity(capacity, inventory_capacity(inventory, limit))  # the planner's limits (issue 35) to come
+    declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
     address = resolve(connection, inventory, limit)
     report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
     snapshot = _ready_snapshot(connection, address, report, started, output_format)
@@ -144,6 +145,7 @@ def rebalance(
                                                                    remote=known.remote),
                             cluster=limit or address.where,
                             execution=Execution(throttle=rate, max_partitions=batch_size))
+    result = replace(result, plan=with_capacity_report(result.plan, snapshot, known.bytes, declared, known.write))
     if not result.worthwhile:
         _finish(report | {"status": "noop", "reason": _below(result)}, result, started, output_format)
         return

@@ -18,6 +18,7 @@ a problem at its FILE:LINE, all reported in one pass.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,14 @@ def _mapping(value: Any, raw: Any, what: str, loc: SourceLocation, keys: tuple[s
     return value
 
 
-def _figures(value: dict[Any, Any], raw: Any, what: str, loc: SourceLocation,
-             problems: Problems) -> dict[Resource, Figure]:
+def _declared(at: SourceLocation, base: Path | None) -> str:
+    """A figure's source: the file relative to `base` (the playbook's folder, as the plan's digest names files),
+    so a plan reads the same in any checkout."""
+    return f"declared {at.file if base is None else os.path.relpath(at.file, base)}:{at.line}"
+
+
+def _figures(value: dict[Any, Any], raw: Any, what: str, loc: SourceLocation, problems: Problems,
+             base: Path | None) -> dict[Resource, Figure]:
     out: dict[Resource, Figure] = {}
     for key, (resource, read) in FIGURES.items():
         if value.get(key) is None:
@@ -90,11 +97,12 @@ def _figures(value: dict[Any, Any], raw: Any, what: str, loc: SourceLocation,
         at = _where(raw, key, loc)
         number = read(value[key], f"{what}.{key}", at, problems)
         if number is not None:
-            out[resource] = Figure(number, f"declared {at.file}:{at.line}")
+            out[resource] = Figure(number, _declared(at, base))
     return out
 
 
-def _brokers(value: Any, raw: Any, loc: SourceLocation, problems: Problems) -> dict[int, dict[Resource, Figure]]:
+def _brokers(value: Any, raw: Any, loc: SourceLocation, problems: Problems,
+             base: Path | None) -> dict[int, dict[Resource, Figure]]:
     found = _mapping(value, raw, "capacity.brokers", loc, None, problems)
     out: dict[int, dict[Resource, Figure]] = {}
     for key, body in (found or {}).items():
@@ -103,7 +111,7 @@ def _brokers(value: Any, raw: Any, loc: SourceLocation, problems: Problems) -> d
         what = f"capacity.brokers.{key}"
         figures = _mapping(body, _child(raw, key), what, at, FIGURE_KEYS, problems)
         if broker is not None and figures is not None:
-            out[broker] = _figures(figures, _child(raw, key), what, at, problems)
+            out[broker] = _figures(figures, _child(raw, key), what, at, problems, base)
     return out
 
 
@@ -123,8 +131,10 @@ def _limits(value: Any, raw: Any, loc: SourceLocation, problems: Problems) -> di
     return limits
 
 
-def read_capacity(value: Any, raw: Any, loc: SourceLocation, problems: Problems) -> CapacityDeclaration | None:
-    """The `capacity` variable, rendered (`value`) and as written (`raw`, for locations); None when not set."""
+def read_capacity(value: Any, raw: Any, loc: SourceLocation, problems: Problems,
+                  base: Path | None = None) -> CapacityDeclaration | None:
+    """The `capacity` variable, rendered (`value`) and as written (`raw`, for locations); None when not set.
+    Sources name files relative to `base` where given."""
     if value is None:
         return None
     loc = raw.location if isinstance(raw, YamlMap) else loc
@@ -132,10 +142,10 @@ def read_capacity(value: Any, raw: Any, loc: SourceLocation, problems: Problems)
     if found is None:
         return None
     brokers = _brokers(found["brokers"], _child(raw, "brokers"), _where(raw, "brokers", loc),
-                       problems) if found.get("brokers") is not None else {}
+                       problems, base) if found.get("brokers") is not None else {}
     limits = _limits(found["limits"], _child(raw, "limits"), _where(raw, "limits", loc),
                      problems) if found.get("limits") is not None else dict(DEFAULT_LIMITS)
-    return CapacityDeclaration(_figures(found, raw, "capacity", loc, problems), brokers, limits,
+    return CapacityDeclaration(_figures(found, raw, "capacity", loc, problems, base), brokers, limits,
                                f"{loc.file}:{loc.line}")
 
 

@@ -192,7 +192,8 @@ def load_declarations(
             plays=tuple(c.plays),
             sources=tuple(sorted(set(sources))),
             host_vars=c.variables,
-            capacity=read_capacity(c.variables.get("capacity"), c.capacity_raw, host_location, problems),
+            capacity=read_capacity(c.variables.get("capacity"), c.capacity_raw, host_location, problems,
+                                   playbook.parent),
         )
         _warn_name_collisions(desired[name], problems)
     return Declarations(desired, problems, inventory, _digest(sources, extra, playbook.parent), topic_count,

@@ -20,6 +20,7 @@ from kops.formats.base import (
     Id,
     IdKey,
     Int,
+    Number,
     Positive,
     Rate,
     Replicas,
@@ -187,6 +188,33 @@ class RollbackDoc(Doc):
     irreversible: list[Text] = Field(description="what rollback cannot undo (created topics, added partitions)")
 
 
+class UsageDoc(Doc):
+    """One broker's load of one resource: bytes (disk), bytes/s (network_in, network_out) or a count (replicas)."""
+
+    domain = model.Usage
+
+    capacity: Size
+    limit: Size = Field(description="capacity × the limit's fraction (replicas: the cap itself)")
+    source: Text = Field(description="`declared FILE:LINE`, `cruise-control FILE` or `reported (DescribeLogDirs)`")
+    before: Size
+    after: Size
+    peak: Size = Field(description="the most it holds at any point of the plan: at a batch's peak the destination "
+                                   "already holds the new copy while the source still holds the old one")
+    peak_batch: Size | None = Field(description="the batch of the peak; null when the peak is the start or the end")
+
+
+class CapacityReportDoc(Doc):
+    """Each broker's known capacities, usage and headroom (issue 35). Absent when no capacity is known."""
+
+    domain = model.CapacityReport
+
+    limits: dict[Text, Number] = Field(description="resource -> the share of its capacity a broker may use")
+    brokers: dict[IdKey, dict[Text, UsageDoc]] = Field(description="broker id -> resource -> usage; only "
+                                                                   "resources with a known capacity")
+    over_before: list[Id] = Field(description="brokers already over a limit before the plan")
+    unknown: list[Text] = Field(description="resources with no capacity for any broker: not checked")
+
+
 class SummaryDoc(Doc):
     """Totals for reviewers and dashboards; per-broker tables keyed by broker id."""
 
@@ -210,6 +238,8 @@ class SummaryDoc(Doc):
     remote_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None, description=(
         "tiered topics' bytes in remote storage that the moves leave there, per new replica (what a tool copying "
         "whole logs would add to `bytes`); absent when the plan moves no tiered topic"))
+    capacity: CapacityReportDoc | None = Field(default=None, exclude_if=lambda v: v is None,
+                                               description="absent when no broker's capacity is known")
 
     @classmethod
     def written(cls, value: Any, doc: dict[str, Any]) -> None:

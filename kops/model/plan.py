@@ -165,6 +165,37 @@ class Rollback:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """One broker's load of one resource against its capacity: bytes (disk), bytes/s (network) or a count
+    (replicas); `peak` is the most it holds at any point of the plan, where it is the peak of batch `peak_batch`
+    (a new copy written while the old one is still there), None when the peak is the start or the end."""
+
+    capacity: int
+    limit: int  # capacity × the limit's fraction (replicas: the cap itself)
+    source: str  # `declared FILE:LINE`, `cruise-control FILE`, `reported (DescribeLogDirs)`
+    before: int
+    after: int
+    peak: int
+    peak_batch: int | None = None
+
+    @property
+    def headroom(self) -> int:
+        """What is left under the limit at the peak (negative: over)."""
+        return self.limit - self.peak
+
+
+@dataclass(frozen=True)
+class CapacityReport:
+    """What a plan does to each broker's known capacities (docs/design/capacity.md §5): resources no broker has
+    a capacity for are left out, and so is the whole report when none is known."""
+
+    limits: dict[str, float]
+    brokers: dict[int, dict[str, Usage]]
+    over_before: tuple[int, ...] = ()  # brokers already over a limit before the plan
+    unknown: tuple[str, ...] = ()  # resources with no capacity for any broker: not checked
+
+
+@dataclass(frozen=True)
 class Summary:
     moves: int
     leader_moves: int
@@ -181,6 +212,7 @@ class Summary:
     bytes_before: dict[int, int]
     bytes_after: dict[int, int]
     remote_bytes: int | None = None  # tiered topics' bytes in remote storage the moves leave there (per new replica)
+    capacity: CapacityReport | None = None  # each broker's capacity, usage and headroom, where any is known
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kops.model.plan import Plan
 from kops.planner import tiered
+from kops.planner.headroom import capacity_markdown
 from kops.planner.mermaid import bar_chart
 from kops.units import format_rate, format_size
 
@@ -43,6 +44,7 @@ def render_markdown(plan: Plan) -> str:
         lines += [f"> - {w}" for w in plan.warnings]
         lines.append("")
     lines += _summary_table(plan) + _topic_changes(plan) + _batches_and_moves(plan) + _per_broker(plan)
+    lines += capacity_markdown(plan.summary.capacity)
     if plan.rollback.irreversible:
         lines += ["Rollback cannot undo: " + "; ".join(plan.rollback.irreversible), ""]
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kops.model import snapshot_format
+from kops.model.capacity import LogDirUsage
 from tests.builders import brokers, round_robin, snapshot, topic
 
 HERE = Path(__file__).parent
@@ -89,6 +90,15 @@ SCENARIOS = {
         cleanup.policy: delete
         max.message.bytes: 2097152
 """,
+    "capacity-report": """- name: retire broker 3, seen against each broker's capacity
+  hosts: golden
+  topics:
+    - {name: clicks, fanout: 3}
+  brokers: {decommission: [3]}
+  execution:
+    throttle: 20MiB/s
+    batch: {max_partitions: 5, max_moves_per_broker: 3}
+""",
     "destructive-guard": """- name: retire the legacy topic
   hosts: golden
   allow_delete: true
@@ -123,19 +133,50 @@ def tiered_snapshot():
     return replace(base, topics={**base.topics, "events": events})
 
 
-SNAPSHOTS = {"decommission-tiered": tiered_snapshot}
+def capacity_snapshot():
+    """The base cluster with each broker's one log dir reported (DescribeLogDirs v4): 8 GiB, of which 100 MiB
+    hold other files than the replicas."""
+    base = base_snapshot()
+    held: dict[int, int] = {}
+    for name, t in base.topics.items():
+        for p, part in t.partitions.items():
+            for b in part.replicas:
+                held[b] = held.get(b, 0) + partition_size(name, p)
+    total = 8 * 2**30
+    return replace(base, log_dirs=tuple(LogDirUsage(b.id, "/var/lib/kafka/data", total,
+                                                    total - held.get(b.id, 0) - 100 * 2**20) for b in base.brokers))
 
 
-def sizes_document(snap) -> str:
-    """Sizes of every partition: `bytes` the local log; tiered topics hold twenty times as much remotely."""
+SNAPSHOTS = {"decommission-tiered": tiered_snapshot, "capacity-report": capacity_snapshot}
+INVENTORIES = {"capacity-report": INVENTORY + """\
+      capacity:
+        network_in: 8MiB/s
+        network_out: 32MiB/s
+        max_replicas: 40
+        brokers:
+          1: {disk: 6GiB}           # declared over the reported 8 GiB; already over 0.75 of it
+        limits: {disk: 0.75}
+"""}
+WRITES = {"capacity-report": {"clicks": 512 * 2**10, "orders": 256 * 2**10}}  # bytes/s per partition of these topics
+
+
+def partition_size(name: str, p: int) -> int:
+    return (1 + zlib.crc32(f"{name}-{p}".encode()) % 50) * 10 * 2**20
+
+
+def sizes_document(snap, writes: dict[str, int] | None = None) -> str:
+    """Sizes of every partition: `bytes` the local log; tiered topics hold twenty times as much remotely;
+    `writes` the write rates of some topics' partitions."""
     rows = []
     for name, t in sorted(snap.topics.items()):
         tiered = t.config.get("remote.storage.enable") == "true"
         for p in sorted(t.partitions):
-            size = (1 + zlib.crc32(f"{name}-{p}".encode()) % 50) * 10 * 2**20
+            size = partition_size(name, p)
             row = {"topic": name, "partition": p, "bytes": size, "growth_bytes_per_s": 0.0}
             if tiered:
                 row["remote_bytes"] = 20 * size
+            if writes and name in writes:
+                row["write_bytes_per_s"] = float(writes[name])
             rows.append(json.dumps(row))
     return "\n".join(rows) + "\n"
 
@@ -147,10 +188,10 @@ def write_all() -> None:
         snap = SNAPSHOTS.get(name, base_snapshot)()
         folder = HERE / name
         folder.mkdir(exist_ok=True)
-        (folder / "inventory.yml").write_text(INVENTORY)
+        (folder / "inventory.yml").write_text(INVENTORIES.get(name, INVENTORY))
         (folder / "playbook.yml").write_text(playbook)
         (folder / "snapshot.json").write_bytes(snapshot_format.dumps(snap))
-        (folder / "sizes.json").write_text(sizes_document(snap))
+        (folder / "sizes.json").write_text(sizes_document(snap, WRITES.get(name)))
         args = ["plan", str(folder / "playbook.yml"), "-i", str(folder / "inventory.yml"),
                 "--snapshot", str(folder / "snapshot.json"), "--sizes", str(folder / "sizes.json")]
         assert main([*args, "-o", str(folder / "expected-plan.json")]) == 0, name

@@ -46,7 +46,7 @@ def test_the_inventory_variable_with_units_sources_and_limits(tmp_path: Path) ->
     assert declarations.ok, declarations.problems.items
     capacity = declarations.desired["prod"].capacity
     assert capacity is not None
-    source = f"declared {inventory}:"
+    source = "declared inv.yml:"  # relative to the playbook's folder
     assert capacity.default == {"disk": Figure(2 * TIB, source + "6"), "network_in": Figure(125 * MIB, source + "7"),
                                 "network_out": Figure(250_000_000, source + "8"),
                                 "replicas": Figure(4000, source + "9")}
