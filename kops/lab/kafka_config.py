@@ -15,6 +15,8 @@ Kept apart from the processes so the settings can be read (and tested) as plain 
 
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,16 @@ SASL = "SASL_PLAINTEXT"
 SSL, SASL_SSL = "SSL", "SASL_SSL"
 SCRAM = "SCRAM-SHA-512"
 SCRAM_USER, SCRAM_PASSWORD = "alice", "kops-lab-scram-secret"  # the TLS lab's SCRAM user, created at format
+
+
+def random_cluster_id() -> str:
+    """A KRaft cluster id as Kafka's `kafka-storage random-uuid` prints it (Uuid.randomUuid: 16 random bytes in
+    URL-safe base64 without padding, never starting with '-', which a command line would read as an option),
+    without starting a JVM for it."""
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 @dataclass(frozen=True)

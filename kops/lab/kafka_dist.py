@@ -8,6 +8,7 @@ version, written whole or not at all by `kops.lab.maven`. A second install downl
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -39,16 +40,30 @@ class Distribution:
         return not self.zookeeper_mode
 
     def java(self, main_class: str, *args: str, heap_mb: int = 256, log_config: Path | None = None,
-             logs_dir: Path | None = None) -> list[str]:
-        """The command line that runs `main_class` of this distribution."""
+             logs_dir: Path | None = None, archive_to: Path | None = None) -> list[str]:
+        """The command line that runs `main_class` of this distribution: its classes mapped from the class archive
+        where one was trained, or (`archive_to`) written to a new archive when the process exits cleanly."""
         command = [java_executable(), f"-Xmx{heap_mb}m", f"-Xms{min(heap_mb, 64)}m", "-XX:+UseSerialGC",
                    "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+        if archive_to is not None:
+            command.append(f"-XX:ArchiveClassesAtExit={archive_to}")
+        elif self.class_archive().exists():
+            # a stale archive (another runtime) is ignored by the JVM; its warning would reach a tool's stdout
+            command += [f"-XX:SharedArchiveFile={self.class_archive()}", "-Xlog:cds=off,cds+dynamic=off"]
         if log_config is not None:
             prop = "log4j2.configurationFile" if self.log4j2 else "log4j.configuration"
             command.append(f"-D{prop}={log_config if self.log4j2 else 'file:' + str(log_config)}")
         if logs_dir is not None:
             command.append(f"-Dkafka.logs.dir={logs_dir}")
         return [*command, "-cp", f"{self.lib}/*", main_class, *args]
+
+    def class_archive(self) -> Path:
+        """Where this version's class-data-sharing archive is (kops/lab/class_share.py trains it), named for the
+        Java runtime too: an archive only maps into the JVM build that wrote it."""
+        java = Path(java_executable()).resolve()
+        stat = java.stat()
+        runtime = hashlib.sha1(f"{java}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:10]
+        return self.lib.parent / "class-archives" / f"{self.version}-{runtime}.jsa"
 
 
 def pom(engine: str) -> Path:

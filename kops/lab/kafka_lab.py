@@ -101,6 +101,7 @@ class KafkaLab(LabFolder):
     """Real Kafka processes on loopback, started and stopped for real."""
 
     kind = "node"
+    archive_to: Path | None = None  # brokers write a class archive here when they exit cleanly (class_share.py)
 
     def state(self) -> KafkaLabState:
         return self._read_state(KafkaLabState.from_json)
@@ -218,7 +219,7 @@ class KafkaLab(LabFolder):
 
     def _format_storage(self, dist: Distribution, state: KafkaLabState, nodes: list[cfg.Node]) -> str:
         """One cluster id from Kafka's StorageTool, then `format` of every node's log dir with it."""
-        cluster_id = self.run_tool(dist, "kafka.tools.StorageTool", "random-uuid").strip().splitlines()[-1]
+        cluster_id = cfg.random_cluster_id()
         self._write_node_files(dist, state, nodes)
         scram = cfg.scram_format_arguments() if state.tls else []
         for node in nodes:
@@ -273,7 +274,7 @@ class KafkaLab(LabFolder):
         folder = self.node_dir(node_id).resolve()
         logs = self.server_log(node_id).parent.resolve()
         command = dist.java(KAFKA_MAIN, str(folder / "server.properties"), heap_mb=state.heap_mb,
-                            log_config=folder / "log.properties", logs_dir=logs)
+                            log_config=folder / "log.properties", logs_dir=logs, archive_to=self.archive_to)
         with open(self.directory / "logs" / f"node-{node_id}.out", "ab") as out:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=self.detached,
