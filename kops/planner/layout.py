@@ -46,6 +46,14 @@ class Layout:
                 if assigned:
                     leaders[assigned[0]] += 1
 
+    def loads(self) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
+        """Replicas, preferred leaders and bytes per broker holding any replica, by broker id: the plan summary's
+        before and after, read off the counters instead of another pass over every partition."""
+        held = sorted(b for b, n in self.replica_count.items() if n > 0)
+        return ({b: self.replica_count[b] for b in held},
+                {b: n for b, n in sorted(self.leader_count.items()) if n > 0},
+                {b: self.bytes[b] for b in held})
+
     def size(self, tp: TopicPartition) -> int:
         return self.sizes.get(tp, 0)
 

@@ -101,6 +101,10 @@ class _Work:
     balance_bytes: int = 0
     warnings: list[str] = field(default_factory=list)
     reason: dict[TopicPartition, str] = field(default_factory=dict)
+    loads_before: tuple[dict[int, int], dict[int, int], dict[int, int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.loads_before = self.layout.loads()  # the layout as loaded from the snapshot, before any change
 
     def error(self, location: SourceLocation | None, message: str, hint: str | None = None) -> None:
         self.problems.append(Problem(location, message, hint))
@@ -471,7 +475,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         batches=tuple(batch_list),
         election=election,
         rollback=_rollback(work, batch_list, election, rate),
-        summary=_summary(work, original, batch_list, port_rate, sized),
+        summary=_summary(work, batch_list, port_rate, sized),
         warnings=tuple(work.warnings),
         kops_version=__version__,
         stall_timeout=desired.execution.stall_timeout,
@@ -554,8 +558,7 @@ def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartiti
     return Rollback(batches, configs, election, irreversible)
 
 
-def _summary(work: _Work, original: dict[TopicPartition, tuple[int, ...]], batch_list: list[Batch],
-             port_rate: float, sized: bool) -> Summary:
+def _summary(work: _Work, batch_list: list[Batch], port_rate: float, sized: bool) -> Summary:
     moves = [m for b in batch_list for m in b.moves]
     _, _, lower_seconds = batching.port_times(moves, port_rate, port_rate)
     destructive = tuple(
@@ -565,8 +568,7 @@ def _summary(work: _Work, original: dict[TopicPartition, tuple[int, ...]], batch
         + [f"topic {c.entity}: {c.reason}" for c in work.configs if c.destructive]
     )
     data_moves = [m for m in moves if m.kind == "data"]
-    before_counts = _counts(original, work.layout.sizes)
-    after_counts = _counts(work.layout.replicas, work.layout.sizes)
+    before_counts, after_counts = work.loads_before, work.layout.loads()
     return Summary(
         moves=sum(len(m.adding) for m in data_moves),
         leader_moves=len(moves) - len(data_moves),
@@ -623,22 +625,6 @@ def _grown(group: list[Move], growth: Mapping[TopicPartition, float], start_seco
         rate = growth.get(m.tp, 0.0)
         out.append(replace(m, bytes=m.bytes + int(rate * start_seconds)) if rate > 0 and m.bytes else m)
     return out
-
-
-def _counts(assignment: dict[TopicPartition, tuple[int, ...]],
-            sizes: dict[TopicPartition, int]) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
-    replicas: dict[int, int] = {}
-    leaders: dict[int, int] = {}
-    bytes_: dict[int, int] = {}
-    count, size_of, add_bytes = replicas.get, sizes.get, bytes_.get
-    for tp, r in assignment.items():
-        size = size_of(tp, 0)
-        for b in r:
-            replicas[b] = count(b, 0) + 1
-            bytes_[b] = add_bytes(b, 0) + size
-        if r:
-            leaders[r[0]] = leaders.get(r[0], 0) + 1
-    return dict(sorted(replicas.items())), dict(sorted(leaders.items())), dict(sorted(bytes_.items()))
 
 
 def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ...]], cluster: str,
