@@ -16,6 +16,7 @@ from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_throt
 from kops.cli.plan import render_text
 from kops.cli.state import AllowIncomplete, refuse_incomplete
 from kops.errors import ExitCode, UsageError
+from kops.executor.disks import disk_limit
 from kops.executor.executor import Controls, Executor, Outcome, Stale
 from kops.executor.stall import DEFAULT_STALL_SECONDS
 from kops.model.plan import Plan, Rolling
@@ -204,7 +205,7 @@ def rollback(
     confirm("roll back?", yes, output_format)
     outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
                             lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id,
-                                                               execution, resume),
+                                                               execution, resume, disk_limit(plan)),
                             check=False)
     for note in outcome.record.irreversible:
         console.warning(f"not undone: {note}")

@@ -20,6 +20,7 @@ from kops.executor.events import (
     BatchDone,
     BatchProgressed,
     BatchStarted,
+    CapacityUnknown,
     Done,
     Event,
     LostLock,
@@ -105,6 +106,10 @@ class Reporter:
                 self._print(event.text)
             case OrderRestored():
                 self._order_restored(event)
+            case CapacityUnknown():
+                one = len(event.brokers) == 1
+                self._print(f"{'broker' if one else 'brokers'} {', '.join(map(str, event.brokers))}: {event.reason}; "
+                            f"{'its disk is' if one else 'their disks are'} not checked before moves")
             case LostLock():  # the error that follows says it
                 pass
             case _:

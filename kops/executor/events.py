@@ -139,6 +139,20 @@ class Stalled(Event):
 
 
 @dataclass(frozen=True)
+class CapacityUnknown(Event):
+    """Brokers about to receive replicas whose usable bytes the cluster does not report now (ZooKeeper without
+    KIP-179, Kafka before 3.3, an offline log dir) or that could not be read: their disks are not checked before
+    moves (kops.executor.disks). Said once per broker in a run."""
+
+    name: ClassVar[str] = "capacity_unknown"
+    brokers: tuple[int, ...]
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.name, "brokers": list(self.brokers), "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class OrderRestored(Event):
     """After a cancellation (kops.executor.order): how many partitions went back to their original replicas,
     which kops put back in order, which got their preferred leader elected, and which it left (one line each)."""

@@ -6,8 +6,9 @@ Apply, in order:
 3. record the execution (`/kops/executions/<id>` and beside the plan) before touching anything;
 4. non-move changes: topic creations (config, then topic znode, as Kafka's admin), config changes (found
    values recorded), partition additions, KIP-253 shrinks where advertised;
-5. per batch, at its checkpoint: stop if asked; re-check every move's precondition (drift: exit 4); record
-   the throttle values found, write the batch's throttles, create `/admin/reassign_partitions`; follow the
+5. per batch, at its checkpoint: stop if asked; re-check every move's precondition (drift: exit 4); stop
+   (exit 3) if a destination's disk, as the cluster reports it now, lacks room for the batch (kops.executor.disks);
+   record the throttle values found, write the batch's throttles, create `/admin/reassign_partitions`; follow the
    topic znodes (and KIP-179 lag where advertised) until every move is at its target; stop on a health problem,
    a cancel request or a timeout; restore the throttles and record the batch done;
 6. topic deletions, the preferred-leader election, every throttle restored, record done.
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from kops.cluster.port import Cluster, Fenced, Lock
 from kops.errors import ExitCode, KopsError, Refused
 from kops.executor import health, order, progress, stall, steps, throttles
+from kops.executor.disks import DiskGate, disk_limit, what_to_do
 from kops.executor.events import (
     BatchDone,
     BatchStarted,
@@ -126,6 +128,7 @@ class Executor:
         self.batch_timeout = batch_timeout
         self.lock_wait = lock_wait
         self.stall_timeout = stall_timeout
+        self.gate = DiskGate(lambda: self.cluster.log_dirs(), reporter)  # the port as it is then (fenced or not)
         self._uncancellable_said: set[int] = set()  # batches whose "cannot cancel here" was said once
         self._lock: Lock | None = None  # while held, every write goes through a cluster fenced by it
         self._raw: Cluster | None = None
@@ -135,7 +138,9 @@ class Executor:
     def apply(self, plan: Plan, plan_path: str, plan_digest: str, resume: bool = False,
               rate: int | None = None, rolling: Rolling | None = None, allow_incomplete: bool = False) -> Outcome:
         """Run `plan` (batches, or rolling: `rolling`, else the plan's own `rolling`). An incomplete snapshot
-        (brokers' views still disagreeing) is refused before anything is written, unless `allow_incomplete`."""
+        (brokers' views still disagreeing) is refused before anything is written, unless `allow_incomplete`.
+        Destinations' disks are held to the plan's `limits.disk` (kops.executor.disks)."""
+        self.gate.limit = disk_limit(plan)
         snapshot = self.read_snapshot()
         if not allow_incomplete:
             snapshot.refuse_incomplete()
@@ -186,7 +191,11 @@ class Executor:
                           f"{len(moving)} moves in flight re-throttled)"))
 
     def rollback(self, plan_path: str, plan_digest: str, cluster_id: str | None, execution_id: str | None = None,
-                 resume: bool = False) -> Outcome:
+                 resume: bool = False, limit: float | None = None) -> Outcome:
+        """Undo the last apply of the plan (or `execution_id`); `limit` is the plan's `limits.disk` for the disk
+        gate (kops.executor.disks), 0.8 when not given."""
+        if limit is not None:
+            self.gate.limit = limit
         snapshot = self.read_snapshot()
         self._refuse_unsafe(snapshot, cluster_id)
         with self._locked(plan_path) as lock:
@@ -416,6 +425,9 @@ class Executor:
             gone = sorted({b for m in todo for b in m.from_replicas + m.to_replicas} - snapshot.live_broker_ids)
             if gone:
                 raise Stop(f"batch {batch.index} needs brokers {gone}, which are not registered")
+            short = self.gate.check(todo, f"batch {batch.index}")  # before anything of the batch is written
+            if short is not None:
+                raise Stop(f"{short}; {what_to_do(record.kind)}")
             if todo:
                 first_start = batch.started_at is None
                 wanted = throttles.plan_batch_throttles(record, todo, snapshot)

@@ -10,19 +10,22 @@ state, so `--resume` and `kops rollback` work after a kill -9 as they do for bat
    in its original replica order with its preferred leader (kops.executor.order), and stop;
 4. health and stalls, as for a batch (over the moves in flight);
 5. the checkpoint, then the next moves in rolling order that fit the caps (at most N in flight touching any
-   broker, M in all): every one re-checked against the cluster (drift: exit 4), the throttle values found
+   broker, M in all) and their destinations' disks as the cluster reports them now (kops.executor.disks: a move
+   that does not fit is held back while moves in flight may still free space; with nothing in flight the run
+   stops, exit 3): every one re-checked against the cluster (drift: exit 4), the throttle values found
    recorded, the throttles for the moves in flight and the new ones written, then the moves submitted.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from kops.cluster.port import Cluster, Lock
 from kops.executor import health, order, progress, stall, throttles
+from kops.executor.disks import DiskGate, what_to_do
 from kops.executor.events import (
     Message,
     MoveDone,
@@ -74,6 +77,8 @@ class Executor(Protocol):
     def poll(self) -> float: ...
     @property
     def stall_timeout(self) -> float: ...
+    @property
+    def gate(self) -> DiskGate: ...
 
     @property
     def lock_held(self) -> Lock | None: ...
@@ -101,6 +106,7 @@ class _State:
     stop_reason: str = "interrupted (signal)"
     observed: dict[TopicPartition, int] = field(default_factory=dict)
     done_before: int = 0  # bytes of the moves done when this run started
+    held: set[int] = field(default_factory=set)  # brokers said short of disk room, while they are
 
 
 def run_rolling(ex: Executor, record: ExecutionRecord) -> None:
@@ -276,6 +282,29 @@ def _check_health(ex: Executor, record: ExecutionRecord, snapshot: Snapshot, sta
                    f"`kops apply --resume` continues once the cluster is healthy")
 
 
+def _within_disks(ex: Executor, record: ExecutionRecord, ready: list[Move], in_flight: list[Move], state: _State,
+                  choose: Callable[[list[Move]], list[Move]]) -> list[Move]:
+    """The caps' choice among the ready moves whose destinations have room now. A move without room is held
+    back (said once per broker short) while moves in flight may still free space; with none in flight the run
+    stops, as a `kops cancel` does, once nothing more can start."""
+    chosen, held = ex.gate.admit(ready, in_flight, choose)
+    if held and not chosen and not in_flight:
+        tp, short = next(iter(held.items()))
+        state.stopping = True
+        state.stop_reason = (f"{tp}: {short.describe(ex.gate.limit)}, and no move in flight to free space; "
+                             f"{what_to_do(record.kind)}")
+        return []
+    for tp, short in held.items():
+        broker = short.room.broker
+        if broker not in state.held:
+            state.held.add(broker)
+            count = sum(s.room.broker == broker for s in held.values())
+            ex.emit(Message(f"holding back {count} move(s) to broker {broker}, first {tp}: "
+                            f"{short.describe(ex.gate.limit)}; waiting for the moves in flight"))
+    state.held &= {s.room.broker for s in held.values()}  # one with room again is said again if short again
+    return chosen
+
+
 def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecord], state: _State) -> Snapshot:
     """The checkpoint, then the next moves that fit the caps. Returns the snapshot read for it."""
     running = record.in_flight
@@ -297,7 +326,11 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
         if batch.moves[0].tp not in todo:
             batch.status, batch.finished_at = DONE, ex.clock.now()
     ready = [b for b in pending if b.moves[0].tp in todo]
-    chosen_moves = admissible([b.moves[0] for b in ready], in_flight, state.limits, leader_of(snapshot))
+    leaders = leader_of(snapshot)
+    chosen_moves = admissible([b.moves[0] for b in ready], in_flight, state.limits, leaders)
+    if chosen_moves:  # the caps allow some: which fit the disks
+        chosen_moves = _within_disks(ex, record, [b.moves[0] for b in ready], in_flight, state,
+                                     lambda moves: admissible(moves, in_flight, state.limits, leaders))
     if not chosen_moves:
         return snapshot
     gone = sorted({b for m in chosen_moves for b in m.from_replicas + m.to_replicas} - snapshot.live_broker_ids)

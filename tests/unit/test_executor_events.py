@@ -8,8 +8,13 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
+from kops.cli import console
+from kops.cli.execution import Reporter
+from kops.cli.options import OutputFormat
 from kops.executor import events
-from kops.executor.events import BatchProgressed, Event, MoveProgress, OrderRestored, RollingProgressed
+from kops.executor.events import BatchProgressed, CapacityUnknown, Event, MoveProgress, OrderRestored, RollingProgressed
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {  # each event's JSON keys, besides "event": a change here is a change to the documented format
@@ -18,7 +23,7 @@ KEYS = {  # each event's JSON keys, besides "event": a change here is a change t
     "stopped": {"execution", "reason"}, "lock_lost": {"execution", "reason"},
     "batch_start": {"batch", "batches", "partitions", "bytes", "estimate_seconds", "reattached"},
     "batch_done": {"batch", "batches", "seconds"}, "stalled": {"batch", "text"},
-    "order_restored": {"partitions", "reordered", "elected", "left"},
+    "order_restored": {"partitions", "reordered", "elected", "left"}, "capacity_unknown": {"brokers", "reason"},
     "rolling_start": {"moves", "max_moves_per_broker", "max_moves"},
     "move_start": {"topic", "partition", "bytes", "in_flight"}, "move_done": {"topic", "partition", "seconds"},
 }
@@ -55,3 +60,17 @@ def test_progress_keeps_its_two_shapes() -> None:
 def test_what_a_cancellation_restored_is_written_as_lists() -> None:
     assert OrderRestored(2, ("pay-0",), (), ("x",)).to_json() == {
         "event": "order_restored", "partitions": 2, "reordered": ["pay-0"], "elected": [], "left": ["x"]}
+
+
+def test_brokers_whose_disks_are_not_checked_are_a_list() -> None:
+    assert CapacityUnknown((4, 5), "usable bytes not reported").to_json() == {
+        "event": "capacity_unknown", "brokers": [4, 5], "reason": "usable bytes not reported"}
+
+
+def test_the_text_names_the_brokers_whose_disks_are_not_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    console.reset()
+    Reporter(OutputFormat.text)(CapacityUnknown((4,), "usable bytes not reported"))
+    Reporter(OutputFormat.text)(CapacityUnknown((4, 5), "usable bytes not reported"))
+    assert capsys.readouterr().out.splitlines() == [
+        "broker 4: usable bytes not reported; its disk is not checked before moves",
+        "brokers 4, 5: usable bytes not reported; their disks are not checked before moves"]

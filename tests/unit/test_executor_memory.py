@@ -12,20 +12,31 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kops.errors import ExitCode
-from kops.executor.events import BatchDone, BatchProgressed, BatchStarted, Event, LostLock, MoveDone, Stalled
+from kops.executor.events import (
+    BatchDone,
+    BatchProgressed,
+    BatchStarted,
+    CapacityUnknown,
+    Event,
+    LostLock,
+    Message,
+    MoveDone,
+    Stalled,
+    Stopped,
+)
 from kops.executor.executor import Controls, Executor, Outcome, Stale
 from kops.executor.journal import Journal
 from kops.holder import LockLost
 from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Plan, Rolling
+from kops.model.plan import CapacityReport, Plan, Rolling
 from kops.model.throttle_keys import ALL_KEYS, LEADER_RATE
 from kops.planner.planner import plan as make_plan
 from tests.builders import declare, td
@@ -298,3 +309,95 @@ def test_rolling_never_exceeds_its_caps(tmp_path: Path, per_broker: int, in_all:
     assert most["per broker"] <= per_broker and most["moves"] <= (in_all or len(b.plan.moves)), most
     assert sum(isinstance(e, MoveDone) for e in b.events) == len(b.plan.moves)
     b.finished_as_planned()
+
+
+# -- the disk gate (kops.executor.disks): every move of ORIGINAL's plan copies 1 MiB to broker 4 ------------------
+
+ROOMY = 100 * MB  # brokers 1-3's disks: never short
+
+
+def disks(b: Bed, broker_4: float) -> None:
+    b.kafka.disks = {1: ROOMY, 2: ROOMY, 3: ROOMY, 4: int(broker_4 * MB)}
+
+
+def test_a_batch_a_disk_cannot_take_stops_before_anything_of_it_is_written_then_resumes_once_there_is_room(
+        tmp_path: Path) -> None:
+    """Broker 4 (5 MiB, limit 0.8: 1 MiB margin) takes batch 1's three replicas, not batch 2's."""
+    b = bed(tmp_path)
+    disks(b, 5)
+    port = MemoryCluster(b.kafka)
+    outcome = b.apply(port)
+    assert outcome.exit_code == ExitCode.STOPPED
+    assert outcome.reason == ("batch 2: broker 4 has 2.0 MiB usable, needs 3.0 MiB for its 3 new replicas + 1.0 MiB "
+                              "margin (limit 0.8 of 5.0 MiB); free space on it, then `kops apply --resume`; or "
+                              "`kops rollback` and plan again with a higher capacity.limits.disk")
+    assert [x.status for x in b.record().batches] == ["done", "pending", "pending"]
+    assert [w for w in port.writes if w.startswith("submit")] == ["submit 3"], "batch 1 only"
+    batch2 = b.plan.batches[1].moves
+    assert {m.tp: b.layout()[m.topic][m.partition] for m in batch2} == {m.tp: m.from_replicas for m in batch2}
+    assert not b.moving() and b.throttles() == OPERATOR, "no throttle written for batch 2"
+    assert isinstance(b.events[-1], Stopped) and not any(isinstance(e, CapacityUnknown) for e in b.events)
+    assert b.apply(resume=True).exit_code == ExitCode.STOPPED, "a resume checks again"
+    b.kafka.disks[4] = 20 * MB  # the operator grew the volume
+    assert b.apply(resume=True).exit_code == ExitCode.OK
+    b.finished_as_planned()
+
+
+def test_the_margin_is_the_plans_own_disk_limit(tmp_path: Path) -> None:
+    """3.2 MiB takes batch 1 (3 MiB) at the plan's limit 0.95 (0.16 MiB margin), not at the default 0.8."""
+    b = bed(tmp_path)
+    disks(b, 3.2)
+    assert (b.apply().reason or "").startswith("batch 1: broker 4 has 3.2 MiB usable, needs 3.0 MiB")
+    b = bed(tmp_path / "limit")
+    b.plan = replace(b.plan, summary=replace(b.plan.summary, capacity=CapacityReport({"disk": 0.95}, {})))
+    disks(b, 3.2)
+    outcome = b.apply()
+    assert outcome.exit_code == ExitCode.STOPPED
+    assert (outcome.reason or "").startswith("batch 2: broker 4 has 204.8 KiB usable, needs 3.0 MiB for its 3 new "
+                                             "replicas + 163.8 KiB margin (limit 0.95 of 3.2 MiB)")
+
+
+def test_rolling_holds_a_move_back_while_others_run_then_stops_when_none_can_free_room(tmp_path: Path) -> None:
+    """Broker 4 has room for four 1 MiB moves (5 MiB, 1 MiB margin): the caps let five start, four do; the
+    others wait for them, then nothing is in flight and none fits: stop, and a resume with room finishes."""
+    b = bed(tmp_path, rolling=Rolling(5))
+    disks(b, 5)
+    outcome = b.apply()
+    assert outcome.exit_code == ExitCode.STOPPED
+    assert "broker 4 has 1.0 MiB usable, needs 1.0 MiB for its 1 new replica + 1.0 MiB margin" in (outcome.reason or "")
+    assert "and no move in flight to free space; free space on it, then `kops apply --resume`" in (outcome.reason or "")
+    assert sum(isinstance(e, MoveDone) for e in b.events) == 4
+    held = [e.text for e in b.events if isinstance(e, Message) and e.text.startswith("holding back")]
+    assert len(held) == 1 and held[0].startswith("holding back 5 move(s) to broker 4, first "), held
+    assert held[0].endswith(" + 1.0 MiB margin (limit 0.8 of 5.0 MiB); waiting for the moves in flight")
+    assert not b.moving() and b.throttles() == OPERATOR
+    b.kafka.disks[4] = 20 * MB
+    assert b.apply(resume=True).exit_code == ExitCode.OK
+    b.finished_as_planned()
+
+
+@pytest.mark.parametrize("rolling", [None, Rolling(2)], ids=["batches", "rolling"])
+def test_a_broker_whose_disk_is_not_reported_is_said_once_and_not_checked(tmp_path: Path,
+                                                                           rolling: Rolling | None) -> None:
+    b = bed(tmp_path, rolling=rolling)
+    b.kafka.disks = {1: ROOMY, 2: ROOMY}  # broker 4 answers -1, as Kafka before 3.3
+    assert b.apply().exit_code == ExitCode.OK
+    said = [e for e in b.events if isinstance(e, CapacityUnknown)]
+    assert said == [CapacityUnknown((4,), "usable bytes not reported (ZooKeeper without KIP-179, Kafka before "
+                                          "3.3, or a log dir offline)")]
+    b.finished_as_planned()
+
+
+def test_a_rollback_is_held_to_the_limit_it_is_given(tmp_path: Path) -> None:
+    """Its first batch brings one replica back to broker 3 (1.5 MiB): it fits under 0.8, not under 0.5."""
+    b = bed(tmp_path)
+    assert b.apply().exit_code == ExitCode.OK
+    disks(b, 100)
+    b.kafka.disks[3] = int(1.5 * MB)
+    outcome = b.executor().rollback(b.path, DIGEST, b.plan.cluster_id, limit=0.5)
+    assert outcome.exit_code == ExitCode.STOPPED
+    assert outcome.reason == ("batch 1: broker 3 has 1.5 MiB usable, needs 1.0 MiB for its 1 new replica + 768.0 KiB "
+                              "margin (limit 0.5 of 1.5 MiB); free space on it, then `kops rollback --resume`")
+    b.kafka.disks[3] = ROOMY
+    assert b.executor().rollback(b.path, DIGEST, b.plan.cluster_id, resume=True).exit_code == ExitCode.OK
+    assert b.layout() == ORIGINAL
