@@ -3,8 +3,7 @@ execution record `kops-execution/1` and the sizes summary rows.
 
 One declaration per format validates on load (shapes, ranges, uniqueness, cross-references, with the JSON
 location of the first problem), serialises on save, and generates the format's reference in docs/
-(`python -m kops.formats.pages --write`). The plan's declaration also names the domain class each object holds,
-and its conversions both ways are derived from it (`binding.py`); the snapshot's, the record's and the sizes
-rows' conversions are still written beside their objects (kops/model/snapshot_format.py, kops/executor/record.py,
-kops/sizes/reader.py).
+(`python -m kops.formats.pages --write`). The plan's, the snapshot's and the record's declarations also name the
+domain class each object holds, and their conversions both ways are derived from them (`binding.py`); the sizes
+rows' conversion is still written beside them (kops/sizes/reader.py).
 """

@@ -8,6 +8,7 @@ own `DecodeJson` reads znodes; NaN and Infinity are not JSON. pydantic's errors 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
@@ -44,9 +45,14 @@ class Doc(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, strict=False,
                               validate_default=False, serialize_by_alias=True)
 
-    # The domain value it holds, for kops/formats/binding.py: None for a section of its parent's attributes.
-    domain: ClassVar[type | None] = None
+    # How it binds to the domain value it holds (kops/formats/binding.py); every key below is a field's name.
+    domain: ClassVar[type | None] = None  # the class it holds; None for a section of its parent's attributes
     names: ClassVar[dict[str, str]] = {}  # field -> the domain attribute, where the names differ
+    derived: ClassVar[dict[str, Callable[[Any], Any]]] = {}  # field -> computed from the value; never read back
+    ordered: ClassVar[dict[str, str | None]] = {}  # list field -> kept sorted both ways, by that attribute or whole
+    rows: ClassVar[dict[str, tuple[str, ...]]] = {}  # field of JSON arrays -> each array's attributes, in order
+    flat: ClassVar[dict[str, str]] = {}  # attribute whose attributes are fields here -> the field null when it is None
+    map_key: ClassVar[str | None] = None  # the attribute that is the key of the JSON map holding this object
 
     @classmethod
     def written(cls, value: Any, doc: dict[str, Any]) -> None:

@@ -3,17 +3,19 @@
 Written before each action it describes, in the cluster (`/kops/executions/ID` or the `__kops` topic) and beside
 the plan, so `--resume`, `kops status` and `kops rollback` work after a `kill -9` at any point. A record kops
 cannot read whole is refused: resuming from a damaged one could restore the wrong throttles or undo the wrong
-moves.
+moves. Each object names the class of kops/model/execution.py it holds (`domain`): the conversions both ways are
+derived from this declaration (kops/formats/binding.py), a move and an election's partition written as rows.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, Strict, model_validator
 
 from kops.formats.base import Doc, Flag, Id, Rate, Replicas, Seconds, Size, Text, fail
 from kops.formats.plan import RollingDoc
+from kops.model.execution import BatchRecord, ConfigRecord, ExecutionRecord
 
 FORMAT = "kops-execution/1"
 BatchStatus = Literal["pending", "running", "done", "cancelled"]
@@ -26,6 +28,8 @@ Scalar = Annotated[str, Strict()] | Annotated[int, Strict()] | Annotated[float, 
 class ConfigRecordDoc(Doc):
     """A config change kops made (not throttles): the overrides before and after, for rollback."""
 
+    domain = ConfigRecord
+
     entity_type: Literal["topics", "brokers"]
     entity: Text
     before: dict[Text, Text]
@@ -33,6 +37,10 @@ class ConfigRecordDoc(Doc):
 
 
 class BatchRecordDoc(Doc):
+    domain = BatchRecord
+    rows: ClassVar[dict[str, tuple[str, ...]]] = {"moves": ("topic", "partition", "from_replicas", "to_replicas",
+                                                           "bytes")}
+
     index: int = Field(ge=1, le=2**31 - 1, strict=True)
     status: BatchStatus
     moves: list[MoveRow] = Field(description="`[topic, partition, from, to, bytes]`: `from` is what rollback "
@@ -45,6 +53,10 @@ class BatchRecordDoc(Doc):
 
 class RecordDoc(Doc):
     """The execution record (compact JSON, sorted keys)."""
+
+    domain = ExecutionRecord
+    names: ClassVar[dict[str, str]] = {"edited_plan_sections": "edited"}
+    rows: ClassVar[dict[str, tuple[str, ...]]] = {"election": ("topic", "partition")}
 
     format: Literal["kops-execution/1"]
     id: Text = Field(min_length=1)

@@ -3,27 +3,39 @@
 Derived keys (`reassigning`, `cluster_features`, `complete`, `summary`) are written for readers and recomputed
 from the rest on load. Beyond shapes: replica lists are non-empty with no broker twice, `adding` and `removing`
 name replicas of the partition, partitions and broker ids are numbered from 0, no broker is listed twice.
+Each object names the class of kops/model/ it holds (`domain`): the conversions both ways are derived from this
+declaration (kops/formats/binding.py), lists kept sorted, a partition's state written flat beside its replicas.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from kops.formats.base import Doc, Flag, Id, IdKey, Int, IntKey, Long, Replicas, Size, Text, fail
+from kops.model.brokers import Broker, FeatureRange
+from kops.model.capacity import LogDirUsage
+from kops.model.partitions import Partition, TopicPartition
+from kops.model.snapshot import ControllerInfo, InFlight, Problem, RequestedMove, Snapshot
+from kops.model.topics import Topic
 
 FORMAT = "kops-snapshot/1"
 ConfigMap = dict[Text, Text]
 
 
 class FeatureDoc(Doc):
+    domain = FeatureRange
+
     min_version: Int
     max_version: Int
 
 
 class BrokerDoc(Doc):
     """A registered broker (`/brokers/ids/N`, or DescribeCluster over the Admin API)."""
+
+    domain = Broker
 
     id: Id
     rack: Text | None
@@ -40,6 +52,9 @@ class BrokerDoc(Doc):
 
 class PartitionDoc(Doc):
     """During a reassignment `replicas` is target + original, with `adding` and `removing`."""
+
+    domain = Partition
+    flat: ClassVar[dict[str, str]] = {"state": "leader"}  # leader, ISR and epochs: null together without a state
 
     replicas: Replicas = Field(description="the full replica set, first = preferred leader")
     adding: list[Id]
@@ -70,6 +85,9 @@ class PartitionDoc(Doc):
 
 
 class TopicDoc(Doc):
+    domain = Topic
+    map_key = "name"
+
     topic_id: Text | None
     config: ConfigMap = Field(description="the topic's overrides, values as strings")
     partitions: dict[IdKey, PartitionDoc] = Field(description="partition number -> state")
@@ -78,6 +96,8 @@ class TopicDoc(Doc):
 
 
 class ControllerDoc(Doc):
+    domain = ControllerInfo
+
     id: Int | None = Field(description="broker id of the active controller")
     epoch: Int | None
     kraft_controller_epoch: Int = Field(description="> 0 during a KRaft migration")
@@ -85,6 +105,8 @@ class ControllerDoc(Doc):
 
 class InFlightDoc(Doc):
     """Derived: a partition being reassigned, by any tool."""
+
+    domain = InFlight
 
     topic: Text
     partition: Id
@@ -96,17 +118,23 @@ class InFlightDoc(Doc):
 
 
 class RequestedMoveDoc(Doc):
+    domain = RequestedMove
+
     topic: Text
     partition: Id
     replicas: Replicas
 
 
 class TopicPartitionDoc(Doc):
+    domain = TopicPartition
+
     topic: Text
     partition: Id
 
 
 class ProblemDoc(Doc):
+    domain = Problem
+
     path: Text = Field(description="the znode that could not be read as Kafka reads it, or `metadata/TOPIC...` "
                                    "where the brokers' views of it still disagreed (Admin API)")
     message: Text
@@ -114,6 +142,8 @@ class ProblemDoc(Doc):
 
 class LogDirDoc(Doc):
     """One log dir of one broker, as DescribeLogDirs v4 (KIP-827, Kafka 3.3+) reports it."""
+
+    domain = LogDirUsage
 
     broker: Id
     path: Text = Field(description="the log dir's path on the broker")
@@ -126,6 +156,8 @@ class LogDirDoc(Doc):
 class SummaryDoc(Doc):
     """Derived counts, for humans and dashboards."""
 
+    domain = dict
+
     brokers: Size
     topics: Size
     partitions: Size
@@ -133,8 +165,21 @@ class SummaryDoc(Doc):
     offline: Size
 
 
+def _summary(snapshot: Snapshot) -> dict[str, int]:
+    return {"brokers": len(snapshot.brokers), "topics": len(snapshot.topics), "partitions": snapshot.partition_count,
+            "under_replicated": len(snapshot.under_replicated()), "offline": len(snapshot.offline())}
+
+
 class SnapshotDoc(Doc):
     """The snapshot file: sorted keys, two-space indentation, no clock."""
+
+    domain = Snapshot
+    names: ClassVar[dict[str, str]] = {"fenced_brokers": "fenced"}
+    derived: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "reassigning": Snapshot.in_flight, "cluster_features": Snapshot.cluster_features, "summary": _summary}
+    ordered: ClassVar[dict[str, str | None]] = {"brokers": "id", "fenced_brokers": None, "requested_moves": None,
+                                                "pending_deletions": None, "preferred_election": None,
+                                                "log_dirs": None}
 
     format: Literal["kops-snapshot/1"]
     connect: Text | None = Field(description="where it was read from (no credentials)")

@@ -18,7 +18,7 @@ from kops.formats import plan as doc_model
 from kops.formats.base import validate
 from kops.formats.binding import document_of, value_of
 from kops.jsondoc import ShapeError, dumps_document, parse_json
-from kops.model.plan import Plan, Rolling
+from kops.model.plan import Plan
 
 FORMAT = doc_model.FORMAT
 
@@ -26,10 +26,6 @@ FORMAT = doc_model.FORMAT
 def to_document(plan: Plan) -> dict[str, Any]:
     """The plan's JSON document, as kops/formats/plan.py declares it (without its seal)."""
     return document_of(plan, doc_model.PlanDoc)
-
-
-def rolling_document(rolling: Rolling) -> dict[str, Any]:
-    return document_of(rolling, doc_model.RollingDoc)
 
 
 SEALED = ("header", "fingerprint", "changes", "batches", "election", "rollback", "summary", "warnings")

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from kops.errors import DocumentError
 from kops.lab.sample import sample_snapshot
 from kops.model import snapshot_format
+from kops.model.capacity import LogDirUsage
+from kops.model.partitions import Partition, PartitionState
+from kops.model.snapshot import Problem, Snapshot
+from kops.model.topics import Topic
 
 
 def test_round_trip_is_lossless_and_deterministic() -> None:
@@ -55,3 +60,43 @@ def test_bad_documents_name_the_field(mutate, message: str) -> None:
 def test_garbage_is_a_document_error(data: bytes) -> None:
     with pytest.raises(DocumentError):
         snapshot_format.loads(data, "snap.json")
+
+
+def _unusual() -> Snapshot:
+    """What the sample lacks: a partition with no state, KIP-704 and KIP-253 state, fenced brokers, log dirs,
+    a problem and the KIP-253 partition counts, listed out of order where the file sorts them."""
+    base = sample_snapshot()
+    kip253 = PartitionState(leader=1, leader_epoch=7, isr=(1, 2), controller_epoch=4, leader_recovery_state=1,
+                            leader_epoch_after_creation={10: 3, 2: 1}, leader_epoch_before_deletion={0: 5})
+    topic = Topic("grown", {1: Partition((1, 2), state=kip253), 0: Partition((2, 1))}, initial_partition_count=1,
+                  undeleted_partition_count=2)
+    return replace(base, brokers=tuple(reversed(base.brokers)), topics={**base.topics, "grown": topic},
+                   fenced=(9, 8), problems=(Problem("/brokers/topics/x", "not JSON"),),
+                   log_dirs=(LogDirUsage(2, "/data", 100, 40), LogDirUsage(1, "/b", None, None, "offline"),
+                             LogDirUsage(1, "/a", 100, 50)))
+
+
+def test_a_partition_state_is_written_flat_and_read_back() -> None:
+    data = snapshot_format.dumps(_unusual())
+    doc = json.loads(data)
+    grown = doc["topics"]["grown"]
+    assert grown["partitions"]["0"] == {"replicas": [2, 1], "adding": [], "removing": [], "leader": None,
+                                        "leader_epoch": None, "isr": None, "controller_epoch": None}
+    assert grown["partitions"]["1"]["leader_recovery_state"] == 1
+    assert grown["partitions"]["1"]["leader_epoch_after_creation"] == {"2": 1, "10": 3}
+    assert grown["initial_partition_count"] == 1 and "initial_partition_count" not in doc["topics"]["orders"]
+    assert [b["id"] for b in doc["brokers"]] == [1, 2, 3, 4, 5, 6] and doc["fenced_brokers"] == [8, 9]
+    assert [(d["broker"], d["path"]) for d in doc["log_dirs"]] == [(1, "/a"), (1, "/b"), (2, "/data")]
+    assert doc["complete"] is False and doc["summary"]["topics"] == 6
+    back = snapshot_format.loads(data, "snap.json")
+    assert back.topics["grown"] == _unusual().topics["grown"] and back.topics["grown"].name == "grown"
+    assert back.brokers == tuple(sorted(_unusual().brokers, key=lambda b: b.id)) and back.fenced == (8, 9)
+    assert back.log_dirs == tuple(sorted(_unusual().log_dirs)) and back.problems == _unusual().problems
+    assert snapshot_format.dumps(back) == data
+
+
+def test_a_leader_without_a_controller_epoch_reads_as_epoch_0() -> None:
+    doc = json.loads(snapshot_format.dumps(sample_snapshot()))
+    doc["topics"]["orders"]["partitions"]["0"]["controller_epoch"] = None
+    state = snapshot_format.loads(json.dumps(doc), "snap.json").topics["orders"].partitions[0].state
+    assert state is not None and state.controller_epoch == 0 and state.leader_epoch_after_creation == {}
