@@ -12,7 +12,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,11 +34,12 @@ from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.declare.capacity import read_capacity
 from kops.declare.inventory import Inventory as InventoryModel
-from kops.declare.inventory import load_inventory
 from kops.declare.loader import cluster_address
 from kops.declare.patterns import PatternError, select_hosts
 from kops.declare.problems import Problems
 from kops.errors import UsageError
+from kops.fleet.selection import command_config_of, inventory_base
+from kops.fleet.selection import load as load_fleet_inventory
 from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import SourceLocation
 from kops.model.snapshot import ADMIN_API
@@ -68,6 +69,7 @@ class Connection:
 class Address:
     transport: str  # "zookeeper" or "admin"
     where: str
+    command_config: Path | None = None  # the inventory host's client properties (--command-config wins)
 
 
 OPTIONS: list[tuple[str, Any, Any]] = [
@@ -125,12 +127,7 @@ def from_connect(connect: str) -> Address:
 
 def _inventory_host(inventory: Path, limit: str | None) -> tuple[InventoryModel, str]:
     """The inventory and the one host (cluster) `limit` names in it."""
-    if not inventory.exists():
-        raise UsageError("no such inventory file or folder", where=str(inventory))
-    problems = Problems()
-    inv = load_inventory(inventory, problems)
-    if problems.errors:
-        raise UsageError(str(problems.sorted_errors()[0]), where=str(inventory))
+    inv = load_fleet_inventory(inventory)
     try:
         hosts, _unmatched = select_hosts(limit or "all", inv)
     except PatternError as exc:
@@ -174,7 +171,8 @@ def _from_inventory(inventory: Path, limit: str | None) -> Address:
                          hint="set bootstrap_servers: HOST:PORT (or zookeeper: HOST:PORT/chroot), or pass -b / -z")
     if variables.get("bootstrap_servers") and variables.get("zookeeper"):
         console.info(f"{host} has bootstrap_servers and zookeeper: using the Admin API")
-    return from_connect(connect)
+    return replace(from_connect(connect),
+                   command_config=command_config_of(variables, inventory_base(inventory), host, str(inventory)))
 
 
 def admin_settings(connection: Connection, servers: str) -> AdminSettings:
@@ -186,6 +184,8 @@ def admin_settings(connection: Connection, servers: str) -> AdminSettings:
 def open_cluster(connection: Connection, address: Address) -> Iterator[Cluster]:
     """The cluster port over the address's transport; closed on the way out."""
     if address.transport == "admin":
+        if connection.command_config is None and address.command_config is not None:
+            connection = replace(connection, command_config=address.command_config)
         cluster = AdminCluster(admin_settings(connection, address.where), lease=connection.session_timeout)
         try:
             cluster.snapshot(only_topics=set())  # one clear line now if it cannot be reached

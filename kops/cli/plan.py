@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -13,6 +13,7 @@ from rich.table import Table
 
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options
+from kops.cli.fleet import declared_connection
 from kops.cli.options import CapacityFile, ExtraVars, Inventory, Limit, parse_throttle
 from kops.cli.state import AllowIncomplete, refuse_incomplete, write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
@@ -134,6 +135,15 @@ def _print_batches(plan: Plan, details: bool) -> None:
         console.out.print(moves)
 
 
+OutDir = Annotated[Path | None, typer.Option(
+    "--out-dir", help="Plan every cluster the playbook targets within -l (a fleet): DIR/CLUSTER.plan.json each, and "
+                      "DIR/CLUSTER.md with --format markdown.")]
+SnapshotDir = Annotated[Path | None, typer.Option(
+    "--snapshot-dir", help="Plan a fleet offline from DIR/CLUSTER.json (as kops state -l ... --out-dir DIR writes "
+                           "them).")]
+Forks = Annotated[int, typer.Option("--forks", help="Clusters read and planned at once (a fleet).", min=1)]
+
+
 def _said_live(sizes: dict[TopicPartition, int] | None) -> dict[TopicPartition, int]:
     """Sizes the cluster itself reported (DescribeLogDirs), when there are any; said, as --sizes would be."""
     if sizes:
@@ -170,6 +180,9 @@ def plan(
                                                                             "targets).")] = False,
     allow_incomplete: AllowIncomplete = False,
     capacity: CapacityFile = None,
+    out_dir: OutDir = None,
+    snapshot_dir: SnapshotDir = None,
+    forks: Forks = 5,
 ) -> None:
     """Compute what would change: topic creations and deletions, partition additions, replication-factor and
     placement changes, config changes, decommissions, rebalancing and leader balance, as batches of moves with
@@ -187,9 +200,13 @@ def plan(
           --throttle 30MiB/s -o plans/imported.json
       kops plan playbooks/platform.yml -i inventories/example -l prod-eu \\
           --capacity cruise-control/capacity.json
+      kops plan playbooks/platform.yml -i inventories/example -l prod \\
+          --out-dir plans/prod --snapshot-dir snaps/prod --detailed-exitcode
 
     Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error,
     3 the snapshot is incomplete (cluster metadata still propagating; --allow-incomplete plans anyway).
+    Over a fleet (--out-dir, several clusters): 0 nothing changes anywhere, 2 something changes somewhere
+    (with --detailed-exitcode), 1 any cluster failed, each named.
     """
     known = read_sizes(sizes) if sizes is not None else Sizes()
     from_file = declared_capacity(capacity, None)  # a bad file is refused before the cluster is read
@@ -204,17 +221,46 @@ def plan(
     elif playbook is None:
         raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka "
                                                    "FILE")
+    elif out_dir is not None or snapshot_dir is not None:
+        from kops.cli.fleet_plan import FleetPlanning, plan_fleet  # noqa: PLC0415 - a fleet only
+
+        fleet = FleetPlanning(connection, playbook, inventory, limit, extra_vars, out_dir, snapshot_dir, forks)
+        raise typer.Exit(plan_fleet(fleet, _fleet_planner(reading, policy, (capacity, known)), render_text,
+                                    output_format.value, detailed_exitcode))
     else:
         declarations, desired = one_cluster(playbook, inventory, limit, extra_vars, connection.zookeeper)
-        desired = replace(desired, capacity=declared_capacity(capacity, desired.capacity))
-        snap = reading.snapshot(desired)
-        result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=declarations.digest))
-        result = with_capacity_report(result, snap, reading.sizes(), desired.capacity, known.write,
-                                      {name: t.fanout for name, t in desired.topics.items()})
+        reading.connection = declared_connection(connection, desired, inventory)
+        result = plan_declared(desired, declarations.digest, reading, policy, (capacity, known))
     _write(result, out, export_kafka)
     _show(result, output_format)
     if detailed_exitcode and result.has_changes:
         raise typer.Exit(ExitCode.CHANGES)
+
+
+def plan_declared(desired: DesiredState, digest: str, reading: _Reading, policy: Policy,
+                  capacity: tuple[Path | None, Sizes]) -> Plan:
+    """One cluster's plan from its declarations: its snapshot (file or live), the plan, its capacity report;
+    `capacity` is the --capacity file and the sizes read with --sizes."""
+    capacity_file, known = capacity
+    desired = replace(desired, capacity=declared_capacity(capacity_file, desired.capacity))
+    snap = reading.snapshot(desired)
+    result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=digest))
+    return with_capacity_report(result, snap, reading.sizes(), desired.capacity, known.write,
+                                {name: t.fanout for name, t in desired.topics.items()})
+
+
+def _fleet_planner(reading: _Reading, policy: Policy, capacity: tuple[Path | None, Sizes]
+                   ) -> Callable[[DesiredState, str, Connection, Path | None], Plan]:
+    """How a fleet plans one of its clusters: plan_declared with the cluster's connection and snapshot file."""
+    if reading.snapshot_file is not None:
+        raise UsageError("--snapshot names one cluster's snapshot", hint="a fleet plans from --snapshot-dir DIR")
+
+    def plan_one(desired: DesiredState, digest: str, connection: Connection, snapshot_file: Path | None) -> Plan:
+        live: dict[TopicPartition, int] | None = {} if reading.live is not None and snapshot_file is None else None
+        one = replace(reading, connection=connection, snapshot_file=snapshot_file, live=live, quiet=True)
+        return plan_declared(desired, digest, one, policy, capacity)
+
+    return plan_one
 
 
 @dataclass
@@ -227,9 +273,10 @@ class _Reading:
     allow_incomplete: bool
     given: dict[TopicPartition, int]
     live: dict[TopicPartition, int] | None
+    quiet: bool = False  # a fleet: no spinner
 
     def snapshot(self, desired: DesiredState | None) -> Snapshot:
-        snap = cluster_snapshot(desired, self.connection, self.snapshot_file, self.live)
+        snap = cluster_snapshot(desired, self.connection, self.snapshot_file, self.live, self.quiet)
         refuse_incomplete(snap, self.allow_incomplete)
         return snap
 

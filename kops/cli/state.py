@@ -13,7 +13,7 @@ from rich.table import Table
 
 from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
-from kops.cli.options import Format, OutputFormat
+from kops.cli.options import Format, Inventory, Limit, OutputFormat
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
 from kops.model import snapshot_format
@@ -46,12 +46,14 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def take_snapshot(connection: Connection, address: Address, offers: dict[str, str] | None = None,
-                  sizes: dict[TopicPartition, int] | None = None) -> Snapshot:
+                  sizes: dict[TopicPartition, int] | None = None, quiet: bool = False) -> Snapshot:
     """The whole cluster through the address's transport, with its brokers' log dirs (their disks' size), with a
-    spinner saying what it waits for; `offers` is filled with what the cluster lets kops do (ApiVersions,
-    features) and `sizes` with the partition sizes the transport can read (DescribeLogDirs), when given."""
+    spinner saying what it waits for (none when `quiet`: a fleet reads several clusters at once, and a terminal
+    shows one spinner); `offers` is filled with what the cluster lets kops do (ApiVersions, features) and `sizes`
+    with the partition sizes the transport can read (DescribeLogDirs), when given."""
     what = "reading the cluster through the Admin API" if address.transport == "admin" else "connecting to ZooKeeper"
-    with console.err.status(what, spinner="dots") as status, open_cluster(connection, address) as cluster:
+    spinner = _Silent() if quiet else console.err.status(what, spinner="dots")
+    with spinner as status, open_cluster(connection, address) as cluster:
         if offers is not None:
             offers.update(cluster.offers())
         if sizes is not None:
@@ -64,6 +66,19 @@ def take_snapshot(connection: Connection, address: Address, offers: dict[str, st
         return replace(snap, log_dirs=cluster.log_dirs())
 
 
+class _Silent:
+    """A spinner that shows nothing (take_snapshot's `quiet`)."""
+
+    def __enter__(self) -> _Silent:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+    def update(self, _message: str) -> None:
+        return None
+
+
 @connection_options
 def state(
     connection: Connection,
@@ -71,6 +86,11 @@ def state(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Save the snapshot (kops-snapshot/1 JSON) to this file.")
     ] = None,
+    inventory: Inventory = None,
+    limit: Limit = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out-dir", help="Read every cluster -i/-l select (a fleet) and save each as DIR/CLUSTER.json.")] = None,
+    forks: Annotated[int, typer.Option("--forks", help="Clusters read at once (a fleet).", min=1)] = 5,
 ) -> None:
     """Read a cluster's whole layout: brokers, racks, topics, leaders, ISR, configs, throttles, reassignments.
 
@@ -87,9 +107,19 @@ def state(
       kops state -z zk1:2181/kafka                 # ZooKeeper mode
       kops state -b broker1:9092 --command-config client.properties \\
           --out snapshots/prod.json
+      kops state -i inventories/example -l prod --out-dir snapshots/prod
+
+    Exit codes: 0 read, 1 error (over a fleet: any cluster not read, each named).
     """
+    if out_dir is not None:
+        from kops.cli.fleet import state_fleet  # noqa: PLC0415 - a fleet only
+
+        if out is not None:
+            raise UsageError("give --out (one cluster) or --out-dir (a fleet), not both")
+        raise typer.Exit(state_fleet(connection, inventory, limit, (out_dir, forks, output_format),
+                                     lambda c, a: take_snapshot(c, a, quiet=True), write_atomically))
     offers: dict[str, str] = {}
-    snapshot = take_snapshot(connection, resolve(connection), offers)
+    snapshot = take_snapshot(connection, resolve(connection, inventory, limit), offers)
     if out is not None:
         write_atomically(out, snapshot_format.dumps(snapshot))
         console.info(f"wrote snapshot of {snapshot.partition_count} partitions to {out}")

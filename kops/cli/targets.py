@@ -30,7 +30,7 @@ def one_cluster(playbook: Path, inventory: Path | None, limit: str | None, extra
     if len(declarations.desired) > 1:
         names = ", ".join(declarations.desired)
         raise UsageError(f"the playbook targets {len(declarations.desired)} clusters ({names})",
-                         hint="pick one with -l CLUSTER")
+                         hint="pick one with -l CLUSTER, or plan them all with --out-dir DIR")
     desired = next(iter(declarations.desired.values()))
     if zookeeper and inventory is not None:
         raise UsageError("give either -i/--inventory or -z/--zookeeper, not both")
@@ -38,7 +38,7 @@ def one_cluster(playbook: Path, inventory: Path | None, limit: str | None, extra
 
 
 def cluster_snapshot(desired: DesiredState | None, connection: Connection, snapshot_file: Path | None,
-                     sizes: dict[TopicPartition, int] | None = None) -> Snapshot:
+                     sizes: dict[TopicPartition, int] | None = None, quiet: bool = False) -> Snapshot:
     """The snapshot from a file (offline), or read live: -b/-z, else the inventory host's address; `sizes`,
     when given, gets the partition sizes a live read can take (the Admin API's DescribeLogDirs)."""
     if snapshot_file is not None:
@@ -49,10 +49,10 @@ def cluster_snapshot(desired: DesiredState | None, connection: Connection, snaps
                              hint="write one with `kops state -z CONNECT --out FILE`") from None
         return snapshot_format.loads(data, str(snapshot_file))
     if connection.given:
-        return take_snapshot(connection, resolve(connection), sizes=sizes)
+        return take_snapshot(connection, resolve(connection), sizes=sizes, quiet=quiet)
     if desired is None or not desired.connect:
         name = desired.cluster if desired else "the cluster"
         raise UsageError(f"no address for {name}",
                          hint="set its bootstrap_servers (or zookeeper) variable in the inventory, pass -b or -z, "
                               "or plan offline with --snapshot FILE")
-    return take_snapshot(connection, from_connect(str(desired.connect)), sizes=sizes)
+    return take_snapshot(connection, from_connect(str(desired.connect)), sizes=sizes, quiet=quiet)

@@ -1,0 +1,227 @@
+"""A fleet (docs/design/fleet.md): the selection of clusters with their own client properties, serial and the
+failure budget, the exit codes over a fleet, the fleet record, and `kops plan` over a fleet offline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kops.cli.connection import Connection, open_cluster, resolve
+from kops.cli.main import main
+from kops.errors import DocumentError, ExitCode, UsageError
+from kops.fleet import record, results, schedule, selection
+from kops.fleet.results import ClusterResult
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "create"
+
+INVENTORY = """\
+all:
+  children:
+    prod:
+      children:
+        eu:
+          hosts:
+            prod-eu:
+              bootstrap_servers: eu1:9092,eu2:9092
+              command_config: secrets/eu.properties
+        us:
+          hosts:
+            prod-us:
+              zookeeper: 127.0.0.1:2181/us
+    staging:
+      hosts:
+        staging:
+          bootstrap_servers: st:9092
+          command_config: /etc/kops/staging.properties
+"""
+
+
+@pytest.fixture
+def inventory(tmp_path: Path) -> Path:
+    path = tmp_path / "inv" / "hosts.yml"
+    path.parent.mkdir()
+    path.write_text(INVENTORY)
+    return path
+
+
+@pytest.mark.parametrize(("limit", "names"), [
+    ("prod", ["prod-eu", "prod-us"]), ("prod-*", ["prod-eu", "prod-us"]), ("prod-us,staging", ["prod-us", "staging"]),
+    (None, ["prod-eu", "prod-us", "staging"]), ("all:!eu", ["prod-us", "staging"]), ("eu", ["prod-eu"]),
+])
+def test_a_limit_selects_a_group_a_pattern_a_list_or_all(inventory: Path, limit: str | None,
+                                                         names: list[str]) -> None:
+    assert [m.name for m in selection.select(inventory, limit)] == names
+
+
+def test_each_cluster_has_its_address_and_its_own_client_properties(inventory: Path) -> None:
+    members = {m.name: m for m in selection.select(inventory, None)}
+    assert members["prod-eu"] == selection.Member("prod-eu", "kafka://eu1:9092,eu2:9092",
+                                                   inventory.parent / "secrets/eu.properties")
+    assert members["prod-us"] == selection.Member("prod-us", "127.0.0.1:2181/us", None)
+    assert members["staging"].command_config == Path("/etc/kops/staging.properties")
+
+
+def test_a_limit_selecting_nothing_and_a_bad_command_config_are_one_line(inventory: Path) -> None:
+    with pytest.raises(UsageError, match="selects no cluster"):
+        selection.select(inventory, "nowhere")
+    inventory.write_text(INVENTORY.replace("command_config: secrets/eu.properties", "command_config: [1]"))
+    with pytest.raises(UsageError, match="command_config must be a path"):
+        selection.select(inventory, "eu")
+
+
+def test_one_cluster_from_the_inventory_takes_its_command_config(inventory: Path, tmp_path: Path) -> None:
+    """`-i INV -l CLUSTER`: the host's client properties are used, unless --command-config is given."""
+    address = resolve(Connection(), inventory, "prod-eu")
+    assert address.command_config == inventory.parent / "secrets/eu.properties"
+    properties = inventory.parent / "secrets" / "eu.properties"
+    properties.parent.mkdir()
+    properties.write_text("security.protocol=NOPE\n")
+    with pytest.raises(UsageError, match="security.protocol"), open_cluster(Connection(), address):
+        pass
+
+
+@pytest.mark.parametrize(("value", "fleet", "expected"), [
+    (None, 4, 4), ("1", 4, 1), (2, 4, 2), ("9", 4, 4), ("25%", 4, 1), ("50%", 5, 2), ("10%", 3, 1), ("100%", 3, 3),
+])
+def test_serial_is_a_count_or_a_percentage_of_the_fleet(value: str | int | None, fleet: int, expected: int) -> None:
+    assert schedule.parse_serial(value, fleet) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x", "150%", "1.5"])
+def test_a_bad_serial_is_refused(value: str) -> None:
+    with pytest.raises(UsageError, match="serial"):
+        schedule.parse_serial(value, 3)
+
+
+def test_batches_and_the_failure_budget() -> None:
+    assert schedule.batches(["a", "b", "c"], 2) == [["a", "b"], ["c"]]
+    assert schedule.budget_exceeded(1, 10, 0)  # the default: the first failure stops the fleet
+    assert not schedule.budget_exceeded(0, 10, 0)
+    assert not schedule.budget_exceeded(2, 10, 20) and schedule.budget_exceeded(3, 10, 20)
+    with pytest.raises(UsageError):
+        schedule.check_percentage(101)
+
+
+def _result(name: str, status: str, code: int = 0) -> ClusterResult:
+    return ClusterResult(name, status, code)
+
+
+def test_the_fleet_exit_code_is_the_first_cluster_that_did_not_finish() -> None:
+    assert results.fleet_exit([_result("a", "ok"), _result("b", "changed")]) == ExitCode.OK
+    assert results.fleet_exit([_result("a", "changed"), _result("b", "stopped", 3),
+                               _result("c", "failed", 5)]) == ExitCode.STOPPED
+    assert results.fleet_exit([_result("a", "failed", 4), _result("b", "skipped")]) == ExitCode.STALE
+    assert results.status_of(0, True) == "changed" and results.status_of(3, True) == "stopped"
+    assert results.status_of(5, True) == "failed" and results.status_of(0, False) == "ok"
+
+
+def test_plan_exit_codes_over_a_fleet() -> None:
+    assert results.plan_exit([False, False], 0, True) == ExitCode.OK
+    assert results.plan_exit([False, True], 0, True) == ExitCode.CHANGES
+    assert results.plan_exit([False, True], 0, False) == ExitCode.OK
+    assert results.plan_exit([True], 1, True) == ExitCode.ERROR
+
+
+def test_the_recap_totals() -> None:
+    found = [ClusterResult("a", "changed", moves=3, bytes=10), _result("b", "failed", 1), _result("c", "skipped")]
+    assert results.totals(found) == {"ok": 0, "changed": 1, "stopped": 0, "failed": 1, "skipped": 1, "moves": 3,
+                                     "bytes": 10}
+
+
+def test_the_fleet_record_round_trips_and_decides_what_resume_does() -> None:
+    fleet = record.FleetRecord("apply", 1, 0.0, (record.Entry("a", "a.plan.json", "d1"),
+                                                 record.Entry("b", "b.plan.json", "d2")))
+    fleet = fleet.ended(ClusterResult("a", "stopped", 3, "a broker is down", "20261126T000000Z-d1-apply"))
+    assert record.loads(record.dumps(fleet), "fleet.json") == fleet
+    assert record.resume_mode(fleet.entry("a")) == "resume"
+    assert record.resume_mode(fleet.entry("b")) == "start"
+    done = fleet.ended(ClusterResult("a", "changed", 0, None, None))
+    assert record.resume_mode(done.entry("a")) is None
+    assert done.entry("a").execution == "20261126T000000Z-d1-apply"  # a result without one keeps the name
+    assert [e.cluster for e in record.started(done)] == ["a"]
+    assert record.cluster_of("prod-eu.plan.json") == "prod-eu"
+
+
+@pytest.mark.parametrize("data", [b"{", b"[]", b'{"format": "kops-fleet/1"}',
+                                  b'{"format": "kops-fleet/1", "kind": "apply", "serial": 1, '
+                                  b'"max_fail_percentage": 0, "clusters": [{"cluster": "a", "plan": "p", '
+                                  b'"digest": "d", "status": "happy"}]}'])
+def test_a_damaged_fleet_record_is_one_line(data: bytes) -> None:
+    with pytest.raises(DocumentError):
+        record.loads(data, "fleet.json")
+
+
+# -- kops plan over a fleet, offline ------------------------------------------------------------------------
+
+PLAYBOOK = """\
+- name: events in europe
+  hosts: eu
+  topics:
+    - name: events
+      partitions: 6
+      replication_factor: 3
+- name: nothing in the us
+  hosts: us
+  topics: []
+"""
+
+
+@pytest.fixture
+def fleet_files(inventory: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
+    playbook = tmp_path / "playbook.yml"
+    playbook.write_text(PLAYBOOK)
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    for name in ("prod-eu", "prod-us"):
+        shutil.copy(GOLDEN / "snapshot.json", snaps / f"{name}.json")
+    return playbook, inventory, snaps
+
+
+def test_plan_over_a_fleet_writes_a_plan_per_cluster_and_exits_2_when_one_changes(
+        fleet_files: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    playbook, inventory, snaps = fleet_files
+    out = tmp_path / "plans"
+    args = ["plan", str(playbook), "-i", str(inventory), "-l", "prod", "--snapshot-dir", str(snaps), "--out-dir",
+            str(out), "--detailed-exitcode"]
+    assert main(args) == ExitCode.CHANGES, capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["prod-eu.plan.json", "prod-us.plan.json"]
+    assert json.loads((out / "prod-eu.plan.json").read_text())["cluster"] == "prod-eu"
+    text = capsys.readouterr().out
+    assert "PLAN RECAP" in text and "prod-eu" in text and "changed" in text
+    assert main([*args[:5], "us", *args[6:]]) == ExitCode.OK  # the us alone: nothing changes
+
+
+def test_plan_over_a_fleet_in_markdown_and_json(fleet_files: tuple[Path, Path, Path], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    playbook, inventory, snaps = fleet_files
+    out = tmp_path / "plans"
+    base = ["plan", str(playbook), "-i", str(inventory), "-l", "prod", "--snapshot-dir", str(snaps)]
+    assert main([*base, "--out-dir", str(out), "--format", "markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert markdown.index("| `prod-eu` | changes |") < markdown.index("### kops plan for `prod-eu`")
+    assert (out / "prod-eu.md").read_text().startswith("### kops plan for `prod-eu`")
+    assert main([*base, "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [c["status"] for c in document["clusters"]] == ["changed", "ok"]
+    assert document["total"]["changed"] == 1
+
+
+def test_a_cluster_that_fails_is_named_and_the_others_are_still_planned(
+        fleet_files: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    playbook, inventory, snaps = fleet_files
+    (snaps / "prod-us.json").unlink()
+    out = tmp_path / "plans"
+    assert main(["plan", str(playbook), "-i", str(inventory), "-l", "prod", "--snapshot-dir", str(snaps),
+                 "--out-dir", str(out), "--detailed-exitcode"]) == ExitCode.ERROR
+    assert "prod-us: " in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["prod-eu.plan.json"]
+
+
+def test_several_clusters_without_out_dir_say_how_to_plan_them_all(
+        fleet_files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    playbook, inventory, _snaps = fleet_files
+    assert main(["plan", str(playbook), "-i", str(inventory), "-l", "prod"]) == 1
+    assert "--out-dir DIR" in capsys.readouterr().err
