@@ -22,7 +22,9 @@ class Layout:
         self.replica_count: dict[int, int] = defaultdict(int)
         self.leader_count: dict[int, int] = defaultdict(int)
         self.bytes: dict[int, int] = defaultdict(int)
-        self.by_broker: dict[int, set[TopicPartition]] = defaultdict(set)
+        # each broker's partitions with their sizes: the balancers rank a broker's partitions by size without
+        # looking each up among a million
+        self.by_broker: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
         self.gained: dict[int, int] = defaultdict(int)  # bumped when a broker gains a replica (cache key)
         self._load(snapshot)
 
@@ -41,7 +43,7 @@ class Layout:
                 for b in assigned:
                     count[b] += 1
                     bytes_[b] += size
-                    by_broker[b].add(tp)
+                    by_broker[b][tp] = size
                     gained[b] += 1
                 if assigned:
                     leaders[assigned[0]] += 1
@@ -67,7 +69,7 @@ class Layout:
                 if b not in replicas:
                     self.replica_count[b] -= 1
                     self.bytes[b] -= size
-                    self.by_broker[b].discard(tp)
+                    self.by_broker[b].pop(tp, None)
             if old:
                 self.leader_count[old[0]] -= 1
         self.replicas[tp] = replicas
@@ -75,7 +77,7 @@ class Layout:
             if old is None or b not in old:
                 self.replica_count[b] += 1
                 self.bytes[b] += size
-                self.by_broker[b].add(tp)
+                self.by_broker[b][tp] = size
                 self.gained[b] += 1
         if replicas:
             self.leader_count[replicas[0]] += 1

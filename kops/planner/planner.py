@@ -161,7 +161,7 @@ def _decommission(work: _Work, eligible: list[int], rack_aware: bool) -> None:
     # Loads only grow on eligible brokers here (replicas leave decommissioned ones), as LeastLoaded needs.
     indexes: dict[str | None, tuple[list[int], placement.LeastLoaded]] = {}
     for broker in sorted(set(work.desired.brokers.decommission)):
-        for tp in sorted(layout.by_broker.get(broker, set())):
+        for tp in sorted(layout.by_broker.get(broker, {})):
             key = tp.topic if tp.topic in work.desired.topics else None
             if key not in indexes:
                 allowed = _topic_eligible(work, tp.topic, eligible)
@@ -204,8 +204,11 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> None:
     _note_changes(work, before, f"rebalance {goal}")
 
 
-def _movable(work: _Work) -> set[TopicPartition]:
-    """Partitions a rebalance may move: existing ones, not being deleted or created by this plan."""
+def _movable(work: _Work) -> set[TopicPartition] | None:
+    """Partitions a rebalance may move: existing ones, not being deleted or created by this plan (None: all of
+    the layout's, when the plan creates and deletes none: no set of a million to build and intersect with)."""
+    if not work.deletions and not work.created:
+        return None
     deleted = {d.topic for d in work.deletions}
     return {tp for tp in work.layout.replicas if tp.topic not in deleted and tp not in work.created}
 

@@ -18,7 +18,6 @@ import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import repeat
 
 from kops.model.partitions import TopicPartition
 from kops.planner.budget import Budget
@@ -63,8 +62,8 @@ class _Candidates:
             on = self.layout.by_broker[broker]
             # By (size, partition): sorted by partition, then stably by size, so the sorts compare ints or
             # (topic, number) pairs, never (size, (topic, number)) tuples, which took twice as long.
-            by_name = sorted(on if self.movable is None else on & self.movable)
-            sizes = list(map(self.layout.sizes.get, by_name, repeat(0)))
+            by_name = sorted(on if self.movable is None else on.keys() & self.movable)
+            sizes = list(map(on.__getitem__, by_name))
             order = sorted(range(len(by_name)), key=sizes.__getitem__)
             cached = (stamp, [by_name[i] for i in order], [sizes[i] for i in order])
             self.cache[broker] = cached
@@ -294,4 +293,4 @@ def smallest_on(layout: Layout, broker: int, count: int) -> int:
     """Bytes of the `count` smallest replicas on a broker: what shedding `count` replicas costs at least."""
     if count <= 0:
         return 0
-    return sum(sorted(map(layout.sizes.get, layout.by_broker[broker], repeat(0)))[:count])
+    return sum(sorted(layout.by_broker[broker].values())[:count])
