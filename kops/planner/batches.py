@@ -18,7 +18,7 @@ import bisect
 import heapq
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kops.model.plan import Move
@@ -47,7 +47,8 @@ def work(move: Move, sized: bool) -> int:
 
 
 class _Batch:
-    def __init__(self) -> None:
+    def __init__(self, entry_bytes: Mapping[tuple[str, int], int]) -> None:
+        self.entry_bytes = entry_bytes  # each move's znode_entry_bytes by partition, counted once per plan
         self.moves: dict[tuple[str, int], Move] = {}  # by partition: O(1) membership and removal
         self.bytes = 0
         self.znode = ZNODE_OVERHEAD
@@ -63,7 +64,7 @@ class _Batch:
             return False
         if limits.max_bytes is not None and self.moves and self.bytes + move.copied_bytes > limits.max_bytes:
             return False
-        if self.znode + znode_entry_bytes(move) > ZNODE_LIMIT:
+        if self.znode + self.entry_bytes[(move.topic, move.partition)] > ZNODE_LIMIT:
             return False
         cap = limits.max_moves_per_broker
         if cap is not None:
@@ -78,7 +79,7 @@ class _Batch:
         self.version = next(_VERSIONS)
         del self.moves[(move.topic, move.partition)]
         self.bytes -= move.copied_bytes
-        self.znode -= znode_entry_bytes(move)
+        self.znode -= self.entry_bytes[(move.topic, move.partition)]
         for b in move.adding:
             self.moves_in[b] -= 1
             self.time_in[b] -= amount / rate_in
@@ -107,7 +108,7 @@ class _Batch:
         self.version = next(_VERSIONS)
         self.moves[(move.topic, move.partition)] = move
         self.bytes += move.copied_bytes
-        self.znode += znode_entry_bytes(move)
+        self.znode += self.entry_bytes[(move.topic, move.partition)]
         for b in move.adding:
             self.moves_in[b] = self.moves_in.get(b, 0) + 1
             self.time_in[b] = self.time_in.get(b, 0.0) + amount / rate_in
@@ -124,7 +125,7 @@ class _Batch:
         self.version = version
 
 
-def minimum_batches(moves: list[Move], limits: Limits, sized: bool) -> int:
+def minimum_batches(moves: list[Move], limits: Limits, sized: bool, entry_bytes: Mapping[tuple[str, int], int]) -> int:
     n = len(moves)
     if n == 0:
         return 0
@@ -143,7 +144,8 @@ def minimum_batches(moves: list[Move], limits: Limits, sized: bool) -> int:
                 outs[m.leader] = outs.get(m.leader, 0) + 1
         busiest = max([*ins.values(), *outs.values(), 0])
         needed = max(needed, math.ceil(busiest / limits.max_moves_per_broker))
-    needed = max(needed, math.ceil(sum(znode_entry_bytes(m) for m in moves) / (ZNODE_LIMIT - ZNODE_OVERHEAD)))
+    needed = max(needed, math.ceil(sum(entry_bytes[(m.topic, m.partition)] for m in moves)
+                                   / (ZNODE_LIMIT - ZNODE_OVERHEAD)))
     return needed
 
 
@@ -156,7 +158,8 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
     if not moves:
         return []
     data = [m for m in moves if m.adding]
-    batches = [_Batch() for _ in range(max(1, minimum_batches(data, limits, sized)))]
+    entry_bytes = {(m.topic, m.partition): znode_entry_bytes(m) for m in moves}
+    batches = [_Batch(entry_bytes) for _ in range(max(1, minimum_batches(data, limits, sized, entry_bytes)))]
     ranked = _ranked(data, order, declared, sized)
     if order in ("topic", "as-declared"):
         _fill_in_order(batches, ranked, limits, rate, sized)
@@ -167,7 +170,7 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
     for move in sorted((m for m in moves if not m.adding), key=lambda m: (m.topic, m.partition)):
         target = next((b for b in batches if b.fits(move, limits, sized)), None)
         if target is None:
-            target = _Batch()
+            target = _Batch(entry_bytes)
             batches.append(target)
         target.add(move, rate, rate, sized)
     return [sorted(b.moves.values(), key=lambda m: (m.topic, m.partition)) for b in batches if b.moves]
@@ -189,7 +192,7 @@ def _fill_in_order(batches: list[_Batch], ranked: list[Move], limits: Limits, ra
         while not batches[current].fits(move, limits, sized):
             current += 1
             if current == len(batches):
-                batches.append(_Batch())
+                batches.append(_Batch(batches[0].entry_bytes))
         batches[current].add(move, rate, rate, sized)
 
 
@@ -210,7 +213,7 @@ def _fill_balanced(batches: list[_Batch], ranked: list[Move], limits: Limits, ra
             if key[0] == 0.0:
                 break
         if best is None or entry is None:
-            best, entry = _Batch(), (0.0, len(batches))
+            best, entry = _Batch(batches[0].entry_bytes), (0.0, len(batches))
             batches.append(best)
         else:
             order.remove(entry)
