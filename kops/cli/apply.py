@@ -14,9 +14,11 @@ from kops.cli.connection import Address, Connection, connection_options, open_cl
 from kops.cli.execution import Reporter, install_signals, load_plan
 from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_throttle
 from kops.cli.plan import render_text
+from kops.cli.run_metrics import Run, metrics_option
 from kops.cli.state import AllowIncomplete, refuse_incomplete
 from kops.errors import ExitCode, UsageError
 from kops.executor.disks import disk_limit
+from kops.executor.events import Event
 from kops.executor.executor import Controls, Executor, Outcome, Stale
 from kops.executor.stall import DEFAULT_STALL_SECONDS
 from kops.model.plan import Plan, Rolling
@@ -60,9 +62,11 @@ def confirm(question: str, yes: bool, output_format: OutputFormat) -> None:
 
 
 @connection_options
+@metrics_option("apply")
 def apply(
     plan_file: PlanArg,
     connection: Connection,
+    run: Run,
     inventory: Inventory = None,
     limit: Limit = None,
     yes: Yes = False,
@@ -117,23 +121,28 @@ def apply(
     5 another execution holds the lock.
     """
     plan, digest = load_plan(plan_file, accept_edited_plan)
+    run.cluster = run.cluster or plan.cluster
+    run.plan(plan)
     address = resolve(connection, inventory, limit, plan.connect)
     rate = parse_throttle(throttle)
     if dry_run:
+        run.outcome = "planned"
         _dry_run(connection, address, plan, resume, output_format, allow_incomplete)
         return
     if output_format is OutputFormat.text and not resume:
         render_text(plan, details=False)
     if not resume and not plan.has_changes:
+        run.outcome = "noop"
         console.info("the plan changes nothing")
         return
     confirm("resume this execution?" if resume else "apply this plan?", yes, output_format)
 
-    def run(executor: Executor) -> Outcome:
+    def execute(executor: Executor) -> Outcome:
         return executor.apply(plan, str(plan_file), digest, resume, rate,
                               rolling_of(plan, rolling, max_moves_per_broker, max_in_flight), allow_incomplete)
 
-    run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan), run)
+    run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan), execute,
+                  observe=run.tally)
 
 
 def rolling_of(plan: Plan, rolling: bool, per_broker: int | None, total: int | None) -> Rolling | None:
@@ -168,9 +177,11 @@ def _dry_run(connection: Connection, address: Address, plan: Plan, resume: bool,
 
 
 @connection_options
+@metrics_option("rollback")
 def rollback(
     plan_file: PlanArg,
     connection: Connection,
+    run: Run,
     inventory: Inventory = None,
     limit: Limit = None,
     execution: Annotated[str | None,
@@ -201,12 +212,14 @@ def rollback(
     safely), 5 another execution holds the lock.
     """
     plan, digest = load_plan(plan_file, accept_edited_plan)
+    run.cluster = run.cluster or plan.cluster
     address = resolve(connection, inventory, limit, plan.connect)
     confirm("roll back?", yes, output_format)
     outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
                             lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id,
                                                                execution, resume, disk_limit(plan)),
-                            check=False)
+                            check=False, observe=run.tally)
+    run.records(outcome.record)
     for note in outcome.record.irreversible:
         console.warning(f"not undone: {note}")
     if outcome.exit_code is not ExitCode.OK:
@@ -222,17 +235,27 @@ def stall_seconds(given: float | None, plan: Plan) -> float:
 
 def run_execution(connection: Connection, address: Address, output_format: OutputFormat, poll: float,
                   batch_timeout: float | None, stall_timeout: float, action: Callable[[Executor], Outcome],
-                  check: bool = True) -> Outcome:
-    """Signals, progress rendering and the session around one execution; exit 3/4/5 unless `check` is off."""
+                  check: bool = True, observe: Callable[[Event], None] | None = None) -> Outcome:
+    """Signals, progress rendering and the session around one execution; exit 3/4/5 unless `check` is off.
+    `observe` sees every event too (the run's metrics count the moves finished)."""
     controls = Controls()
     install_signals(controls)
     reporter = Reporter(output_format)
+    emit = reporter if observe is None else _both(observe, reporter)
     try:
         with open_cluster(connection, address) as cluster:
-            outcome = action(Executor(cluster, reporter, controls, poll_seconds=poll, batch_timeout=batch_timeout,
+            outcome = action(Executor(cluster, emit, controls, poll_seconds=poll, batch_timeout=batch_timeout,
                                       lock_wait=connection.session_timeout + 5, stall_timeout=stall_timeout))
     finally:
         reporter.close()
     if check and outcome.exit_code is not ExitCode.OK:
         raise typer.Exit(outcome.exit_code)
     return outcome
+
+
+def _both(first: Callable[[Event], None], then: Callable[[Event], None]) -> Callable[[Event], None]:
+    def emit(event: Event) -> None:
+        first(event)
+        then(event)
+
+    return emit

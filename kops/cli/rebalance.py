@@ -32,13 +32,16 @@ from kops.cli.connection import Address, Connection, connection_options, invento
 from kops.cli.execution import load_plan
 from kops.cli.options import CapacityFile, Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
 from kops.cli.plan import render_text
+from kops.cli.run_metrics import Run, metrics_option
 from kops.cli.state import write_atomically
 from kops.declare.capacity import declared_capacity
 from kops.errors import ExitCode, NotReady, UsageError
 from kops.executor.executor import Outcome
 from kops.holder import describe
+from kops.metrics import Moves
 from kops.model import plan_format
 from kops.model.desired import Execution
+from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.bounded import Rebalance, Request, readiness
 from kops.planner.bounded import rebalance as plan_rebalance
@@ -70,8 +73,10 @@ def _default_out(cluster_id: str | None, connect: str) -> Path:
 
 
 @connection_options
+@metrics_option("rebalance")
 def rebalance(
     connection: Connection,
+    run: Run,
     inventory: Inventory = None,
     limit: Limit = None,
     goal: Annotated[Goal, typer.Option("--goal", help="What to even out across live brokers: replica counts, preferred "
@@ -130,7 +135,6 @@ def rebalance(
     without --yes and without a terminal); 3 refused (a reassignment in flight, an execution running, the
     cluster unhealthy) or stopped at a checkpoint; 4 the cluster changed between plan and apply; 5 locked.
     """
-    started = time.monotonic()
     rate = parse_throttle(throttle)
     limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
     if apply_now:
@@ -139,7 +143,7 @@ def rebalance(
     declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
     address = resolve(connection, inventory, limit)
     report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
-    snapshot = _ready_snapshot(connection, address, report, started, output_format)
+    snapshot = _ready_snapshot(connection, address, report, run, output_format)
     request = Request(goal.value, limits, min_improvement)
     result = plan_rebalance(snapshot, request, known.bytes, Policy(throttle=rate, growth=known.growth,
                                                                    remote=known.remote),
@@ -147,7 +151,7 @@ def rebalance(
                             execution=Execution(throttle=rate, max_partitions=batch_size))
     result = replace(result, plan=with_capacity_report(result.plan, snapshot, known.bytes, declared, known.write))
     if not result.worthwhile:
-        _finish(report | {"status": "noop", "reason": _below(result)}, result, started, output_format)
+        _finish(report | {"status": "noop", "reason": _below(result)}, result, run, output_format)
         return
     plan_file = out or _default_out(snapshot.cluster_id, address.where)
     write_atomically(plan_file, plan_format.dumps(result.plan))
@@ -156,15 +160,15 @@ def rebalance(
         render_text(result.plan, details=False)
         console.info(f"wrote plan to {plan_file}")
     if not apply_now:
-        _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, started,
+        _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, run,
                 output_format)
         return
     outcome = _apply(plan_file, connection, address, output_format, rate,
-                     _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight))
+                     _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight), run)
     done = outcome.exit_code is ExitCode.OK
     report |= {"applied": done, "execution": outcome.record.id,
                "status": "applied" if done else "stopped", "reason": outcome.reason}
-    _finish(report, result, started, output_format)
+    _finish(report, result, run, output_format)
     if not done:
         raise typer.Exit(outcome.exit_code)
 
@@ -183,7 +187,7 @@ def _limits(goal: Goal, sizes: Path | None, max_moves: int | None, max_bytes: st
     return Limits(max_moves, byte_limit, seconds_limit)
 
 
-def _ready_snapshot(connection: Connection, address: Address, report: dict[str, Any], started: float,
+def _ready_snapshot(connection: Connection, address: Address, report: dict[str, Any], run: Run,
                     output_format: OutputFormat) -> Snapshot:
     """The cluster's snapshot, or a refusal (exit 3) while it is busy or unhealthy: cron tries again later."""
     with open_cluster(connection, address) as cluster:
@@ -193,7 +197,7 @@ def _ready_snapshot(connection: Connection, address: Address, report: dict[str, 
     if holder is not None:
         reasons.insert(0, f"an execution is running ({describe(holder)})")
     if reasons:
-        _finish(report | {"status": "refused", "reason": "; ".join(reasons)}, None, started, output_format)
+        _finish(report | {"status": "refused", "reason": "; ".join(reasons)}, None, run, output_format)
         raise NotReady("not rebalancing: " + "; ".join(reasons), where=address.where,
                        hint="nothing was done; the next run tries again")
     return snapshot
@@ -212,14 +216,15 @@ class _Pacing:
 
 
 def _apply(plan_file: Path, connection: Connection, address: Address, output_format: OutputFormat, rate: int | None,
-           pacing: _Pacing) -> Outcome:
+           pacing: _Pacing, run: Run) -> Outcome:
     """Carry the written plan out through the executor, as `kops apply PLAN` would."""
     written, digest = load_plan(plan_file)  # the file as the executor's record and `kops rollback` will key it
+    run.plan(written)
     rolling = rolling_of(written, pacing.rolling, pacing.max_moves_per_broker, pacing.max_in_flight)
     return run_execution(connection, address, output_format, pacing.poll, pacing.batch_timeout,
                          stall_seconds(pacing.stall_timeout, written),
                          lambda executor: executor.apply(written, str(plan_file), digest, False, rate, rolling),
-                         check=False)
+                         check=False, observe=run.tally)
 
 
 def _below(result: Rebalance) -> str:
@@ -229,8 +234,8 @@ def _below(result: Rebalance) -> str:
             f"{result.imbalance_after:.3f}) is below --min-improvement {result.min_improvement:g}")
 
 
-def _finish(report: dict[str, Any], result: Rebalance | None, started: float, output_format: OutputFormat) -> None:
-    """The run's summary: one JSON object last on stdout for machines, one line for people."""
+def _finish(report: dict[str, Any], result: Rebalance | None, run: Run, output_format: OutputFormat) -> None:
+    """The run's summary: one JSON object last on stdout for machines, one line for people; and its metrics."""
     plan = result.plan if result is not None and result.worthwhile else None
     s = plan.summary if plan is not None else None
     report |= {
@@ -242,8 +247,9 @@ def _finish(report: dict[str, Any], result: Rebalance | None, started: float, ou
         "imbalance_after": ((result.imbalance_after if plan is not None else result.imbalance_before)
                             if result else None),
         "min_improvement": result.min_improvement if result else None,
-        "duration_seconds": round(time.monotonic() - started, 3),
+        "duration_seconds": round(time.monotonic() - run.started, 3),
     }
+    _measured(run, report, plan)
     if output_format is OutputFormat.json:
         console.print_json(report, one_line=True)  # last line of the stream, after apply's event lines
         return
@@ -257,3 +263,15 @@ def _finish(report: dict[str, Any], result: Rebalance | None, started: float, ou
         f"{report['imbalance_after']:.3f}; {report['moves']} replica move(s), {report['leader_moves']} leader-only, "
         f"{format_size(report['bytes'])}, estimated {duration(report['estimated_seconds'])}; "
         + ("[green]applied[/]" if report["applied"] else f"[yellow]{report['status']}[/]: {report['reason'] or ''}"))
+
+
+def _measured(run: Run, report: dict[str, Any], plan: Plan | None) -> None:
+    """The summary's figures for the metrics file: the outcome, the plan's moves (none when nothing is worth
+    doing) and the goal's imbalance (unknown when refused before planning)."""
+    run.outcome = report["status"]
+    if plan is None:
+        run.planned, run.batches = Moves(), ()
+    elif not run.batches:  # planned only; an apply counts the plan it loaded
+        run.plan(plan)
+    if report["imbalance_before"] is not None:
+        run.imbalanced(report["goal"], report["imbalance_before"], report["imbalance_after"])

@@ -18,6 +18,7 @@ from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
 from kops.zk_layout.reader import read_snapshot
 from tests.integration.test_executor import judged, kops, layout, throttle_configs
 from tests.labtools import wait_until
+from tests.unit.test_run_metrics import only, parsed
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -37,6 +38,19 @@ def skewed_lab(engine_lab):
         yield cluster, zk
 
 
+def ended(prom: Path, outcome: str, exit_code: int, **labels: str) -> dict:
+    """The metrics file (--metrics-file) of the last run, which ended as said."""
+    metrics = parsed(prom.read_text())
+    assert only(metrics["kops_last_run_outcome"], outcome=outcome, **labels) == 1
+    assert only(metrics["kops_last_run_exit_code"]) == exit_code
+    return metrics
+
+
+def imbalance(metrics: dict) -> tuple[float, float]:
+    return (only(metrics["kops_last_run_imbalance_before_ratio"], goal="replicas"),
+            only(metrics["kops_last_run_imbalance_after_ratio"], goal="replicas"))
+
+
 def replica_counts(zk: ZkClient) -> dict[int, int]:
     counts: dict[int, int] = {}
     for assignment in layout(zk).values():
@@ -54,11 +68,14 @@ def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(ske
     base = ["rebalance", "-z", zk_connect, "--format", "json"]
 
     # Below the threshold: 16 replicas, 4 above the fair share; 2 moves buy 2/16 = 0.125 < 0.2.
+    prom = tmp_path / "kops-rebalance.prom"
+    base += ["--metrics-file", str(prom)]
     assert main(base + ["--max-moves", "2", "--min-improvement", "0.2"]) == 0
     doc = summary(capsys.readouterr().out)
     assert doc["status"] == "noop" and doc["applied"] is False and doc["moves"] == 0 and doc["plan"] is None
     assert doc["imbalance_before"] == 0.25 and "below --min-improvement 0.2" in doc["reason"]
     assert layout(zk) == before
+    assert imbalance(ended(prom, "noop", 0, cluster=zk_connect, command="rebalance")) == (0.25, 0.25)
 
     # A reassignment in flight (someone else's, onto a broker that is down, so it cannot finish under us):
     # refused with exit 3 and the reason, nothing written.
@@ -70,6 +87,7 @@ def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(ske
     captured = capsys.readouterr()
     assert summary(captured.out)["status"] == "refused" and "is in flight (pay-0)" in captured.err
     assert not out_file.exists() and zk.exists(paths.KOPS_LOCK) is None
+    assert "kops_last_run_imbalance_before_ratio" not in ended(prom, "refused", 3)  # refused before measuring
     lab.start_broker(4)
     wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is None, timeout=60, what="their reassignment done")
     wait_until(lambda: not read_snapshot(zk).under_replicated(), what="in sync")
@@ -90,11 +108,21 @@ def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(ske
     counts_after = replica_counts(zk)
     assert counts_after.get(4, 0) - counts_before.get(4, 0) == doc["moves"]
     assert throttle_configs(zk) == {} and zk.exists(paths.KOPS_LOCK) is None
+    metrics = ended(prom, "applied", 0)
+    assert [only(metrics[f"kops_last_run_{n}_moves"], kind="replica") for n in ("planned", "completed")] == [
+        doc["moves"]] * 2 and imbalance(metrics) == (doc["imbalance_before"], doc["imbalance_after"])
 
-    # It can be rolled back like any plan.
+    # It can be rolled back like any plan, and applied again with kops apply.
     assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     assert replica_counts(zk) == counts_before
     assert judged(cluster, zk, layout(zk))
+    prom = tmp_path / "kops-apply.prom"
+    assert main(["apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
+                 "--metrics-file", str(prom)]) == 0
+    assert replica_counts(zk) == counts_after
+    metrics = ended(prom, "applied", 0, command="apply")
+    assert only(metrics["kops_last_run_completed_moves"], kind="replica") == doc["moves"]
+    assert "kops_last_run_imbalance_before_ratio" not in metrics
 
 
 def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path) -> None:
@@ -102,8 +130,10 @@ def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path) -> Non
     zk_connect = cluster.zk_connect
     plan_file = tmp_path / "cron.json"
     # One partition per batch at 1 MiB/s: the first batch takes a few real seconds; SIGTERM arrives in it.
+    prom = tmp_path / "kops-rebalance.prom"
     proc = kops("rebalance", "-z", zk_connect, "--apply", "--yes", "--format", "json", "--poll", "0.2",
-                "--throttle", "1MiB/s", "--batch-size", "1", "--min-improvement", "0.01", "-o", str(plan_file))
+                "--throttle", "1MiB/s", "--batch-size", "1", "--min-improvement", "0.01", "-o", str(plan_file),
+                "--metrics-file", str(prom))
     wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
@@ -117,6 +147,9 @@ def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path) -> Non
     assert record.status == "stopped" and finished >= 1 and statuses == ["done"] * finished + ["pending"] * (
         len(statuses) - finished), statuses
     assert throttle_configs(zk) == {} and zk.exists(paths.KOPS_LOCK) is None
+    completed = ended(prom, "stopped", 3)["kops_last_run_completed_moves"]  # the batches done before the stop
+    assert only(completed, kind="replica") == sum(len(m.adding) for b in record.batches if b.status == "done"
+                                                  for m in b.moves) >= 1
     now = layout(zk)
     for index in range(finished):
         assert all(now[m.topic][m.partition] == m.to_replicas for m in record_moves(plan_file, index))
