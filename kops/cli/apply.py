@@ -12,6 +12,7 @@ import typer
 from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.execution import Reporter, install_signals, load_plan
+from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial, apply_fleet, rollback_fleet
 from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.run_metrics import Run, metrics_option
@@ -24,7 +25,8 @@ from kops.executor.stall import DEFAULT_STALL_SECONDS
 from kops.model.plan import Plan, Rolling
 from kops.planner.fingerprint import drift
 
-PlanArg = Annotated[Path, typer.Argument(help="The plan file (kops plan -o FILE).", show_default=False)]
+PlanArg = Annotated[Path, typer.Argument(help="The plan file (kops plan -o FILE), or a fleet's folder of plans "
+                                              "(kops plan --out-dir DIR).", show_default=False)]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (required without a terminal).")]
 BatchTimeout = Annotated[float | None, typer.Option(
     "--batch-timeout", help="Stop (exit 3) when a batch runs longer than this many seconds. "
@@ -90,9 +92,12 @@ def apply(
     max_moves_per_broker: MaxMovesPerBroker = None,
     max_in_flight: MaxInFlight = None,
     allow_incomplete: AllowIncomplete = False,
+    serial: Serial = None,
+    max_fail_percentage: MaxFailPercentage = 0.0,
 ) -> None:
     """Execute a plan: non-move changes first, then the batches of moves, each with its throttles, a checkpoint
-    at every batch boundary and the throttles restored after it; then the preferred-leader election.
+    at every batch boundary and the throttles restored after it; then the preferred-leader election. A folder of
+    plans (kops plan --out-dir DIR) is a fleet: cluster by cluster, --serial at a time (docs/fleet.md).
 
     Rolling (--rolling, or the playbook's `execution.mode: rolling`): moves are submitted as others finish,
     largest and busiest first, within the per-broker and total caps; the throttles cover exactly the moves in
@@ -120,6 +125,11 @@ def apply(
     (cluster metadata still propagating; --allow-incomplete goes on), 4 the cluster drifted from the plan,
     5 another execution holds the lock.
     """
+    if plan_file.is_dir():
+        fleet = FleetRun(plan_file, connection, inventory, output_format, resume, poll, batch_timeout, serial,
+                         max_fail_percentage)
+        _apply_fleet(fleet, yes, lambda plan: rolling_of(plan, rolling, max_moves_per_broker, max_in_flight),
+                     (parse_throttle(throttle), allow_incomplete), lambda plan: stall_seconds(stall_timeout, plan))
     plan, digest = load_plan(plan_file, accept_edited_plan)
     run.cluster = run.cluster or plan.cluster
     run.plan(plan)
@@ -143,6 +153,18 @@ def apply(
 
     run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan), execute,
                   observe=run.tally)
+
+
+def _apply_fleet(fleet: FleetRun, yes: bool, rolling: Callable[[Plan], Rolling | None],
+                 settings: tuple[int | None, bool], stall: Callable[[Plan], float]) -> None:
+    """`kops apply DIR`: each cluster's plan through Executor.apply as one plan would run; `settings` are the
+    throttle and --allow-incomplete."""
+    rate, allow_incomplete = settings
+
+    def action(plan: Plan, path: Path, digest: str, resume: bool) -> Callable[[Executor], Outcome]:
+        return lambda executor: executor.apply(plan, str(path), digest, resume, rate, rolling(plan), allow_incomplete)
+
+    raise typer.Exit(apply_fleet(fleet, action, stall, lambda question: confirm(question, yes, fleet.output_format)))
 
 
 def rolling_of(plan: Plan, rolling: bool, per_broker: int | None, total: int | None) -> Rolling | None:
@@ -211,6 +233,10 @@ def rollback(
     Exit codes: 0 done, 1 error, 3 stopped at a checkpoint, 4 the cluster changed since (cannot roll back
     safely), 5 another execution holds the lock.
     """
+    if plan_file.is_dir():
+        fleet = FleetRun(plan_file, connection, inventory, output_format, resume, poll, batch_timeout)
+        raise typer.Exit(rollback_fleet(fleet, lambda plan: stall_seconds(stall_timeout, plan),
+                                        lambda question: confirm(question, yes, output_format)))
     plan, digest = load_plan(plan_file, accept_edited_plan)
     run.cluster = run.cluster or plan.cluster
     address = resolve(connection, inventory, limit, plan.connect)

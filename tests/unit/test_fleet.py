@@ -225,3 +225,39 @@ def test_several_clusters_without_out_dir_say_how_to_plan_them_all(
     playbook, inventory, _snaps = fleet_files
     assert main(["plan", str(playbook), "-i", str(inventory), "-l", "prod"]) == 1
     assert "--out-dir DIR" in capsys.readouterr().err
+
+
+# -- kops apply DIR and kops rollback DIR: what is refused before any cluster is reached ---------------------
+
+@pytest.fixture
+def plans(fleet_files: tuple[Path, Path, Path], tmp_path: Path) -> Path:
+    playbook, inventory, snaps = fleet_files
+    out = tmp_path / "plans"
+    assert main(["plan", str(playbook), "-i", str(inventory), "-l", "prod", "--snapshot-dir", str(snaps),
+                 "--out-dir", str(out)]) == 0
+    return out
+
+
+def test_a_folder_without_plans_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["apply", str(tmp_path), "--yes"]) == 1
+    assert "no *.plan.json here" in capsys.readouterr().err
+
+
+def test_a_fleet_record_decides_between_resume_and_a_fresh_apply(plans: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["apply", str(plans), "--yes", "--resume"]) == 1
+    assert "no fleet record to resume" in capsys.readouterr().err
+    assert main(["rollback", str(plans), "--yes"]) == 1
+    assert "nothing of this folder was applied" in capsys.readouterr().err
+    fleet = record.FleetRecord("apply", 1, 0.0, (record.Entry("prod-eu", "prod-eu.plan.json", "0" * 16),
+                                                 record.Entry("prod-us", "prod-us.plan.json", "0" * 16)))
+    (plans / record.NAME).write_bytes(record.dumps(fleet))
+    assert main(["apply", str(plans), "--yes"]) == 1
+    assert "applied before" in capsys.readouterr().err
+    assert main(["apply", str(plans), "--yes", "--resume"]) == 1
+    assert "prod-eu: the plan changed since the fleet record was written" in capsys.readouterr().err
+
+
+def test_a_bad_serial_for_a_fleet_is_one_line(plans: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["apply", str(plans), "--yes", "--serial", "0"]) == 1
+    assert "serial" in capsys.readouterr().err
