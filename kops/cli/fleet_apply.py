@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from kops.cli import console
 from kops.cli.connection import Address, Connection, from_connect, open_cluster
 from kops.cli.execution import Reporter, install_signals, load_plan
 from kops.cli.fleet import member_connection, print_recap, run_parallel
@@ -34,7 +35,7 @@ from kops.model.plan import Plan
 Action = Callable[[Plan, Path, str, bool], Callable[[Executor], Outcome]]
 Serial = Annotated[str | None, typer.Option(
     "--serial", help="A fleet (DIR): clusters run at once, N or N% of the fleet, as Ansible's serial. Default: "
-                     "all at once.")]
+                     "the playbook's serial the plans carry, else all at once.")]
 MaxFailPercentage = Annotated[float, typer.Option(
     "--max-fail-percentage", help="A fleet (DIR): start no further cluster once more than this percentage of the "
                                   "fleet failed or stopped (0: the first one).", min=0.0, max=100.0)]
@@ -157,9 +158,18 @@ def _fleet_record(run: FleetRun, plans: list[tuple[Path, Plan, str]]) -> FleetRe
     duplicate = sorted({n for n in names if names.count(n) > 1})
     if duplicate:
         raise UsageError(f"several plans for {', '.join(duplicate)}", where=str(run.directory))
-    serial = schedule.parse_serial(run.serial, len(plans))
+    serial = schedule.parse_serial(run.serial or _plans_serial([plan for _p, plan, _d in plans]), len(plans))
     entries = tuple(Entry(plan.cluster, p.name, digest) for p, plan, digest in plans)
     return FleetRecord("apply", serial, schedule.check_percentage(run.max_fail_percentage), entries)
+
+
+def _plans_serial(plans: list[Plan]) -> str | None:
+    """The playbook's `serial`, as the plans carry it: the first plan's that has one (said when others differ)."""
+    carried = [plan.serial for plan in plans if plan.serial is not None]
+    if len(set(carried)) > 1:
+        console.warning(f"the plans carry different serial values ({', '.join(sorted(set(carried)))}): "
+                        f"using {carried[0]}, the first plan's (--serial decides)")
+    return carried[0] if carried else None
 
 
 def _run_one(member: _Member, run: FleetRun, controls: Controls, execute: Callable[[Executor], Outcome],

@@ -245,8 +245,8 @@ def plan_declared(desired: DesiredState, digest: str, reading: _Reading, policy:
     desired = replace(desired, capacity=declared_capacity(capacity_file, desired.capacity))
     snap = reading.snapshot(desired)
     result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=digest))
-    return with_capacity_report(result, snap, reading.sizes(), desired.capacity, known.write,
-                                {name: t.fanout for name, t in desired.topics.items()})
+    return with_capacity_report(replace(result, serial=desired.serial), snap, reading.sizes(), desired.capacity,
+                                known.write, {name: t.fanout for name, t in desired.topics.items()})
 
 
 def _fleet_planner(reading: _Reading, policy: Policy, capacity: tuple[Path | None, Sizes]

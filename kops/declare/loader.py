@@ -41,7 +41,7 @@ from kops.zk_layout.connect import parse_connect
 
 PLAY_KEYS = (
     "name", "hosts", "vars", "vars_files", "topic_defaults", "topics", "brokers", "rebalance", "execution",
-    "allow_delete",
+    "allow_delete", "serial",
 )
 BROKER_KEYS = ("decommission", "add")
 REBALANCE_KEYS = ("goal", "tolerance")
@@ -128,6 +128,7 @@ class _Cluster:
         self.plays: list[str] = []
         self.variables: dict[str, Any] = {}
         self.capacity_raw: Any = None  # `capacity` as written (a YamlMap keeps its locations)
+        self.serial: str | None = None  # the play's `serial`: clusters of a fleet applied at once
 
 
 def load_declarations(
@@ -191,7 +192,7 @@ def load_declarations(
             allow_delete=c.allow_delete,
             plays=tuple(c.plays),
             sources=tuple(sorted(set(sources))),
-            host_vars=c.variables,
+            host_vars=c.variables, serial=c.serial,
             capacity=read_capacity(c.variables.get("capacity"), c.capacity_raw, host_location, problems,
                                    playbook.parent),
         )
@@ -254,6 +255,7 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
         allow_delete = bool(fields.as_bool(play["allow_delete"], "allow_delete", where("allow_delete"), problems))
     play_vars, var_locations = _play_vars(play, loc, where, label, problems, sources)
     defaults = _topic_defaults(play, loc, where, label, problems)
+    serial = _serial(play.get("serial"), where("serial"), label, problems)
     entries = topic_list(play.get("topics"), where("topics"), problems)
     count = 0
     for host in hosts:
@@ -268,6 +270,7 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
         cluster.capacity_raw = raw.get("capacity")
         cluster.plays.append(label)
         cluster.allow_delete |= allow_delete
+        cluster.serial = serial or cluster.serial
         count += _declare_topics(cluster, TopicReader(renderer, variables, problems, allow_delete), entries, defaults,
                                  problems)
         for key, allowed, apply in _SECTIONS:
@@ -275,6 +278,19 @@ def _read_play(play: Any, loc: SourceLocation, index: int, inventory: Inventory,
             if section is not None:
                 apply(section, where(key), cluster, problems, label)
     return count
+
+
+def _serial(value: Any, loc: SourceLocation, label: str, problems: Problems) -> str | None:
+    """A play's `serial`, as Ansible writes it: a count (`1`) or a percentage of the fleet (`25%`)."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    over = text.endswith("%") and text[:-1].isdigit() and int(text[:-1]) > 100
+    if isinstance(value, bool) or not re.fullmatch(r"[1-9]\d*%?", text) or over:
+        problems.error(loc, f"{label}: serial: {value!r} is not a positive count or percentage",
+                       "e.g. serial: 1, or serial: 25%")
+        return None
+    return text
 
 
 def _play_hosts(play: dict[str, Any], loc: SourceLocation, where: Any, label: str, inventory: Inventory,

@@ -306,6 +306,9 @@ class PlanDoc(Doc):
                                                        "(absent when not set)")
     rolling: RollingDoc | None = Field(default=None, exclude_if=lambda v: v is None,
                                        description="present when the playbook asks for rolling execution")
+    serial: Text | None = Field(default=None, exclude_if=lambda v: v is None,
+                                description="the play's `serial` (`1`, `25%`): how many clusters of a fleet `kops "
+                                            "apply DIR` runs at once (absent when not set)")
     seal: SealDoc | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod

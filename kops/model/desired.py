@@ -113,3 +113,4 @@ class DesiredState:
     sources: tuple[str, ...] = ()  # files read, for the plan's digest
     host_vars: dict[str, object] = field(default_factory=dict)
     capacity: CapacityDeclaration | None = None  # the inventory's `capacity` variable, or `--capacity FILE`
+    serial: str | None = None  # the play's `serial` (`1`, `25%`): clusters of a fleet applied at once

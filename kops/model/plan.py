@@ -236,6 +236,7 @@ class Plan:
     stall_timeout: float | None = None  # the playbook's execution.stall_timeout; kops apply --stall-timeout wins
     rolling: Rolling | None = None  # the playbook's `execution.mode: rolling`; kops apply --rolling sets it too
     edited: tuple[str, ...] = ()  # sections changed after kops wrote the file, accepted with --accept-edited-plan
+    serial: str | None = None  # the playbook's `serial` (`1`, `25%`): kops apply DIR's clusters at once
 
     @property
     def moves(self) -> list[Move]:

@@ -261,3 +261,22 @@ def test_a_fleet_record_decides_between_resume_and_a_fresh_apply(plans: Path,
 def test_a_bad_serial_for_a_fleet_is_one_line(plans: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["apply", str(plans), "--yes", "--serial", "0"]) == 1
     assert "serial" in capsys.readouterr().err
+
+
+def test_the_play_s_serial_is_carried_by_the_plans(fleet_files: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    playbook, inventory, snaps = fleet_files
+    playbook.write_text(PLAYBOOK.replace("  hosts: eu\n", "  hosts: eu\n  serial: 25%\n"))
+    out = tmp_path / "plans"
+    assert main(["plan", str(playbook), "-i", str(inventory), "-l", "prod", "--snapshot-dir", str(snaps),
+                 "--out-dir", str(out)]) == 0
+    assert json.loads((out / "prod-eu.plan.json").read_text())["serial"] == "25%"
+    assert "serial" not in json.loads((out / "prod-us.plan.json").read_text())  # absent when not declared
+
+
+@pytest.mark.parametrize("value", ["0", "x", "150%", "true"])
+def test_a_bad_play_serial_is_a_problem_at_its_line(fleet_files: tuple[Path, Path, Path], value: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    playbook, inventory, _snaps = fleet_files
+    playbook.write_text(PLAYBOOK.replace("  hosts: eu\n", f"  hosts: eu\n  serial: {value}\n"))
+    assert main(["validate", str(playbook), "-i", str(inventory)]) == 1
+    assert f"{playbook}:3:" in capsys.readouterr().err
