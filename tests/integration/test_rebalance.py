@@ -113,9 +113,12 @@ def test_noop_below_threshold_refusal_while_reassigning_then_a_bounded_apply(ske
         doc["moves"]] * 2 and imbalance(metrics) == (doc["imbalance_before"], doc["imbalance_after"])
 
     # It can be rolled back like any plan, and applied again with kops apply.
-    assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
+                 "--metrics-file", str(prom)]) == 0
     assert replica_counts(zk) == counts_before
     assert judged(cluster, zk, layout(zk))
+    assert only(ended(prom, "applied", 0, command="rollback")["kops_last_run_completed_moves"], kind="replica") == doc[
+        "moves"]  # the rollback's own moves: each one back
     prom = tmp_path / "kops-apply.prom"
     assert main(["apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
                  "--metrics-file", str(prom)]) == 0
