@@ -31,8 +31,7 @@ class Layout:
     def _load(self, snapshot: Snapshot) -> None:
         """Every partition as `set` would add it to an empty layout, in one pass without its bookkeeping."""
         replicas, sizes = self.replicas, self.sizes
-        count, bytes_, by_broker, gained, leaders = (self.replica_count, self.bytes, self.by_broker, self.gained,
-                                                     self.leader_count)
+        count, bytes_, by_broker, leaders = self.replica_count, self.bytes, self.by_broker, self.leader_count
         for name, topic in snapshot.topics.items():
             for number, part in topic.partitions.items():
                 # In flight: plan from where the running reassignment will land (its target).
@@ -44,9 +43,9 @@ class Layout:
                     count[b] += 1
                     bytes_[b] += size
                     by_broker[b][tp] = size
-                    gained[b] += 1
                 if assigned:
                     leaders[assigned[0]] += 1
+        self.gained.update(count)  # each replica counts as gained once, as `set` counts it
 
     def loads(self) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
         """Replicas, preferred leaders and bytes per broker holding any replica, by broker id: the plan summary's

@@ -594,11 +594,13 @@ def _reviewer_warnings(snapshot: Snapshot, desired: DesiredState, moves: list[Mo
     fair share after the plan (topics outside its scope, or placement constraints, keep them there)."""
     warnings = []
     for m in moves:
-        part = snapshot.partition(m.tp)
         topic = snapshot.topics.get(m.topic)
         misr = (topic.config.get("min.insync.replicas") if topic else None) or \
             (desired.topics[m.topic].config.get("min.insync.replicas") if m.topic in desired.topics else None)
-        if part is None or part.state is None or not misr or not str(misr).isdigit():
+        if not misr or not str(misr).isdigit():
+            continue
+        part = snapshot.partition(m.tp)
+        if part is None or part.state is None:
             continue
         if len(part.state.isr) < int(misr):
             warnings.append(f"{m.tp} is below min.insync.replicas {misr} (ISR {list(part.state.isr)}) before its "
