@@ -78,6 +78,35 @@ def print_recap(found: Sequence[ClusterResult], output_format: OutputFormat, tit
               f"bytes={format_size(total['bytes']).strip()}", highlight=False)
 
 
+Work = Callable[[selection.Member, Connection, Address], ClusterResult]
+
+
+def for_each_member(connection: Connection, inventory: Path | None, limit: str | None, forks: int,
+                    work: Work) -> list[ClusterResult]:
+    """`work` on every cluster `-i/-l` select, `forks` at a time, each with its own connection and address; an
+    error is that cluster's result (one line naming it), never the fleet's."""
+    source = refuse_direct(connection, inventory)
+
+    def one(member: selection.Member) -> ClusterResult:
+        started = time.monotonic()
+        try:
+            if member.connect is None:
+                raise UsageError(f"host {member.name} has neither bootstrap_servers nor zookeeper",
+                                 where=str(source))
+            return work(member, member_connection(connection, member.command_config), from_connect(member.connect))
+        except KopsError as exc:
+            console.error(f"{member.name}: {exc.one_line()}")
+            return ClusterResult(member.name, results.status_of(exc.exit_code, False), exc.exit_code,
+                                 exc.one_line(), seconds=time.monotonic() - started)
+
+    return run_parallel(selection.select(source, limit), forks, one)
+
+
+def failed(found: Sequence[ClusterResult]) -> ExitCode:
+    """1 when any cluster did not end ok or changed."""
+    return ExitCode.ERROR if any(r.status not in results.FINISHED for r in found) else ExitCode.OK
+
+
 def state_fleet(connection: Connection, inventory: Path | None, limit: str | None, out: tuple[Path, int, OutputFormat],
                 read_cluster: Callable[[Connection, Address], Snapshot], write: Callable[[Path, bytes], None]
                 ) -> ExitCode:
@@ -85,28 +114,18 @@ def state_fleet(connection: Connection, inventory: Path | None, limit: str | Non
     `read_cluster`), `forks` at a time, each saved as DIR/CLUSTER.json (what `kops plan --snapshot-dir DIR`
     reads); 1 when any could not be read. `out` is the folder, the forks and the format."""
     out_dir, forks, output_format = out
-    source = refuse_direct(connection, inventory)
-    members = selection.select(source, limit)
 
-    def read(member: selection.Member) -> ClusterResult:
+    def read(member: selection.Member, member_connection: Connection, address: Address) -> ClusterResult:
         started = time.monotonic()
-        try:
-            if member.connect is None:
-                raise UsageError(f"host {member.name} has neither bootstrap_servers nor zookeeper",
-                                 where=str(source))
-            snap = read_cluster(member_connection(connection, member.command_config), from_connect(member.connect))
-            write(out_dir / f"{member.name}.json", snapshot_format.dumps(snap))
-        except KopsError as exc:
-            console.error(f"{member.name}: {exc.one_line()}")
-            return ClusterResult(member.name, results.FAILED, exc.exit_code, exc.one_line(),
-                                 seconds=time.monotonic() - started)
+        snap = read_cluster(member_connection, address)
+        write(out_dir / f"{member.name}.json", snapshot_format.dumps(snap))
         console.info(f"{member.name}: wrote snapshot of {snap.partition_count} partitions to "
                      f"{out_dir / (member.name + '.json')}")
         return ClusterResult(member.name, results.OK, seconds=time.monotonic() - started)
 
-    found = run_parallel(members, forks, read)
+    found = for_each_member(connection, inventory, limit, forks, read)
     print_recap(found, output_format, "STATE RECAP")
-    return ExitCode.ERROR if any(r.status == results.FAILED for r in found) else ExitCode.OK
+    return failed(found)
 
 
 def declared_connection(connection: Connection, desired: DesiredState, inventory: Path | None) -> Connection:

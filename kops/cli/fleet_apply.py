@@ -198,6 +198,18 @@ def _run_one(member: _Member, run: FleetRun, controls: Controls, execute: Callab
                          outcome.record.id, plan.summary.moves, plan.summary.bytes, time.monotonic() - started)
 
 
+def _said_ended(fleet: FleetRecord, result: ClusterResult, output_format: OutputFormat) -> None:
+    """The fleet's progress line as each cluster ends: how many of the fleet are finished, which are running."""
+    finished = sum(1 for e in fleet.entries if e.status in results.FINISHED)
+    running = [e.cluster for e in fleet.entries if e.status == results.RUNNING]
+    if output_format is OutputFormat.json:
+        console.print_json({"event": "fleet_progress", "cluster": result.cluster, "status": result.status,
+                            "finished": finished, "clusters": len(fleet.entries), "running": running}, one_line=True)
+        return
+    console.out.print(f"fleet: {escape(result.cluster)} {result.status}; {finished}/{len(fleet.entries)} cluster(s) "
+                      f"finished" + (f", running: {escape(', '.join(running))}" if running else ""), highlight=False)
+
+
 def _earlier(entry: Entry, status: str | None = None) -> ClusterResult:
     """A cluster this run leaves alone: what the record says of it."""
     return ClusterResult(entry.cluster, status or entry.status, entry.exit_code, entry.reason, entry.execution)
@@ -228,6 +240,7 @@ def apply_fleet(run: FleetRun, action: Action, stall: Callable[[Plan], float],
             result = _run_one(member, run, controls, action(member.plan, member.path, member.entry.digest, resume),
                               stall(member.plan))
         book.update(lambda f: f.ended(result))
+        _said_ended(book.fleet, result, run.output_format)
         return result
 
     failed = 0

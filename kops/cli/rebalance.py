@@ -30,6 +30,7 @@ from kops.cli.apply import (
 )
 from kops.cli.connection import Address, Connection, connection_options, inventory_capacity, open_cluster, resolve
 from kops.cli.execution import load_plan
+from kops.cli.fleet import failed, for_each_member, print_recap
 from kops.cli.options import CapacityFile, Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.run_metrics import Run, metrics_option
@@ -37,9 +38,13 @@ from kops.cli.state import write_atomically
 from kops.declare.capacity import declared_capacity
 from kops.errors import ExitCode, NotReady, UsageError
 from kops.executor.executor import Outcome
+from kops.fleet.record import PLAN_SUFFIX
+from kops.fleet.results import CHANGED, OK, ClusterResult
+from kops.fleet.selection import Member
 from kops.holder import describe
 from kops.metrics import Moves
 from kops.model import plan_format
+from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import Execution
 from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
@@ -112,6 +117,9 @@ def rebalance(
     max_moves_per_broker: MaxMovesPerBroker = None,
     max_in_flight: MaxInFlight = None,
     capacity: CapacityFile = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out-dir", help="Plan a rebalance of every cluster -i/-l select (a fleet), one at a time: "
+                          "DIR/CLUSTER.plan.json each, for kops apply DIR.")] = None,
 ) -> None:
     """Rebalance within limits, made for cron: the moves that buy the most balance per byte first, nothing at all
     below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
@@ -130,6 +138,8 @@ def rebalance(
       kops rebalance -b broker1:9092 --max-moves 200 --apply --yes --rolling \\
           --max-moves-per-broker 2
       kops rebalance -z zk1:2181/kafka --max-moves 50      # ZooKeeper mode
+      kops rebalance -i inventories/example -l prod --max-moves 50 \\
+          --out-dir plans/rebalance              # a fleet: kops apply DIR
 
     Exit codes: 0 done, planned, or nothing worth doing; 1 error (bad arguments, unreachable cluster, --apply
     without --yes and without a terminal); 3 refused (a reassignment in flight, an execution running, the
@@ -140,16 +150,17 @@ def rebalance(
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
+    planning = _Planning(Request(goal.value, limits, min_improvement), known, rate, batch_size)
+    if out_dir is not None:
+        if apply_now:
+            raise UsageError("--apply plans and applies one cluster", hint="apply the fleet with kops apply DIR")
+        raise typer.Exit(_rebalance_fleet(connection, inventory, limit, (out_dir, output_format), planning,
+                                          capacity, run))
     declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
     address = resolve(connection, inventory, limit)
     report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
     snapshot = _ready_snapshot(connection, address, report, run, output_format)
-    request = Request(goal.value, limits, min_improvement)
-    result = plan_rebalance(snapshot, request, known.bytes, Policy(throttle=rate, growth=known.growth,
-                                                                   remote=known.remote),
-                            cluster=limit or address.where,
-                            execution=Execution(throttle=rate, max_partitions=batch_size))
-    result = replace(result, plan=with_capacity_report(result.plan, snapshot, known.bytes, declared, known.write))
+    result = planning.plan(snapshot, limit or address.where, declared)
     if not result.worthwhile:
         _finish(report | {"status": "noop", "reason": _below(result)}, result, run, output_format)
         return
@@ -171,6 +182,45 @@ def rebalance(
     _finish(report, result, run, output_format)
     if not done:
         raise typer.Exit(outcome.exit_code)
+
+
+@dataclass(frozen=True)
+class _Planning:
+    """What a rebalance plans with, the same for one cluster and for each of a fleet."""
+
+    request: Request
+    known: Sizes
+    rate: int | None
+    batch_size: int
+
+    def plan(self, snapshot: Snapshot, cluster: str, declared: CapacityDeclaration | None) -> Rebalance:
+        known = self.known
+        result = plan_rebalance(snapshot, self.request, known.bytes, Policy(throttle=self.rate, growth=known.growth,
+                                                                            remote=known.remote),
+                                cluster=cluster, execution=Execution(throttle=self.rate,
+                                                                     max_partitions=self.batch_size))
+        return replace(result, plan=with_capacity_report(result.plan, snapshot, known.bytes, declared, known.write))
+
+
+def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str | None,
+                     out: tuple[Path, OutputFormat], planning: _Planning, capacity: Path | None, run: Run) -> ExitCode:
+    """`--out-dir DIR`: every selected cluster planned, one at a time (each refused while busy, as alone), and
+    written as DIR/CLUSTER.plan.json when worth doing; a recap; 1 when any cluster failed or was refused."""
+    out_dir, output_format = out
+
+    def one(member: Member, member_connection: Connection, address: Address) -> ClusterResult:
+        snapshot = _ready_snapshot(member_connection, address, {}, run, OutputFormat.text)
+        result = planning.plan(snapshot, member.name,
+                               declared_capacity(capacity, inventory_capacity(inventory, member.name)))
+        if not result.worthwhile:
+            return ClusterResult(member.name, OK, reason=_below(result))
+        write_atomically(out_dir / f"{member.name}{PLAN_SUFFIX}", plan_format.dumps(result.plan))
+        s = result.plan.summary
+        return ClusterResult(member.name, CHANGED, moves=s.moves, bytes=s.bytes, seconds=s.estimated_seconds or 0.0)
+
+    found = for_each_member(connection, inventory, limit, 1, one)
+    print_recap(found, output_format, "REBALANCE RECAP")
+    return failed(found)
 
 
 def _limits(goal: Goal, sizes: Path | None, max_moves: int | None, max_bytes: str | None,

@@ -108,3 +108,12 @@ def test_a_fleet_planned_applied_serially_stopped_resumed_and_rolled_back(
     assert out.index("b-kafka39: ") < out.index("a-kafka4: ")  # the last applied rolled back first
     recap = out[out.index("ROLLBACK RECAP"):]
     assert "changed=2" in recap and "failed=0" in recap
+
+    # a bounded rebalance of the fleet: the orders sit on brokers 1 and 2 of each cluster again
+    rebalanced = tmp_path / "rebalance"
+    assert main(["rebalance", "-i", str(inventory), "-l", "fleet", "--max-moves", "2", "--min-improvement", "0.01",
+                 "--out-dir", str(rebalanced)]) == 0, capsys.readouterr().err
+    written = {path.name: json.loads(path.read_text()) for path in rebalanced.glob("*.plan.json")}
+    assert sorted(written) == ["a-kafka4.plan.json", "b-kafka39.plan.json"]
+    assert all(plan["cluster"] == name.split(".")[0] and plan["batches"] for name, plan in written.items())
+    assert "REBALANCE RECAP" in capsys.readouterr().out

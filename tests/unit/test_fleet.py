@@ -280,3 +280,26 @@ def test_a_bad_play_serial_is_a_problem_at_its_line(fleet_files: tuple[Path, Pat
     playbook.write_text(PLAYBOOK.replace("  hosts: eu\n", f"  hosts: eu\n  serial: {value}\n"))
     assert main(["validate", str(playbook), "-i", str(inventory)]) == 1
     assert f"{playbook}:3:" in capsys.readouterr().err
+
+
+def test_the_example_workflow_plans_the_whole_inventory(fleet_files: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """docs/examples/kops-review.yml's fleet job: its plan step's script, run with bash as GitHub would."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    playbook, inventory, snaps = fleet_files
+    workflow = Path(__file__).resolve().parents[2] / "docs" / "examples" / "kops-review.yml"
+    script = next(s["run"] for s in yaml.safe_load(workflow.read_text())["jobs"]["fleet"]["steps"]
+                  if s.get("id") == "fleet-plan")
+    env = dict(os.environ, PLAYBOOK=str(playbook), INVENTORY=str(inventory), SNAPSHOTS=str(snaps),
+               GITHUB_OUTPUT=str(tmp_path / "github-output"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "fleet.md").read_text().startswith("## kops plan for 2 cluster(s): 1 with changes")
+    assert "changes=true" in (tmp_path / "github-output").read_text()
+    assert sorted(p.name for p in (tmp_path / "plans").iterdir()) == ["prod-eu.md", "prod-eu.plan.json",
+                                                                       "prod-us.md", "prod-us.plan.json"]
