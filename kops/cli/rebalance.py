@@ -220,6 +220,7 @@ def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str 
 
     found = for_each_member(connection, inventory, limit, 1, one)
     print_recap(found, output_format, "REBALANCE RECAP")
+    run.outcome = "planned"  # for --metrics-file: plans written, nothing applied (a failure's exit code says error)
     return failed(found)
 
 
