@@ -24,12 +24,15 @@ from kops.cli import console
 from kops.cli.apply import rolling_of
 from kops.cli.connection import Address, Connection, open_cluster
 from kops.cli.execution import Reporter, install_signals, load_plan
+from kops.cli.fleet import print_recap
 from kops.cli.options import OutputFormat, parse_option
 from kops.cli.plan import PlanFormat
 from kops.cluster.port import Cluster
-from kops.errors import EnvironmentProblem, UsageError
+from kops.errors import EnvironmentProblem, ExitCode, KopsError, UsageError
 from kops.executor.events import BatchStarted, Done, Event, LostLock, Message, RollingStarted, Started, Stopped
 from kops.executor.executor import Controls, Executor, Outcome
+from kops.fleet.record import PLAN_SUFFIX, cluster_of
+from kops.fleet.results import FAILED, OK, STOPPED, ClusterResult
 from kops.lab import clone as lab_clone
 from kops.lab.engines import ENGINES, KOPS
 from kops.model import plan_format, snapshot_format
@@ -74,8 +77,8 @@ class Run:
 def rehearse(
     plan_file: Annotated[Path,
                          typer.Argument(help="The plan file (kops plan --snapshot SNAP -o FILE).", show_default=False)],
-    snapshot_file: Annotated[Path, typer.Option("--snapshot", help="The kops-snapshot/1 file the plan was made from.",
-                                                show_default=False)],
+    snapshot_file: Annotated[Path | None, typer.Option("--snapshot", help="The kops-snapshot/1 file the plan was "
+                                                                       "made from.", show_default=False)] = None,
     engine: Annotated[str, typer.Option(help="The clone's engine: kops (simulated bytes, for scale), kafka-4 or "
                                              "kafka-3.9 (real bytes, fewer of them, for fidelity).")] = KOPS,
     scale: Annotated[float | None, typer.Option(help="Production seconds per rehearsal second. Default: the plan's "
@@ -102,6 +105,11 @@ def rehearse(
     lab_dir: Annotated[Path | None, typer.Option("--dir", help="The clone's lab folder (default: a temporary one, "
                                                                "removed afterwards).")] = None,
     poll: Annotated[float, typer.Option("--poll", help="Seconds between progress reads.", min=0.05)] = 0.2,
+    snapshot_dir: Annotated[Path | None, typer.Option(
+        "--snapshot-dir", help="A fleet (PLAN is a folder of CLUSTER.plan.json): each cluster's snapshot, "
+                               "DIR/CLUSTER.json.")] = None,
+    report_dir: Annotated[Path | None, typer.Option(
+        "--report-dir", help="A fleet: also write each cluster's report as DIR/CLUSTER.md (or .json).")] = None,
 ) -> None:
     """Rehearse a plan on a lab clone of its cluster: build the clone from the snapshot (brokers with its ids and
     racks, the plan's topics with their configs and assignments, sizes scaled), apply the plan through the same
@@ -117,24 +125,38 @@ def rehearse(
           --engine kafka-4 --max-partitions 300
       kops rehearse plans/decommission.json --snapshot snaps/prod.json \\
           --stop-broker 4 --format json
+      kops rehearse plans/prod --snapshot-dir snaps/prod --report-dir reports
 
     Exit codes: 0 the estimates hold within the tolerance, 2 some are off beyond it (named), 3 a batch stalled, a
     health gate stopped the run, or the rollback did not restore the layout, 1 the rehearsal could not run.
+    A fleet's folder of plans is rehearsed one cluster at a time (a clone takes the machine); its exit code is
+    the first cluster's that was not 0.
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}", hint=f"one of: {', '.join(ENGINES)}")
-    plan, _digest = load_plan(plan_file)
-    snap = _snapshot(snapshot_file, plan)
-    plan, skipped = without_internal(plan)
-    sizes, traffic = _sizes(plan, sizes_file)
-    scaling = choose(plan, real=engine != KOPS, factor=scale,
-                     real_rate=int(parse_option(parse_rate, real_rate, "--lab-rate")) if engine != KOPS else REAL_RATE,
-                     machine=machine_time_scale(len(snap.brokers), len(os.sched_getaffinity(0))))
-    chosen = sample(snap, plan, sizes, max_partitions)
-    with _lab_folder(lab_dir) as folder:
-        report = _rehearse(plan, chosen, scaling, engine, folder, traffic, stop_broker,
-                           rolling_of(plan, rolling, None, None), poll, tolerance)
-    report.notes[:0] = skipped
+
+    def one(path: Path, snapshot_path: Path) -> findings.Report:
+        plan, _digest = load_plan(path)
+        snap = _snapshot(snapshot_path, plan)
+        plan, skipped = without_internal(plan)
+        sizes, traffic = _sizes(plan, sizes_file)
+        rate = int(parse_option(parse_rate, real_rate, "--lab-rate")) if engine != KOPS else REAL_RATE
+        scaling = choose(plan, real=engine != KOPS, factor=scale, real_rate=rate,
+                         machine=machine_time_scale(len(snap.brokers), len(os.sched_getaffinity(0))))
+        chosen = sample(snap, plan, sizes, max_partitions)
+        with _lab_folder(lab_dir) as folder:
+            report = _rehearse(plan, chosen, scaling, engine, folder, traffic, stop_broker,
+                               rolling_of(plan, rolling, None, None), poll, tolerance)
+        report.notes[:0] = skipped
+        return report
+
+    if plan_file.is_dir():
+        if sizes_file is not None or lab_dir is not None or report_file is not None:
+            raise UsageError("--sizes, --dir and --report name one cluster's", hint="a fleet takes --report-dir")
+        raise typer.Exit(_rehearse_fleet(plan_file, snapshot_dir, report_dir, output_format, one))
+    if snapshot_file is None:
+        raise UsageError("no snapshot given", hint="pass --snapshot FILE, the snapshot the plan was made from")
+    report = one(plan_file, snapshot_file)
     _emit(report, output_format, report_file)
     if report.exit_code:
         raise typer.Exit(report.exit_code)
@@ -363,6 +385,34 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
+def _rehearse_fleet(directory: Path, snapshot_dir: Path | None, report_dir: Path | None, output_format: PlanFormat,
+                    one: Callable[[Path, Path], findings.Report]) -> int:
+    """Every DIR/*.plan.json rehearsed from DIR/CLUSTER.json of --snapshot-dir, one cluster at a time; a recap;
+    the first cluster's non-zero exit code (0 when every estimate held)."""
+    if snapshot_dir is None:
+        raise UsageError("a fleet is rehearsed from its snapshots", hint="pass --snapshot-dir DIR (DIR/CLUSTER.json)")
+    files = sorted(directory.glob(f"*{PLAN_SUFFIX}"))
+    if not files:
+        raise UsageError(f"no *{PLAN_SUFFIX} here", where=str(directory))
+    found = []
+    for path in files:
+        cluster, started = cluster_of(path.name), time.monotonic()
+        try:
+            report = one(path, snapshot_dir / f"{cluster}.json")
+        except KopsError as exc:
+            console.error(f"{cluster}: {exc.one_line()}")
+            found.append(ClusterResult(cluster, FAILED, exc.exit_code, exc.one_line(),
+                                       seconds=time.monotonic() - started))
+            continue
+        suffix = "json" if output_format is PlanFormat.json else "md"
+        _emit(report, output_format, report_dir / f"{cluster}.{suffix}" if report_dir is not None else None)
+        status = STOPPED if report.exit_code == ExitCode.STOPPED else OK
+        found.append(ClusterResult(cluster, status, report.exit_code, seconds=time.monotonic() - started))
+    print_recap(found, OutputFormat.json if output_format is PlanFormat.json else OutputFormat.text,
+                "REHEARSAL RECAP")
+    return next((int(r.exit_code) for r in found if r.exit_code), 0)
+
+
 def _emit(report: findings.Report, output_format: PlanFormat, report_file: Path | None) -> None:
     """The report on stdout (progress went to stderr) and, with --report, in a file."""
     document = json.dumps(report.as_dict(), indent=2, sort_keys=True) + "\n"
@@ -374,6 +424,7 @@ def _emit(report: findings.Report, output_format: PlanFormat, report_file: Path 
     else:
         _text(report)
     if report_file is not None:
+        report_file.parent.mkdir(parents=True, exist_ok=True)
         report_file.write_text(document if output_format is PlanFormat.json else markdown)
         console.info(f"report written to {report_file}")
 
