@@ -224,6 +224,8 @@ def plan(
     elif out_dir is not None or snapshot_dir is not None:
         from kops.cli.fleet_plan import FleetPlanning, plan_fleet  # noqa: PLC0415 - a fleet only
 
+        if out is not None or export_kafka is not None:
+            raise UsageError("-o and --export-kafka name one cluster's files", hint="a fleet writes into --out-dir")
         fleet = FleetPlanning(connection, playbook, inventory, limit, extra_vars, out_dir, snapshot_dir, forks)
         raise typer.Exit(plan_fleet(fleet, _fleet_planner(reading, policy, (capacity, known)), render_text,
                                     output_format.value, detailed_exitcode))

@@ -303,3 +303,25 @@ def test_the_example_workflow_plans_the_whole_inventory(fleet_files: tuple[Path,
     assert "changes=true" in (tmp_path / "github-output").read_text()
     assert sorted(p.name for p in (tmp_path / "plans").iterdir()) == ["prod-eu.md", "prod-eu.plan.json",
                                                                        "prod-us.md", "prod-us.plan.json"]
+
+
+def test_one_cluster_s_files_are_refused_for_a_fleet(fleet_files: tuple[Path, Path, Path], tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    playbook, inventory, snaps = fleet_files
+    assert main(["plan", str(playbook), "-i", str(inventory), "-l", "prod", "--snapshot-dir", str(snaps),
+                 "-o", str(tmp_path / "one.json")]) == 1
+    assert "a fleet writes into --out-dir" in capsys.readouterr().err
+
+
+def test_a_cluster_s_events_are_prefixed_with_its_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from kops.cli.console import reset
+    from kops.cli.fleet_apply import ClusterReporter
+    from kops.cli.options import OutputFormat
+    from kops.executor.events import Message
+
+    reset()
+    ClusterReporter("prod-eu", OutputFormat.text)(Message("batch 1/2: 3/5 partitions, ETA 40 s"))
+    assert capsys.readouterr().out == "prod-eu: batch 1/2: 3/5 partitions, ETA 40 s\n"
+    ClusterReporter("prod-eu", OutputFormat.json)(Message("hello"))
+    line = json.loads(capsys.readouterr().out)
+    assert line["cluster"] == "prod-eu" and line["event"] == "message"
