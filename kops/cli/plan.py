@@ -26,7 +26,7 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import CapacityReport, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner import tiered
-from kops.planner.headroom import capacity_notes, capacity_rows, with_capacity_report
+from kops.planner.headroom import capacity_notes, capacity_rows
 from kops.planner.markdown import duration, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
@@ -246,9 +246,9 @@ def plan_declared(desired: DesiredState, digest: str, reading: _Reading, policy:
     capacity_file, known = capacity
     desired = replace(desired, capacity=declared_capacity(capacity_file, desired.capacity))
     snap = reading.snapshot(desired)
-    result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=digest))
-    return with_capacity_report(replace(result, serial=desired.serial), snap, reading.sizes(), desired.capacity,
-                                known.write, {name: t.fanout for name, t in desired.topics.items()})
+    result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=digest,
+                                                               capacity=desired.capacity, write=known.write))
+    return replace(result, serial=desired.serial)
 
 
 def _fleet_planner(reading: _Reading, policy: Policy, capacity: tuple[Path | None, Sizes]
@@ -299,8 +299,9 @@ def _plan_imported(path: Path, reading: _Reading, policy: Policy,
     targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
     connection = reading.connection
     cluster = connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster"
-    planned = plan_targets(snap, targets, cluster=cluster, policy=policy, sizes=reading.sizes(), where=str(path))
-    return with_capacity_report(planned, snap, reading.sizes(), *capacity)
+    declared, write = capacity
+    return plan_targets(snap, targets, cluster=cluster, policy=replace(policy, capacity=declared, write=write),
+                        sizes=reading.sizes(), where=str(path))
 
 
 def _write(result: Plan, out: Path | None, export_kafka: Path | None) -> None:

@@ -7,7 +7,7 @@ import hashlib
 import os
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -51,7 +51,6 @@ from kops.model.snapshot import Snapshot
 from kops.planner.bounded import Rebalance, Request, readiness
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
-from kops.planner.headroom import with_capacity_report
 from kops.planner.markdown import duration
 from kops.planner.planner import Policy
 from kops.sizes.reader import Sizes, read_sizes
@@ -195,11 +194,10 @@ class _Planning:
 
     def plan(self, snapshot: Snapshot, cluster: str, declared: CapacityDeclaration | None) -> Rebalance:
         known = self.known
-        result = plan_rebalance(snapshot, self.request, known.bytes, Policy(throttle=self.rate, growth=known.growth,
-                                                                            remote=known.remote),
-                                cluster=cluster, execution=Execution(throttle=self.rate,
-                                                                     max_partitions=self.batch_size))
-        return replace(result, plan=with_capacity_report(result.plan, snapshot, known.bytes, declared, known.write))
+        policy = Policy(throttle=self.rate, growth=known.growth, remote=known.remote, capacity=declared,
+                        write=known.write)  # the plan reports capacity (planner/headroom.py)
+        return plan_rebalance(snapshot, self.request, known.bytes, policy, cluster=cluster,
+                              execution=Execution(throttle=self.rate, max_partitions=self.batch_size))
 
 
 def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str | None,

@@ -1,5 +1,6 @@
 """Headroom: what a plan does to each broker's known capacities, for the plan to show (docs/design/capacity.md
-§6.1, §7). Report only: nothing here changes a plan yet (limits in every planner path are later commits).
+§6.1, §7), and the limits placement keeps (`Headroom`, §6.2, §6.4) and every declared plan is checked against
+(`violations`, §6.5). Rebalance, leaders and batch peaks do not consult the limits yet (§10, commits 7-9).
 
 Per broker and resource the plan is walked as the executor runs it: creations, deletions and partition additions
 first, then batch after batch, the preferred-leader election last. Loads per partition (§4): disk is its local
@@ -13,14 +14,19 @@ too, and stay constant through the plan.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from kops.model.capacity import RESOURCES, Capacities, CapacityDeclaration, Resource, resolve
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Batch, CapacityReport, Plan, Usage
 from kops.model.snapshot import Snapshot
 from kops.units import format_rate, format_size
+
+if TYPE_CHECKING:
+    from kops.planner.layout import Layout
 
 PEAKED: tuple[Resource, ...] = ("disk", "network_in", "replicas")  # what a copy in flight adds to its destination
 PerResource = dict[Resource, dict[int, float]]
@@ -196,3 +202,95 @@ def capacity_markdown(report: CapacityReport | None) -> list[str]:
     lines += ["| " + " | ".join(row) + " |" for row in capacity_rows(report)]
     lines += [""] + [f"- {note}" for note in capacity_notes(report)]
     return lines + ["", "</details>", ""]
+
+
+PLACED: tuple[Resource, ...] = ("disk", "network_in", "replicas")  # what a replica brings to the broker holding it
+
+
+class Headroom:
+    """Each broker's limits (capacity × limit fraction, less the filesystem's other files where the disk is the
+    reported one) for placement to keep: `fits` asks whether a broker can take one more replica of a partition,
+    `utilization` ranks brokers by their share of capacity. A broker already over a resource takes none of it."""
+
+    def __init__(self, caps: Capacities, layout: Layout) -> None:
+        self.caps = caps
+        self.limits: dict[Resource, dict[int, float]] = {r: {} for r in PLACED}
+        self.over: dict[Resource, set[int]] = {r: set() for r in PLACED}
+        for broker in caps.brokers:
+            other = max(0.0, caps.in_use.get(broker, 0) - layout.bytes.get(broker, 0))
+            for resource in PLACED:
+                limit = caps.limit(broker, resource)
+                if limit is not None:
+                    self.limits[resource][broker] = limit - (other if resource == "disk" else 0.0)
+                    if _load(layout, resource, broker) > self.limits[resource][broker]:
+                        self.over[resource].add(broker)
+        # brokers are ranked by their share of capacity only while every one of them has a known limit
+        self.ranked = self.knows_all(caps.brokers)
+
+    def knows_all(self, brokers: Iterable[int]) -> bool:
+        """Whether every one of `brokers` has a known limit: only then are brokers ranked by utilization."""
+        return all(any(b in per for per in self.limits.values()) for b in brokers)
+
+    def utilization(self, layout: Layout, broker: int) -> float:
+        """The largest load ÷ limit over the broker's known resources."""
+        return max((_load(layout, r, broker) / per[broker] if per[broker] > 0 else math.inf
+                    for r, per in self.limits.items() if broker in per), default=0.0)
+
+    def fits(self, layout: Layout, broker: int, tp: TopicPartition) -> bool:
+        """Whether `broker` stays within every known limit with one more replica of `tp`."""
+        return self.blocked(layout, broker, tp) is None
+
+    def blocked(self, layout: Layout, broker: int, tp: TopicPartition) -> Resource | None:
+        """The first resource one more replica of `tp` would take `broker` over, or None."""
+        for resource, per in self.limits.items():
+            gain = _gain(layout, resource, tp)
+            if broker in per and gain > 0 and (
+                    broker in self.over[resource] or _load(layout, resource, broker) + gain > per[broker]):
+                return resource
+        return None
+
+    def refusal(self, layout: Layout, tp: TopicPartition, candidates: list[int]) -> str:
+        """Why no candidate takes a replica of `tp`, with the numbers and what would help (§6.4)."""
+        if not candidates:
+            return "no eligible broker is left"
+        blocks = {b: self.blocked(layout, b, tp) for b in candidates}
+        resource = next(r for r in PLACED if r in blocks.values())
+        gain, per = _gain(layout, resource, tp), self.limits[resource]
+        rooms = sorted(((max(0.0, per[b] - _load(layout, resource, b)), b) for b in candidates if b in per),
+                       reverse=True)[:3]
+        room = ", ".join(f"{_amount(resource, r)} on broker {b}" for r, b in rooms)
+        known = sorted((b for b in candidates if b in per), key=lambda b: (per[b], b))
+        broker = known[len(known) // 2]  # a typical eligible broker, as Cruise Control's recommendation takes
+        typical, figure = per[broker], self.caps.figure(broker, resource)
+        fraction = "" if resource == "replicas" else f"limit {self.caps.limits.get(resource, 0.8):g} of "
+        needed = max(1, math.ceil((gain - (rooms[0][0] if rooms else 0.0)) / typical)) if typical > 0 else 1
+        return (f"no eligible broker fits {_amount(resource, gain)} of {resource} (room {room}; {fraction}"
+                f"{_amount(resource, figure.value or 0)} {figure.source}); add {needed} broker(s) of "
+                f"{_amount(resource, figure.value or 0)}, raise capacity.limits.{resource}, or decommission fewer "
+                f"brokers at once")
+
+
+def _load(layout: Layout, resource: Resource, broker: int) -> float:
+    if resource == "disk":
+        return float(layout.bytes.get(broker, 0))
+    if resource == "network_in":
+        return layout.nw_in.get(broker, 0.0)
+    return float(layout.replica_count.get(broker, 0))
+
+
+def _gain(layout: Layout, resource: Resource, tp: TopicPartition) -> float:
+    if resource == "disk":
+        return float(layout.sizes.get(tp, 0))
+    return layout.write.get(tp, 0.0) if resource == "network_in" else 1.0
+
+
+def violations(report: CapacityReport) -> list[str]:
+    """Brokers the plan leaves over a limit they were within, or above their start when already over (§6.5)."""
+    out = []
+    for broker, usages in sorted(report.brokers.items()):
+        for resource, u in usages.items():
+            if u.after > u.limit and (u.before <= u.limit or u.after > u.before):
+                out.append(f"broker {broker} would hold {_amount(resource, u.after)} of {resource} after the plan, "
+                           f"over its limit {_amount(resource, u.limit)} ({_amount(resource, u.capacity)} "
+                           f"{u.source}; before: {_amount(resource, u.before)})")
+    return out

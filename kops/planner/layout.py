@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import builtins
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Protocol
 
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 
 
+class Limits(Protocol):
+    """Each broker's capacity limits as placement asks them (kops.planner.headroom.Headroom is one)."""
+
+    ranked: bool  # every broker's capacity is known: brokers are ranked by utilization
+
+    def utilization(self, layout: Layout, broker: int) -> float: ...
+    def fits(self, layout: Layout, broker: int, tp: TopicPartition) -> bool: ...
+    def refusal(self, layout: Layout, tp: TopicPartition, candidates: list[int]) -> str: ...
+
+
 class Layout:
-    def __init__(self, snapshot: Snapshot, sizes: dict[TopicPartition, int]) -> None:
+    def __init__(self, snapshot: Snapshot, sizes: dict[TopicPartition, int],
+                 write: Mapping[TopicPartition, float] | None = None) -> None:
         self.racks: dict[int, str | None] = {b.id: b.rack for b in snapshot.brokers}
         self.sizes = sizes
         self.replicas: dict[TopicPartition, tuple[int, ...]] = {}
@@ -26,7 +39,15 @@ class Layout:
         # looking each up among a million
         self.by_broker: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
         self.gained: dict[int, int] = defaultdict(int)  # bumped when a broker gains a replica (cache key)
+        # network in per broker, kept as `bytes` is, only when write rates are known (capacity limits)
+        self.write: Mapping[TopicPartition, float] = write or {}
+        self.nw_in: dict[int, float] = defaultdict(float)
+        self.headroom: Limits | None = None  # each broker's limits, when any capacity is known
         self._load(snapshot)
+        if self.write:
+            for tp, assigned in self.replicas.items():
+                for b in assigned:
+                    self.nw_in[b] += self.write.get(tp, 0.0)
 
     def _load(self, snapshot: Snapshot) -> None:
         """Every partition as `set` would add it to an empty layout, in one pass without its bookkeeping."""
@@ -69,6 +90,8 @@ class Layout:
                     self.replica_count[b] -= 1
                     self.bytes[b] -= size
                     self.by_broker[b].pop(tp, None)
+                    if self.write:
+                        self.nw_in[b] -= self.write.get(tp, 0.0)
             if old:
                 self.leader_count[old[0]] -= 1
         self.replicas[tp] = replicas
@@ -78,6 +101,8 @@ class Layout:
                 self.bytes[b] += size
                 self.by_broker[b][tp] = size
                 self.gained[b] += 1
+                if self.write:
+                    self.nw_in[b] += self.write.get(tp, 0.0)
         if replicas:
             self.leader_count[replicas[0]] += 1
 

@@ -5,6 +5,10 @@
 - balanced: the least loaded brokers, racks ignored;
 - static: the declared assignment, as is.
 
+Where capacities are known (docs/design/capacity.md §6.2), a broker takes a replica only if it stays within its
+limits, and while every broker's capacity is known the lowest share of capacity in use ranks first (before replicas,
+bytes and id); when none fits, the ValueError says why with the numbers (§6.4).
+
 New partitions are placed against the cluster's existing load, so adding partitions evens load out instead of
 stacking onto broker 1. Leaders are spread by choosing, among a partition's replicas, the one with the fewest
 preferred leaders as the first replica.
@@ -20,8 +24,28 @@ from kops.model.partitions import TopicPartition
 from kops.planner.layout import Layout
 
 
-def _load_key(layout: Layout, broker: int) -> tuple[int, int, int]:
+def _load_key(layout: Layout, broker: int) -> tuple[float, ...]:
+    """Fewest replicas, then bytes; with every broker's capacity known, lowest utilization first (fuller brokers
+    get less, unequal brokers fill by their share of capacity)."""
+    room = layout.headroom
+    if room is not None and room.ranked:
+        return (room.utilization(layout, broker), layout.replica_count[broker], layout.bytes[broker], broker)
     return (layout.replica_count[broker], layout.bytes[broker], broker)
+
+
+def _fitting(layout: Layout, brokers: Iterable[int], tp: TopicPartition | None) -> list[int]:
+    """The brokers that stay within their limits with one more replica of `tp` (all of them without limits)."""
+    room = layout.headroom
+    if room is None or tp is None:
+        return list(brokers)
+    return [b for b in brokers if room.fits(layout, b, tp)]
+
+
+def _no_room(layout: Layout, tp: TopicPartition | None, candidates: list[int], count: int) -> ValueError:
+    room = layout.headroom
+    if room is None or tp is None or not candidates:
+        return ValueError(f"needs {count} more brokers but only {len(candidates)} are eligible")
+    return ValueError(room.refusal(layout, tp, candidates))
 
 
 def pick_brokers(
@@ -30,15 +54,18 @@ def pick_brokers(
     eligible: Iterable[int],
     existing: tuple[int, ...] = (),
     rack_aware: bool = True,
+    tp: TopicPartition | None = None,
 ) -> list[int]:
-    """Choose `count` more brokers for a partition that already has `existing` replicas.
+    """Choose `count` more brokers for a partition (`tp`, checked against the limits) that already has
+    `existing` replicas.
 
     Rack-aware: first brokers on racks the partition does not use yet, then (when racks run out) the least
-    used racks. Raises ValueError when there are not enough eligible brokers.
+    used racks. Raises ValueError when there are not enough eligible brokers, or not enough within their limits.
     """
-    candidates = sorted((b for b in eligible if b not in existing), key=lambda b: _load_key(layout, b))
+    eligible = [b for b in eligible if b not in existing]
+    candidates = sorted(_fitting(layout, eligible, tp), key=lambda b: _load_key(layout, b))
     if len(candidates) < count:
-        raise ValueError(f"needs {count} more brokers but only {len(candidates)} are eligible")
+        raise _no_room(layout, tp, eligible if len(eligible) >= count else candidates, count)
     chosen: list[int] = []
     used = list(existing)
     for _ in range(count):
@@ -75,9 +102,10 @@ def place_partitions(
     """Place new partitions one by one, updating the layout so each sees the load the previous ones added."""
     result = {}
     for number in numbers:
-        brokers = pick_brokers(layout, replication_factor, eligible, (), rack_aware)
+        tp = TopicPartition(topic, number)
+        brokers = pick_brokers(layout, replication_factor, eligible, (), rack_aware, tp)
         replicas = lead_with_fewest_leaders(layout, brokers)
-        layout.set(TopicPartition(topic, number), replicas)
+        layout.set(tp, replicas)
         result[number] = replicas
     return result
 
@@ -85,7 +113,7 @@ def place_partitions(
 def grow(layout: Layout, tp: TopicPartition, target_rf: int, eligible: list[int], rack_aware: bool) -> None:
     """Raise a partition's replication factor: keep every replica, add the fewest (rack-aware), append them."""
     current = layout.replicas[tp]
-    extra = pick_brokers(layout, target_rf - len(current), eligible, current, rack_aware)
+    extra = pick_brokers(layout, target_rf - len(current), eligible, current, rack_aware, tp)
     layout.set(tp, current + tuple(extra))
 
 
@@ -120,17 +148,17 @@ class LeastLoaded:
     def first(self, accept: Callable[[int], bool]) -> int | None:
         """The least loaded broker `accept` takes, or None."""
         heap, layout = self.heap, self.layout
-        seen: list[tuple[int, int, int]] = []
+        seen: list[tuple[float, ...]] = []
         found = None
         while heap:
             entry = heapq.heappop(heap)
-            current = _load_key(layout, entry[2])
+            current = _load_key(layout, int(entry[-1]))
             if entry != current:
                 heapq.heappush(heap, current)
                 continue
             seen.append(entry)
-            if accept(entry[2]):
-                found = entry[2]
+            if accept(int(entry[-1])):
+                found = int(entry[-1])
                 break
         for entry in seen:
             heapq.heappush(heap, entry)
@@ -146,10 +174,13 @@ def replace(layout: Layout, tp: TopicPartition, leaving: int, eligible: list[int
     """
     current = layout.replicas[tp]
     if index is not None:
-        best = _replacement_indexed(layout, current, leaving, index, rack_aware)
+        best = _replacement_indexed(layout, tp, current, leaving, index, rack_aware)
     else:
-        best = _replacement_scanned(layout, current, leaving, eligible, rack_aware)
+        best = _replacement_scanned(layout, current, leaving, _fitting(layout, eligible, tp), rack_aware)
     if best is None:
+        candidates = [b for b in eligible if b not in current]
+        if layout.headroom is not None and candidates:
+            raise ValueError(layout.headroom.refusal(layout, tp, candidates))
         raise ValueError(f"no eligible broker can take the replica of {tp} on broker {leaving}")
     layout.set(tp, tuple(best if b == leaving else b for b in current))
     return best
@@ -164,14 +195,18 @@ def _replacement_scanned(layout: Layout, current: tuple[int, ...], leaving: int,
     return min(candidates, key=lambda b: _load_key(layout, b)) if candidates else None
 
 
-def _replacement_indexed(layout: Layout, current: tuple[int, ...], leaving: int, index: LeastLoaded,
-                         rack_aware: bool) -> int | None:
+def _replacement_indexed(layout: Layout, tp: TopicPartition, current: tuple[int, ...], leaving: int,
+                         index: LeastLoaded, rack_aware: bool) -> int | None:
     """The same choice as `_replacement_scanned`, from the heap: the racks `rack_ok` refuses are those of the
     other replicas, but for the leaving broker's own rack and brokers without a rack."""
-    racks = layout.racks
+    racks, room = layout.racks, layout.headroom
+
+    def free(b: int) -> bool:
+        return b not in current and (room is None or room.fits(layout, b, tp))
+
     if rack_aware:
         taken = {racks.get(b) for b in current if b != leaving} - {racks.get(leaving), None}
-        best = index.first(lambda b: b not in current and racks.get(b) not in taken)
+        best = index.first(lambda b: free(b) and racks.get(b) not in taken)
         if best is not None:
             return best
-    return index.first(lambda b: b not in current)
+    return index.first(free)

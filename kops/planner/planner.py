@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from kops import __version__
 from kops.bulk import collector_paused
 from kops.model import topic_configs
+from kops.model.capacity import CapacityDeclaration, resolve
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
 from kops.model.features import KIP253_PARTITION_DELETION
 from kops.model.partitions import TopicPartition
@@ -50,6 +51,7 @@ from kops.model.topics import Topic
 from kops.planner import batches as batching
 from kops.planner import placement, tiered
 from kops.planner.fingerprint import fingerprint
+from kops.planner.headroom import Headroom, violations, with_capacity_report
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
 from kops.planner.rebalance import balance_bytes, balance_replicas, bounds, replica_lower_bound, smallest_on
@@ -71,6 +73,11 @@ class Policy:
     growth: Mapping[TopicPartition, float] = field(default_factory=dict)
     # tiered storage (KIP-405): bytes each partition keeps in remote storage (moves copy only the local log)
     remote: Mapping[TopicPartition, int] = field(default_factory=dict)
+    # capacity (issue 35): the declaration (None: only what the cluster reports), write rates (bytes/s per
+    # partition, from the sizes summary) and each topic's consumer fan-out (plan() fills it from the playbook)
+    capacity: CapacityDeclaration | None = None
+    write: Mapping[TopicPartition, float] = field(default_factory=dict)
+    fanout: Mapping[str, int] = field(default_factory=dict)
 
     def port_rate(self, declared: int | None = None) -> float:
         """Bytes/s one broker port moves: the throttle (this policy's, else the declared one), at most the
@@ -115,7 +122,11 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
          policy: Policy = Policy()) -> Plan:
     """The plan, in order: brokers checked, every declared topic, decommissions, new brokers' share, the
     rebalance, leaders; then moves, batches, rollback and summary from the planned layout."""
-    layout = Layout(snapshot, dict(sizes or {}))
+    layout = Layout(snapshot, dict(sizes or {}), policy.write)
+    caps = resolve(policy.capacity, snapshot)
+    if caps.known:
+        layout.headroom = Headroom(caps, layout)
+    policy = replace(policy, fanout={name: t.fanout for name, t in desired.topics.items()})
     original = dict(layout.replicas)
     work = _Work(snapshot, desired, layout)
     eligible = _eligible_brokers(work)
@@ -135,7 +146,15 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
         balance_leaders(layout, eligible, scope)
     if work.problems:
         raise PlanningError(work.problems)
-    return _assemble(work, original, policy, eligible)
+    planned = _assemble(work, original, policy, eligible)
+    report = planned.summary.capacity
+    over = violations(report) if report is not None else []
+    if over:
+        where = desired.brokers.location if desired.brokers.decommission or desired.brokers.add else None
+        raise PlanningError([Problem(where, f"this plan would overfill a broker: {line}",
+                                     "raise the capacity's limit, add brokers, or change less at once")
+                             for line in over])
+    return planned
 
 
 def _eligible_brokers(work: _Work) -> list[int]:
@@ -408,7 +427,11 @@ def _fix_racks(work: _Work, tp: TopicPartition, eligible: list[int]) -> None:
     for broker in replicas:
         rack = layout.rack(broker)
         if rack in seen and len(racks_available) > len(seen):
-            placement.replace(layout, tp, broker, eligible, True)
+            try:
+                placement.replace(layout, tp, broker, eligible, True)
+            except ValueError as exc:
+                work.error(work.desired.topics[tp.topic].where("placement"), f"{tp}: {exc}")
+                return None
             work.forced_moves += 1
             work.forced_bytes += layout.size(tp)
             work.reason.setdefault(tp, "rack rule")
@@ -464,7 +487,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
                             or _leader(snapshot, m.tp) != m.to_replicas[0]))
     work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
-    return Plan(
+    return with_capacity_report(Plan(
         cluster=desired.cluster,
         cluster_id=snapshot.cluster_id,
         connect=str(desired.connect) if desired.connect else snapshot.connect,
@@ -483,7 +506,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         kops_version=__version__,
         stall_timeout=desired.execution.stall_timeout,
         rolling=desired.execution.rolling,
-    )
+    ), snapshot, work.layout.sizes, policy.capacity, policy.write, policy.fanout)
 
 
 def _leader(snapshot: Snapshot, tp: TopicPartition) -> int | None:

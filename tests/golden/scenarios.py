@@ -99,6 +99,14 @@ SCENARIOS = {
     throttle: 20MiB/s
     batch: {max_partitions: 5, max_moves_per_broker: 3}
 """,
+    "capacity-decommission": """- name: retire broker 3 onto brokers of unequal disks, and keep payments on three
+  hosts: golden
+  topics:
+    - {name: payments, replication_factor: 3}
+  brokers: {decommission: [3]}
+  execution:
+    batch: {max_partitions: 6}
+""",
     "destructive-guard": """- name: retire the legacy topic
   hosts: golden
   allow_delete: true
@@ -157,6 +165,14 @@ INVENTORIES = {"capacity-report": INVENTORY + """\
           1: {disk: 6GiB}           # declared over the reported 8 GiB; already over 0.75 of it
         limits: {disk: 0.75}
 """}
+INVENTORIES["capacity-decommission"] = INVENTORY + """\
+      capacity:
+        disk: 8GiB                  # brokers 1-6, each within 0.8 of it today
+        brokers:
+          6: {disk: 6GiB}           # broker 3's rack-mate: without limits it would take most of 3's bytes
+          7: {disk: 2GiB}           # a small new broker: by count it would take as much as 8
+          8: {disk: 16GiB}
+"""
 WRITES = {"capacity-report": {"clicks": 512 * 2**10, "orders": 256 * 2**10}}  # bytes/s per partition of these topics
 
 
