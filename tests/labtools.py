@@ -23,19 +23,17 @@ T = TypeVar("T")
 def wait_until(check: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:
     """Poll `check` until it returns something truthy; fail the test after `timeout` seconds.
 
-    The pause between checks starts at 50 ms and grows to 250 ms, and is at least twice what the last check took
-    (at most a second): many checks open a client or read every znode, and polled every 50 ms they took a core of
-    the two the processes a test waits for need."""
+    The pause between checks is 50 ms, or twice what the last check took (at most a second): many checks open a
+    client or read every znode, and polled every 50 ms they took a core of the two the processes a test waits for
+    need, while a cheap check (a znode's existence) still sees a short window."""
     deadline = time.monotonic() + timeout
     last: Any = None
-    pause = 0.05
     while time.monotonic() < deadline:
         began = time.monotonic()
         last = check()
         if last:
             return last
-        time.sleep(min(1.0, max(pause, 2 * (time.monotonic() - began)), max(0.0, deadline - time.monotonic())))
-        pause = min(0.25, pause * 1.5)
+        time.sleep(min(1.0, max(0.05, 2 * (time.monotonic() - began)), max(0.0, deadline - time.monotonic())))
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
