@@ -140,7 +140,7 @@ def test_on_kafka_4_through_the_admin_api_no_acknowledged_record_is_lost(kafka4:
     # not lose its lock (docs/design/transports.md)
     where = ["-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2", "--session-timeout", "30"]
     applying = kops("apply", str(plan_file), *where)
-    wait_until(lambda: bool(moving(bootstrap)), what="a move in flight")
+    wait_until(lambda: bool(moving(bootstrap)), timeout=90, what="a move in flight")  # a loaded machine: 30 s was short
     killed = victim(bootstrap)
     kafka4.lab.kill_broker(killed)
     out, err = applying.communicate(timeout=180)
