@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 
 from kops.lab import ports
 
@@ -25,3 +27,19 @@ def test_a_port_in_use_is_not_picked(monkeypatch) -> None:
         monkeypatch.setattr(ports, "LOWEST", taken - 1000)  # a span of 1,001 ports that holds the busy one
         picked = {ports.free_port() for _ in range(300)}
         assert taken not in picked and all(taken - 1000 <= p < taken for p in picked)
+
+
+def test_a_port_another_process_claimed_is_not_picked_until_its_claim_is_old(monkeypatch, tmp_path) -> None:
+    """Two labs starting at once in two processes: the second must not pick a port the first picked but whose
+    server has not bound it yet (a Kafka JVM binds seconds after the pick)."""
+    monkeypatch.setattr(ports, "CLAIMS", tmp_path)
+    low, _high = ports.ephemeral_range()
+    monkeypatch.setattr(ports, "ephemeral_range", lambda: (low, 65535))
+    monkeypatch.setattr(ports, "LOWEST", low - 1001)  # 1,001 ports to pick from
+    claimed = low - 1001 + 7
+    (tmp_path / str(claimed)).touch()  # another process's fresh claim, its server not listening yet
+    picked = [ports.free_port() for _ in range(300)]
+    assert claimed not in picked and len(set(picked)) == len(picked)  # and this process never picks one twice
+    old = tmp_path / str(picked[0])
+    os.utime(old, (time.time() - ports.HOLD_SECONDS - 1,) * 2)
+    assert ports._claimed(picked[0]) and not ports._claimed(picked[0])  # an old claim is taken over, once
