@@ -20,7 +20,7 @@ from prometheus_client.registry import Collector
 
 from kops.errors import ExitCode
 from kops.executor.events import BatchDone, Event, MoveDone
-from kops.model.plan import Move
+from kops.model.plan import Move, counted
 
 PREFIX = "kops_last_run_"
 # What a run can end as: the rebalance summary's `status` values, then what an apply adds and the exit codes 4, 5
@@ -55,14 +55,7 @@ class Moves:
     @classmethod
     def of(cls, moves: Iterable[Move]) -> Moves:
         """Counted as the plan's summary counts them: a replica per new broker, a leader-only change per reorder."""
-        replica = leader = copied = 0
-        for move in moves:
-            if move.kind == "data":
-                replica += len(move.adding)
-                copied += move.copied_bytes
-            else:
-                leader += 1
-        return cls(replica, leader, copied)
+        return cls(*counted(moves))
 
 
 @dataclass(frozen=True)

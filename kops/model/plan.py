@@ -8,6 +8,7 @@ snapshot it depends on) so `kops apply` can refuse to act on a cluster that has 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -194,6 +195,19 @@ class CapacityReport:
     over_before: tuple[int, ...] = ()  # brokers already over a limit before the plan
     unknown: tuple[str, ...] = ()  # resources with no capacity for any broker: not checked
 
+
+
+def counted(moves: Iterable[Move]) -> tuple[int, int, int]:
+    """Replicas added, leader-only changes and bytes copied, as a plan's summary counts them (and the metrics
+    file, for the moves a run finished)."""
+    replicas = leaders = copied = 0
+    for move in moves:
+        if move.kind == "data":
+            replicas += len(move.adding)
+            copied += move.copied_bytes
+        else:
+            leaders += 1
+    return replicas, leaders, copied
 
 @dataclass(frozen=True)
 class Summary:

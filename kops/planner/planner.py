@@ -44,6 +44,7 @@ from kops.model.plan import (
     Summary,
     TopicCreation,
     TopicDeletion,
+    counted,
 )
 from kops.model.problems import Problem, ProblemsError
 from kops.model.snapshot import Snapshot
@@ -595,10 +596,11 @@ def _summary(work: _Work, batch_list: list[Batch], port_rate: float, sized: bool
     )
     data_moves = [m for m in moves if m.kind == "data"]
     before_counts, after_counts = work.loads_before, work.layout.loads()
+    replicas_added, leader_moves, copied = counted(moves)
     return Summary(
-        moves=sum(len(m.adding) for m in data_moves),
-        leader_moves=len(moves) - len(data_moves),
-        bytes=sum(m.copied_bytes for m in data_moves),
+        moves=replicas_added,
+        leader_moves=leader_moves,
+        bytes=copied,
         lower_bound_moves=work.forced_moves + work.balance_moves,
         lower_bound_bytes=work.forced_bytes + work.balance_bytes,
         estimated_seconds=sum(b.estimate.seconds or 0.0 for b in batch_list) if sized else None,
