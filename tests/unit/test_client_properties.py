@@ -154,3 +154,32 @@ def test_a_line_that_is_not_key_value_names_its_line(tmp_path) -> None:
     with pytest.raises(KopsError) as caught:
         read_properties(tmp_path / "bad.properties")
     assert caught.value.where == f"{tmp_path / 'bad.properties'}:2"
+
+
+def test_a_connection_closed_in_the_sasl_exchange_reads_as_refused_credentials() -> None:
+    """Kafka closes a connection after refusing its credentials; kafka-python sometimes logs only the close. A loss
+    after ApiVersions on a SASL connection is then the reason; a loss before it (nothing listening) is not."""
+    import logging
+
+    from kops.cluster.admin.connection import _AuthenticationRefusals
+
+    class Connection:  # the two attributes kafka-python's KafkaConnection carries that the reader looks at
+        def __init__(self, version: object, sasl: bool) -> None:
+            self.broker_version_data, self.sasl_enabled = version, sasl
+
+        def __repr__(self) -> str:
+            return f"<KafkaConnection node_id=bootstrap-0 broker_version={self.broker_version_data}>"
+
+    def lost(connection: Connection) -> logging.LogRecord:
+        return logging.LogRecord("kafka.net.connection", logging.ERROR, __file__, 1, "%s: Connection lost: %s",
+                                 (connection, "KafkaConnectionError: socket disconnected"), None)
+
+    refusals = _AuthenticationRefusals()
+    refusals.emit(lost(Connection(None, True)))
+    refusals.emit(lost(Connection((3, 9), False)))
+    assert refusals.reason is None
+    refusals.emit(lost(Connection((3, 9), True)))
+    assert refusals.reason is not None and "during SASL authentication" in refusals.reason
+    refusals.emit(logging.LogRecord("kafka", logging.ERROR, __file__, 1, "Connection failed: %s",
+                                    ("SaslAuthenticationFailedError: Authentication failed: bad password",), None))
+    assert refusals.reason == "SaslAuthenticationFailedError: Authentication failed: bad password"

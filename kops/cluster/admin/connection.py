@@ -111,8 +111,8 @@ def connect(settings: AdminSettings, through: str | None = None) -> KafkaAdminCl
     try:
         return KafkaAdminClient(**arguments)
     except KafkaTimeoutError:
-        if refusals.first:  # the brokers answered, and refused the credentials: say that, not "no answer"
-            raise ConnectionFailed(f"authentication failed: {refusals.first}", where=where,
+        if refusals.reason:  # the brokers answered, and refused the credentials: say that, not "no answer"
+            raise ConnectionFailed(f"authentication failed: {refusals.reason}", where=where,
                                    hint="check the credentials in --command-config (sasl.jaas.config) "
                                         "and sasl.mechanism") from None
         _raise_tls_problem(settings, where)
@@ -137,17 +137,34 @@ def _raise_tls_problem(settings: AdminSettings, where: str) -> None:
 
 class _AuthenticationRefusals(logging.Handler):
     """kafka-python retries a refused SASL handshake until its timeout and only logs why: keep the first such
-    reason, so the one line says the credentials were refused (kafka-python never logs the secret itself)."""
+    reason, so the one line says the credentials were refused (kafka-python never logs the secret itself).
+
+    Kafka answers wrong credentials with an error and then closes the connection; kafka-python sometimes sees only
+    the close. A connection lost after its ApiVersions exchange, while no broker was ever reached, was lost in the
+    SASL exchange that follows it: Kafka's own Java client reports that case as "terminated during
+    authentication", and so does kops when nothing better was logged."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.first: str | None = None
+        self.closed_in_authentication = False
+
+    @property
+    def reason(self) -> str | None:
+        if self.first is None and self.closed_in_authentication:
+            return "the brokers closed the connection during SASL authentication, as Kafka does on wrong credentials"
+        return self.first
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
         if self.first is None and re.search(r"authenticat|sasl", text, re.I):
             found = re.search(r"(\w*(?:Authentication|Sasl)\w*Error[^\n]*)", text)
             self.first = (found.group(1) if found else text)[:200]
+        elif "Connection lost" in str(record.msg) and isinstance(record.args, tuple) and record.args:
+            connection = record.args[0]
+            if getattr(connection, "broker_version_data", None) is not None and getattr(
+                    connection, "sasl_enabled", False):
+                self.closed_in_authentication = True
 
 
 @contextmanager
