@@ -37,6 +37,25 @@ def wait_until(check: Callable[[], T], timeout: float = 30.0, what: str = "condi
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
+def settles(read: Callable[[], T], expected: T, timeout: float = 15.0) -> bool:
+    """True once `read()` gives `expected`; after `timeout`, an AssertionError showing the last read.
+
+    For what real Kafka reports after kops changed it: a KRaft broker applies a config change from the metadata
+    log on its own time, so a broker other than the one kops read its write back from (kops/cluster/admin/adapter.py)
+    may answer for a moment with the value before it. Kafka's propagation is eventual; what kops leaves behind is
+    what it settles to."""
+    seen: list[T] = []
+
+    def matches() -> bool:
+        seen[:] = [read()]
+        return seen[0] == expected
+
+    try:
+        return wait_until(matches, timeout, what=f"{expected!r}")
+    except AssertionError:
+        raise AssertionError(f"expected {expected!r} within {timeout:g}s, last read {seen[0]!r}") from None
+
+
 @contextmanager
 def running_lab(directory: Path, zookeeper: str, brokers: int = 3, **options: Any) -> Iterator[Lab]:
     """A lab whose brokers die with the test process, torn down even when the test fails."""

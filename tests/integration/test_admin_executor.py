@@ -32,7 +32,7 @@ from tests.integration.test_admin_transport import (
 )
 from tests.integration.test_executor import ORIGINAL, kops, mid_batch_checks, targets
 from tests.integration.test_rebalance import SKEWED
-from tests.labtools import wait_until
+from tests.labtools import settles, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -59,10 +59,10 @@ def test_sigint_once_stops_at_the_checkpoint_and_resume_finishes(tmp_path: Path,
     record = latest_record(bootstrap)
     assert record is not None and record.status == "stopped" and record.batches[0].status == "done"
     assert all(b.status == "pending" for b in record.batches[1:])
-    assert not in_flight(bootstrap) and throttles(bootstrap) == {}  # restored at the checkpoint
+    assert not in_flight(bootstrap) and settles(lambda: throttles(bootstrap), {})  # restored at the checkpoint
     assert resume(plan_file, bootstrap) == 0
     wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the targets")
-    assert throttles(bootstrap) == {}
+    assert settles(lambda: throttles(bootstrap), {})
 
 
 def test_refusals_confirmation_another_cluster_and_drift(tmp_path: Path, admin_cluster: EngineLab, capsys) -> None:
@@ -88,7 +88,7 @@ def test_refusals_confirmation_another_cluster_and_drift(tmp_path: Path, admin_c
     assert main(["apply", str(plan_file), "-b", bootstrap, "--yes"]) == 4
     assert "topic logs changed" in capsys.readouterr().err
     assert {t: a for t, a in replicas(bootstrap).items() if t == "pay"} == {"pay": before["pay"]}
-    assert not in_flight(bootstrap) and throttles(bootstrap) == {}
+    assert not in_flight(bootstrap) and settles(lambda: throttles(bootstrap), {})
 
 
 def _new_partitions(total: int, assignments: list[list[int]]):  # type: ignore[no-untyped-def]  # kafka-python's type
@@ -109,7 +109,7 @@ def test_throttles_while_a_batch_runs_status_shows_them_and_cancel_stops_at_the_
     assert applying.returncode == 3, err
     record = latest_record(bootstrap)
     assert record is not None and "kops cancel" in (record.stop_reason or "") and record.batches[0].status == "done"
-    assert not in_flight(bootstrap) and throttles(bootstrap) == {}
+    assert not in_flight(bootstrap) and settles(lambda: throttles(bootstrap), {})
 
 
 def test_a_broker_killed_mid_batch_is_a_health_stop_and_resume_finishes_after_it_returns(
@@ -127,7 +127,7 @@ def test_a_broker_killed_mid_batch_is_a_health_stop_and_resume_finishes_after_it
                            for row in layout(bootstrap)[t].values()), timeout=120, what="in sync again")
     assert resume(plan_file, bootstrap) == 0
     wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the targets")
-    assert throttles(bootstrap) == {}
+    assert settles(lambda: throttles(bootstrap), {})
 
 
 def test_controller_failover_mid_batch_does_not_disturb_the_execution(tmp_path: Path, admin_engine: EngineLab,
@@ -152,7 +152,7 @@ def test_controller_failover_mid_batch_does_not_disturb_the_execution(tmp_path: 
     _out, err = applying.communicate(timeout=180)
     assert applying.returncode == 0, err
     wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the targets")
-    assert throttles(bootstrap) == {}
+    assert settles(lambda: throttles(bootstrap), {})
 
 
 def _fill_skewed(bootstrap: str, megabytes: float) -> None:
@@ -221,9 +221,9 @@ def test_rebalance_noop_refusal_while_reassigning_and_sigterm(tmp_path: Path, ad
     statuses = [b.status for b in record.batches]
     done = statuses.count("done")
     assert done >= 1 and statuses == ["done"] * done + ["pending"] * (len(statuses) - done), statuses
-    assert not in_flight(bootstrap) and throttles(bootstrap) == {}
+    assert not in_flight(bootstrap) and settles(lambda: throttles(bootstrap), {})
     assert resume(plan_file, bootstrap) == 0
-    assert throttles(bootstrap) == {}
+    assert settles(lambda: throttles(bootstrap), {})
 
 
 
@@ -263,12 +263,12 @@ def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_prefe
     cancelled = back_in_order(bootstrap, list(plan.batches[0].moves))
     assert cancelled, "a throttled batch of 1 MB partitions is still copying when it is cancelled"
     assert order_restored(out)["partitions"] == len(cancelled)
-    assert throttles(bootstrap) == {}  # the cancelled batch's throttles went with it
+    assert settles(lambda: throttles(bootstrap), {})  # the cancelled batch's throttles went with it
     record = latest_record(bootstrap)
     assert record is not None and record.status == "stopped"
     assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
-    assert throttles(bootstrap) == {} and topic_config(bootstrap, "pay") == {}
+    assert settles(lambda: throttles(bootstrap), {}) and settles(lambda: topic_config(bootstrap, "pay"), {})
 
 
 def test_a_rolling_cancel_now_and_a_rollback_of_a_killed_apply_keep_replica_order(
@@ -286,7 +286,7 @@ def test_a_rolling_cancel_now_and_a_rollback_of_a_killed_apply_keep_replica_orde
     out, err = applying.communicate(timeout=180)
     assert applying.returncode == 3 and "cancelled in flight (KIP-455)" in out + err, err
     back_in_order(bootstrap, list(plan.moves))
-    assert order_restored(out)["partitions"] >= 1 and throttles(bootstrap) == {}
+    assert order_restored(out)["partitions"] >= 1 and settles(lambda: throttles(bootstrap), {})
     assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
     # a batch apply killed mid-batch: the rollback cancels the batch it left in flight, in order, first
@@ -302,4 +302,4 @@ def test_a_rolling_cancel_now_and_a_rollback_of_a_killed_apply_keep_replica_orde
     assert rollback.returncode == 0, err
     assert order_restored(out)["partitions"] >= 1
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
-    assert throttles(bootstrap) == {}
+    assert settles(lambda: throttles(bootstrap), {})

@@ -27,7 +27,7 @@ from kops.model.throttle_keys import ALL_KEYS
 from tests.engines import EngineLab, fill_real
 from tests.integration.test_executor import ORIGINAL, kops, targets
 from tests.integration.test_executor import make_plan as plan_live
-from tests.labtools import wait_until
+from tests.labtools import settles, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -133,8 +133,8 @@ def test_apply_rollback_and_rollback_of_the_rollback(tmp_path: Path, admin_clust
     assert [e["event"] for e in events].count("batch_done") == len(plan.batches)
     assert any(e["event"] == "progress" and e["bytes_done"] > 0 for e in events)  # DescribeLogDirs: bytes, not guesses
     wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="Kafka's metadata at the targets")
-    assert topic_config(bootstrap, "pay") == {"retention.ms": "86400000"}
-    assert throttles(bootstrap) == {"broker/1": {"leader.replication.throttled.rate": "104857600"}}
+    assert settles(lambda: topic_config(bootstrap, "pay"), {"retention.ms": "86400000"})
+    assert settles(lambda: throttles(bootstrap), {"broker/1": {"leader.replication.throttled.rate": "104857600"}})
     leaders = {(m.topic, m.partition): m.to_replicas[0] for m in plan.moves}
     wait_until(lambda: all(layout(bootstrap)[t][p]["leader"] == leader for (t, p), leader in leaders.items()),
                what="preferred leaders as planned (ElectLeaders)")
@@ -144,8 +144,8 @@ def test_apply_rollback_and_rollback_of_the_rollback(tmp_path: Path, admin_clust
     # rollback from the plan alone: the cluster is named in it (kafka://...), so no -b is needed
     assert main(["rollback", str(plan_file), "--yes", "--format", "json", "--poll", "0.2"]) == 0
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout, replica order included")
-    assert topic_config(bootstrap, "pay") == {}
-    assert throttles(bootstrap) == {"broker/1": {"leader.replication.throttled.rate": "104857600"}}
+    assert settles(lambda: topic_config(bootstrap, "pay"), {})
+    assert settles(lambda: throttles(bootstrap), {"broker/1": {"leader.replication.throttled.rate": "104857600"}})
     rolled = latest_record(bootstrap)
     assert rolled is not None and rolled.kind == "rollback" and rolled.of == record.id and rolled.status == "done"
 
@@ -164,7 +164,7 @@ def test_kill_9_mid_batch_then_resume_waits_for_the_lease(tmp_path: Path, admin_
     assert main(["apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
                  "--throttle", "20MiB/s"]) == 0
     wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the targets")
-    assert throttles(bootstrap) == {}
+    assert settles(lambda: throttles(bootstrap), {})
     record = latest_record(bootstrap)
     assert record is not None and record.status == "done"
 
@@ -210,7 +210,7 @@ def test_a_paused_holder_loses_its_lease_and_stops(tmp_path: Path, admin_engine:
     out, err = successor.communicate(timeout=180)
     assert successor.returncode == 0, err
     wait_until(lambda: replicas(bootstrap) == targets(plan), timeout=30, what="the targets")
-    assert throttles(bootstrap) == {}
+    assert settles(lambda: throttles(bootstrap), {})
 
 
 def test_rebalance_through_the_admin_api(tmp_path: Path, admin_cluster: EngineLab, capsys) -> None:

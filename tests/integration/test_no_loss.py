@@ -38,7 +38,7 @@ from tests.integration.test_executor import (
     resume,
     throttle_configs,
 )
-from tests.labtools import state, wait_until
+from tests.labtools import settles, state, wait_until
 
 pytestmark = pytest.mark.lab
 LEDGER = {"ledger": {p: ((p % 3) + 1, ((p + 1) % 3) + 1, ((p + 2) % 3) + 1) for p in range(6)}}
@@ -155,7 +155,7 @@ def test_on_kafka_4_through_the_admin_api_no_acknowledged_record_is_lost(kafka4:
     expected = dict(LEDGER["ledger"]) | {m.partition: m.to_replicas for m in plan.moves}
     wait_until(lambda: {p: row["replicas"] for p, row in layout(bootstrap)["ledger"].items()} == expected,
                timeout=30, what="Kafka's metadata at the targets")
-    assert throttles(bootstrap) == {}
+    assert settles(lambda: throttles(bootstrap), {})
     nothing_lost(acks, bootstrap)
 
 

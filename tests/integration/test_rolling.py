@@ -36,7 +36,7 @@ from tests.integration.test_admin_transport import (
 from tests.integration.test_executor import ORIGINAL, kops, targets, throttle_configs
 from tests.integration.test_executor import layout as zk_layout
 from tests.integration.test_executor import make_plan as make_zk_plan
-from tests.labtools import wait_until
+from tests.labtools import settles, wait_until
 
 pytestmark = pytest.mark.lab
 PER_BROKER = 2
@@ -126,12 +126,12 @@ def test_rolling_keeps_its_caps_throttles_only_what_is_in_flight_and_rolls_back(
     assert stable and all(flight <= now for flight, now in stable), stable
     assert max(len(now) for _b, now, _a in samples) < len(plan.moves)
     assert released(samples), samples
-    assert replicas(bootstrap) == targets(plan) and throttles(bootstrap) == {}
+    assert replicas(bootstrap) == targets(plan) and settles(lambda: throttles(bootstrap), {})
     record = latest_record(bootstrap)
     assert record is not None and record.rolling is not None and record.status == "done"
     assert all(len(b.moves) == 1 and b.status == "done" for b in record.batches)
     assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
-    assert replicas(bootstrap) == ORIGINAL and throttles(bootstrap) == {}
+    assert replicas(bootstrap) == ORIGINAL and settles(lambda: throttles(bootstrap), {})
     rollback = latest_record(bootstrap)
     assert rollback is not None and rollback.kind == "rollback" and rollback.rolling is not None
 
@@ -152,7 +152,7 @@ def test_sigint_stops_after_the_moves_in_flight_kill_9_then_resume_finishes(
     assert record is not None and record.status == "stopped"
     states = Counter(b.status for b in record.batches)
     assert states["done"] >= 1 and states["pending"] >= 1 and states["running"] == 0, states
-    assert not moving(bootstrap) and throttles(bootstrap) == {}
+    assert not moving(bootstrap) and settles(lambda: throttles(bootstrap), {})
     resumed = kops("apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
                    "--session-timeout", "5")
     wait_until(lambda: moving(bootstrap), timeout=90, what="moves in flight again")
@@ -161,7 +161,7 @@ def test_sigint_stops_after_the_moves_in_flight_kill_9_then_resume_finishes(
     assert resumed.returncode == -signal.SIGKILL
     assert main(["apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--format", "json",
                  "--poll", "0.2", "--throttle", "20MiB/s"]) == 0
-    assert replicas(bootstrap) == targets(plan) and throttles(bootstrap) == {}
+    assert replicas(bootstrap) == targets(plan) and settles(lambda: throttles(bootstrap), {})
     record = latest_record(bootstrap)
     assert record is not None and record.status == "done" and all(b.status == "done" for b in record.batches)
 
