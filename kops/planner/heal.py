@@ -1,0 +1,128 @@
+"""Healing: the replicas of brokers absent past `--heal-after` re-created on live brokers (docs/design/healing.md).
+
+A decommission of brokers that are already gone: each replica on an absent broker is replaced, in its position,
+by the least loaded live broker that keeps the partition's racks distinct and stays within its capacity limits
+(`placement.replace`, as `brokers.decommission` places), so the replication factor comes back and is never
+lowered. The partition's current leader, a live in-sync replica, is put first, so the preferred leader stays on
+a copy that has the data. The plan is an ordinary one (`plan_targets`): throttles, batches, record, rollback;
+Kafka drops the absent replica from the assignment only once the new one is in the ISR.
+
+Worked example: brokers 1-4, broker 3 absent; `t-0` on [3, 1] led by 1 → broker 3's place goes to the least
+loaded of 2 and 4 not sharing broker 1's rack, say 4 → [4, 1] → leader first: [1, 4]; one move [3,1] → [1,4].
+
+`refusals` says why not to heal now: more absent brokers than allowed, a partition with no in-sync replica on a
+live broker (kops never elects an unclean leader), a reassignment in flight, a snapshot not read whole, or
+partitions under-replicated for another reason than an absent broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from kops.model.capacity import resolve
+from kops.model.desired import Execution
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Plan
+from kops.model.problems import Problem
+from kops.model.snapshot import Snapshot
+from kops.planner import placement
+from kops.planner.budget import Limits
+from kops.planner.headroom import Headroom, violations
+from kops.planner.layout import Layout
+from kops.planner.planner import PlanningError, Policy, plan_targets
+
+
+@dataclass(frozen=True)
+class Healing:
+    """A healing plan and the absent brokers it re-homes replicas of (all of them, or as far as the budget went)."""
+
+    plan: Plan
+    brokers: tuple[int, ...]  # absent brokers with at least one replica re-homed by the plan
+    left: int  # replicas of those brokers the budget left for the next run
+
+
+def refusals(snapshot: Snapshot, absent: Collection[int], max_brokers: int) -> list[str]:
+    """Reasons not to heal now (empty: heal)."""
+    reasons = []
+    if len(absent) > max_brokers:
+        reasons.append(f"{len(absent)} brokers absent ({', '.join(map(str, sorted(absent)))}), more than "
+                       f"--heal-max-brokers {max_brokers}: an outage for people, not a job for cron")
+    if not snapshot.complete:
+        reasons.append(f"the cluster could not be read whole ({len(snapshot.problems)} problem(s))")
+    in_flight = snapshot.in_flight()
+    if in_flight:
+        reasons.append(f"a reassignment of {len(in_flight)} partition(s) is in flight")
+    offline = snapshot.offline()
+    if offline:
+        reasons.append(f"{len(offline)} partition(s) have no in-sync replica on a live broker "
+                       f"({_named([str(tp) for tp in offline])}): kops never elects an unclean leader")
+    other = [tp for tp in snapshot.under_replicated() if not _explained(snapshot, tp, absent)]
+    if other:
+        reasons.append(f"{len(other)} partition(s) under-replicated with every replica's broker live "
+                       f"({_named([str(tp) for tp in other])})")
+    return reasons
+
+
+def _explained(snapshot: Snapshot, tp: TopicPartition, absent: Collection[int]) -> bool:
+    """Under-replicated only because replicas on absent brokers are out of the ISR."""
+    part = snapshot.partition(tp)
+    return part is not None and all(b in absent for b in part.target_replicas if b not in part.isr)
+
+
+def _named(items: list[str]) -> str:
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+def heal(snapshot: Snapshot, brokers: Collection[int], limits: Limits = Limits(),
+         sizes: dict[TopicPartition, int] | None = None, policy: Policy = Policy(), cluster: str = "cluster",
+         execution: Execution | None = None) -> Healing:
+    """The plan re-homing the replicas of `brokers` (absent past the duration) within `limits`' moves and bytes.
+    Raises PlanningError naming the partition when no live broker can take a replica."""
+    layout = Layout(snapshot, dict(sizes or {}), policy.write)
+    caps = resolve(policy.capacity, snapshot)
+    if caps.known:
+        layout.headroom = Headroom(caps, layout)
+    live = sorted(snapshot.live_broker_ids)
+    rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
+    index = placement.LeastLoaded(layout, live)
+    original = dict(layout.replicas)
+    healed: set[int] = set()
+    moves = copied = left = 0
+    for broker in sorted(brokers):
+        for tp in sorted(layout.by_broker.get(broker, {})):
+            size = layout.size(tp)
+            if not _affordable(limits, moves + 1, copied + size):
+                left += 1
+                continue
+            try:
+                placement.replace(layout, tp, broker, live, rack_aware, index)
+            except ValueError as exc:
+                raise PlanningError([Problem(None, f"cannot re-home {tp} off absent broker {broker}: {exc}",
+                                             "start the broker again, or add a broker that can take it")]) from None
+            if original[tp][0] == broker:  # the new copy took the preferred leader's place
+                layout.set(tp, _leader_first(snapshot, tp, layout.replicas[tp]))
+            moves, copied = moves + 1, copied + size
+            healed.add(broker)
+    targets = {tp: r for tp, r in layout.replicas.items() if r != original[tp]}
+    plan = plan_targets(snapshot, targets, cluster, execution=execution, policy=policy, sizes=layout.sizes,
+                        reason="heal absent broker(s) " + ", ".join(map(str, sorted(healed))))
+    over = violations(plan.summary.capacity) if plan.summary.capacity is not None else []
+    if over:
+        raise PlanningError([Problem(None, f"healing would overfill a broker: {line}",
+                                     "raise the capacity's limit or add brokers") for line in over])
+    return Healing(plan, tuple(sorted(healed)), left)
+
+
+def _affordable(limits: Limits, moves: int, copied: int) -> bool:
+    return ((limits.max_moves is None or moves <= limits.max_moves)
+            and (limits.max_bytes is None or copied <= limits.max_bytes))
+
+
+def _leader_first(snapshot: Snapshot, tp: TopicPartition, replicas: tuple[int, ...]) -> tuple[int, ...]:
+    """The partition's current leader first, where it is one of `replicas`: the new copy is not in sync yet."""
+    part = snapshot.partition(tp)
+    leader = part.leader if part is not None else None
+    if leader is None or leader not in replicas or replicas[0] == leader:
+        return replicas
+    return (leader, *(b for b in replicas if b != leader))

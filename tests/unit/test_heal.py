@@ -1,0 +1,79 @@
+"""Healing's planning (kops/planner/heal.py) and absences (kops/model/absence.py): pure, no ZooKeeper."""
+
+from __future__ import annotations
+
+import pytest
+
+from kops.model.absence import Absence, absences, absent_brokers, described, due
+from kops.model.capacity import CapacityDeclaration, Figure
+from kops.model.partitions import Partition, PartitionState, TopicPartition
+from kops.model.topics import Topic
+from kops.planner.budget import Limits
+from kops.planner.heal import heal, refusals
+from kops.planner.planner import PlanningError, Policy
+from tests.builders import brokers, snapshot
+
+
+def dead(layout: list[tuple[int, ...]], gone: set[int], n_brokers: int = 6, racks: int | None = 3,
+         **kwargs):
+    """A cluster of `n_brokers` in which `gone` are no longer registered: out of every ISR; leaders elsewhere."""
+    parts = {}
+    for p, replicas in enumerate(layout):
+        isr = tuple(b for b in replicas if b not in gone)
+        parts[p] = Partition(replicas, state=PartitionState(isr[0] if isr else -1, 2, isr, 1))
+    live = tuple(b for b in brokers(n_brokers, racks) if b.id not in gone)
+    return snapshot(live, [Topic("t", parts)], **kwargs)
+
+
+def test_absent_brokers_are_those_named_by_replicas_and_not_registered() -> None:
+    snap = dead([(1, 4), (2, 3), (4, 5)], {4, 6})
+    assert absent_brokers(snap) == {4}  # 6 holds nothing: nothing to heal
+    found = absences({4: 1_000, 2: 50_000}, 61_000)
+    assert found == (Absence(2, 50_000, 61_000), Absence(4, 1_000, 61_000))
+    assert [a.broker for a in due(found, 60)] == [4]
+    assert described(found, 60) == "broker 2 absent for 11 s, broker 4 absent for 60 s (heals after 60 s)"
+
+
+def test_every_replica_of_the_absent_broker_is_rehomed_rack_aware_and_the_factor_kept() -> None:
+    layout = [(4, 1), (1, 4), (2, 3), (4, 2, 3), (5, 6)]
+    snap = dead(layout, {4})
+    healing = heal(snap, [4])
+    targets = {m.tp: m.to_replicas for m in healing.plan.moves}
+    assert healing.brokers == (4,) and healing.left == 0
+    assert set(targets) == {TopicPartition("t", p) for p in (0, 1, 3)}
+    racks = {b.id: b.rack for b in snap.brokers}
+    for tp, replicas in targets.items():
+        assert 4 not in replicas and len(replicas) == len(layout[tp.partition])
+        assert len({racks[b] for b in replicas}) == len(replicas)  # racks stay distinct
+        assert replicas[0] == snap.partition(tp).leader  # the live leader stays the preferred one
+    assert all(m.reason == "heal absent broker(s) 4" for m in healing.plan.moves)
+
+
+def test_the_budget_cuts_the_healing_and_counts_what_is_left() -> None:
+    snap = dead([(4, 1), (4, 2), (4, 3), (4, 5)], {4})
+    healing = heal(snap, [4], Limits(max_moves=2))
+    assert len(healing.plan.moves) == 2 and healing.left == 2 and healing.brokers == (4,)
+
+
+def test_no_live_broker_can_take_a_replica_is_refused_naming_it() -> None:
+    snap = dead([(1, 2, 3)], {3}, n_brokers=3, racks=None)
+    with pytest.raises(PlanningError, match="cannot re-home t-0 off absent broker 3"):
+        heal(snap, [3])
+
+
+def test_capacity_limits_hold() -> None:
+    snap = dead([(4, 1), (4, 2), (3, 1), (3, 2)], {4}, n_brokers=4, racks=None)  # 1, 2 and 3 full
+    full = CapacityDeclaration(default={"replicas": Figure(2.0, "declared inv.yml:3")})
+    with pytest.raises(PlanningError, match="t-0 off absent broker 4: no eligible broker fits 1 of replicas"):
+        heal(snap, [4], policy=Policy(capacity=full))
+
+
+def test_refusals_too_many_absent_no_isr_left_and_other_under_replication() -> None:
+    snap = dead([(4, 1), (2, 3)], {4})
+    assert refusals(snap, {4}, 1) == []
+    assert "2 brokers absent (4, 5), more than --heal-max-brokers 1" in refusals(snap, {4, 5}, 1)[0]
+    offline = dead([(4,), (2, 3)], {4})
+    assert "have no in-sync replica on a live broker (t-0): kops never elects an unclean leader" in refusals(
+        offline, {4}, 1)[0]
+    lagging = snapshot(brokers(6), [Topic("t", {0: Partition((1, 2), state=PartitionState(1, 1, (1,), 1))})])
+    assert "under-replicated with every replica's broker live (t-0)" in refusals(lagging, set(), 1)[0]
