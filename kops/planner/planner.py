@@ -148,14 +148,18 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
     if work.problems:
         raise PlanningError(work.problems)
     planned = _assemble(work, original, policy, eligible)
+    _refuse_overfill(planned, desired.brokers.location if desired.brokers.decommission or desired.brokers.add
+                     else None, "raise the capacity's limit, add brokers, or change less at once")
+    return planned
+
+
+def _refuse_overfill(planned: Plan, where: SourceLocation | None, hint: str) -> None:
+    """Every plan ends here (capacity.md §6.5): one that leaves a broker over a limit it was within, or fuller
+    than it was when already over, is refused, whatever made its targets."""
     report = planned.summary.capacity
     over = violations(report) if report is not None else []
     if over:
-        where = desired.brokers.location if desired.brokers.decommission or desired.brokers.add else None
-        raise PlanningError([Problem(where, f"this plan would overfill a broker: {line}",
-                                     "raise the capacity's limit, add brokers, or change less at once")
-                             for line in over])
-    return planned
+        raise PlanningError([Problem(where, f"this plan would overfill a broker: {line}", hint) for line in over])
 
 
 def _eligible_brokers(work: _Work) -> list[int]:
@@ -681,4 +685,7 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
         work.reason[tp] = reason
         work.forced_moves += len(set(replicas) - set(original[tp]))
         work.forced_bytes += layout.size(tp) * len(set(replicas) - set(original[tp]))
-    return _assemble(work, original, policy, sorted(snapshot.live_broker_ids))
+    planned = _assemble(work, original, policy, sorted(snapshot.live_broker_ids))
+    _refuse_overfill(planned, location, "move fewer partitions to that broker, or raise the capacity's limit "
+                                        "(--capacity, or the inventory's capacity) if the broker really has the room")
+    return planned

@@ -4,6 +4,8 @@ inside is refused with the broker, the resource, the numbers and what would help
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kops.errors import ExitCode
@@ -11,7 +13,7 @@ from kops.model.capacity import CapacityDeclaration, Figure
 from kops.model.desired import Placement
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
-from kops.planner.planner import PlanningError, Policy, plan
+from kops.planner.planner import PlanningError, Policy, plan, plan_targets
 from tests.builders import brokers, declare, round_robin, sizes_of, snapshot, td, topic
 
 INV = "declared inv.yml:3"
@@ -97,3 +99,48 @@ def test_without_a_known_capacity_the_plan_is_todays() -> None:
     unknown = CapacityDeclaration(limits={"disk": 0.5})  # limits alone: no capacity known
     assert plan(declare(td("t", rf=3), decommission=[2]), snap, sizes, Policy(capacity=unknown)) == today
     assert today.summary.capacity is None
+
+
+def test_imported_targets_that_overfill_a_broker_are_refused_naming_the_file() -> None:
+    """`kops plan --import-kafka` and `kops rebalance` plan given targets (plan_targets): held to the limits as
+    every other plan (§6.5), and a move off a broker that is already over is still allowed."""
+    snap = snapshot(brokers(3, racks=None), [topic("t", [(1,), (1,), (2,)])])
+    sizes = {TopicPartition("t", p): 50_000 for p in range(3)}
+    with pytest.raises(PlanningError) as refused:
+        plan_targets(snap, {TopicPartition("t", 0): (2,)}, "c", policy=Policy(capacity=disks(100_000)),
+                     sizes=sizes, where="moves.json")
+    assert refused.value.one_line().startswith("moves.json:1:1: this plan would overfill a broker: broker 2 would")
+    over = Policy(capacity=disks(b1=60_000, b2=1e6, b3=1e6))  # broker 1 holds 100,000 of a 48,000 limit
+    assert plan_targets(snap, {TopicPartition("t", 0): (3,)}, "c", policy=over, sizes=sizes).moves
+
+
+def test_kops_plan_import_kafka_refuses_a_proposal_that_fills_a_small_broker(tmp_path: Path, capsys) -> None:
+    """The CLI path, offline: the golden capacity snapshot and sizes, a Cruise Control capacity file that gives
+    broker 7 2 GiB, and a proposal that puts every partition of clicks (about 2.3 GB) on it: exit 1, one line."""
+    import json
+
+    from kops.cli.main import main
+
+    golden = Path(__file__).parents[1] / "golden" / "capacity-decommission"
+    proposal = tmp_path / "moves.json"
+    proposal.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "clicks", "partition": p, "replicas": [7, 2, 3]} for p in range(8)]}))
+
+    def capacity(broker7_mb: int) -> Path:
+        path = tmp_path / f"capacity-{broker7_mb}.json"
+        path.write_text(json.dumps({"brokerCapacities": [
+            {"brokerId": "-1", "capacity": {"DISK": "8192", "CPU": "100", "NW_IN": "100000", "NW_OUT": "100000"}},
+            {"brokerId": "7", "capacity": {"DISK": str(broker7_mb), "CPU": "100", "NW_IN": "100000",
+                                           "NW_OUT": "100000"}}]}))
+        return path
+
+    def kops_plan(broker7_mb: int) -> int:
+        return main(["plan", "--import-kafka", str(proposal), "--snapshot", str(golden / "snapshot.json"),
+                     "--sizes", str(golden / "sizes.json"), "--capacity", str(capacity(broker7_mb)),
+                     "-o", str(tmp_path / "plan.json")])
+
+    capsys.readouterr()
+    assert kops_plan(2048) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{proposal}:1:1: this plan would overfill a broker: broker 7 would hold" in err
+    assert kops_plan(8192) == 0
