@@ -608,6 +608,17 @@ class MemoryRecords:
             self.port.write(f"cancel cleared {execution_id}")
             del self.log[f"cancel/{execution_id}"]
 
+    def note_absent(self, absent: Collection[int]) -> tuple[dict[int, int], int]:
+        """As `__kops` keeps them: `absent/<id>` written once, at the store's time (the driven clock's)."""
+        now = int(self.port.kafka.clock.now() * 1000)
+        noted = {int(k.partition("/")[2]) for k in self.log if k.startswith("absent/")}
+        for broker in sorted(noted - set(absent)):
+            self.port.write(f"absence cleared {broker}")
+            del self.log[f"absent/{broker}"]
+        for broker in sorted(set(absent) - noted):
+            self._append("absence noted", f"absent/{broker}", str(now).encode())
+        return {b: int(self.log[f"absent/{b}"]) for b in sorted(absent)}, now
+
 
 class MemoryLock:
     """The lease of `kops.cluster.admin.lease.LeaseLock`: a claim that heartbeats while its kops lives; the first live

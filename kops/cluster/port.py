@@ -74,6 +74,11 @@ class RecordStore(Protocol):
     def get_cancel(self, execution_id: str) -> bytes | None: ...
     @writes
     def clear_cancel(self, execution_id: str) -> None: ...
+    @writes
+    def note_absent(self, absent: Collection[int]) -> tuple[dict[int, int], int]:
+        """Note the brokers absent now (one not noted before is first seen now, one noted and not named is
+        forgotten); each noted broker's first sighting and the time now, in ms by the store's clock
+        (docs/design/healing.md §1)."""
 
 
 class Cluster(Protocol):

@@ -303,3 +303,18 @@ class ZkRecords:
         path = f"{paths.execution(execution_id)}/{CANCEL}"
         if self.client.exists(path) is not None:
             self.client.delete(path)
+
+    def note_absent(self, absent: Collection[int]) -> tuple[dict[int, int], int]:
+        """`/kops/absent/<id>` per absent broker, its ctime the first sighting; `/kops/absent` touched for the
+        time now. Both are the ZooKeeper server's clock, so every host agrees however skewed its own."""
+        self.client.ensure_path(paths.KOPS_ABSENT)
+        noted = {int(c) for c in self.client.children(paths.KOPS_ABSENT) or [] if c.isdigit()}
+        for broker in sorted(noted - set(absent)):
+            with contextlib.suppress(NodeMissing):
+                self.client.delete(f"{paths.KOPS_ABSENT}/{broker}")
+        for broker in sorted(set(absent) - noted):
+            with contextlib.suppress(NodeExists):
+                self.client.create(f"{paths.KOPS_ABSENT}/{broker}")
+        now = self.client.set(paths.KOPS_ABSENT, b"").mtime
+        first = {b: self.client.exists(f"{paths.KOPS_ABSENT}/{b}") for b in sorted(absent)}
+        return {b: stat.ctime for b, stat in first.items() if stat is not None}, now

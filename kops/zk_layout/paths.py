@@ -32,6 +32,7 @@ REASSIGN_QUEUE = "/admin/reassign_partitions_queue"  # KIP-236 queue
 KOPS_ROOT = "/kops"
 KOPS_LOCK = "/kops/lock"
 KOPS_EXECUTIONS = "/kops/executions"
+KOPS_ABSENT = "/kops/absent"  # a child per absent broker, its ctime the first sighting (docs/design/healing.md)
 LAB_INGEST = "/kops/lab/ingest"  # the lab's steady ingest rates: {"version":1,"rates":{topic: bytes/s per partition}}
 
 CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")

@@ -276,6 +276,18 @@ def test_records_are_created_saved_loaded_and_listed(port_cluster: Side, tmp_pat
     assert other.get_cancel(name) is None
 
 
+def test_absences_are_noted_once_by_the_store_s_clock_and_forgotten_when_back(port_cluster: Side) -> None:
+    side = port_cluster
+    store, other = side.port.records(), side.other().records()
+    first, now = store.note_absent([7])
+    assert set(first) == {7} and first[7] <= now
+    side.sleep(1.5)
+    again, later = other.note_absent([7, 8])  # another kops, another host: the same first sighting of 7
+    assert again[7] == first[7] and later - first[7] >= 1000 and first[7] < again[8] <= later
+    assert store.note_absent([8])[0] == {8: again[8]}  # 7 is back: forgotten
+    assert other.note_absent([7])[0][7] > first[7]  # gone again: a new first sighting
+
+
 def test_one_lock_holder_at_a_time(port_cluster: Side) -> None:
     side = port_cluster
     first, second = side.port, side.other()

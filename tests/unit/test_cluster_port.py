@@ -80,7 +80,7 @@ def test_a_record_store_call_writes_exactly_when_the_port_marks_it() -> None:
         "create": lambda: store.create("e1", b"{}"), "save": lambda: store.save("e1", b"{}"),
         "load": lambda: store.load("e1"), "ids": lambda: store.ids(),
         "set_cancel": lambda: store.set_cancel("e1", b"{}"), "get_cancel": lambda: store.get_cancel("e1"),
-        "clear_cancel": lambda: store.clear_cancel("e1")}
+        "clear_cancel": lambda: store.clear_cancel("e1"), "note_absent": lambda: store.note_absent([3])}
     assert set(calls) == calls_of(RecordStore)
     for name, call in calls.items():  # in this order: clear_cancel finds the request set_cancel made
         before = len(store.port.writes)

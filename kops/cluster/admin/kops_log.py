@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ TOPIC = "__kops"
 PARTITION = TopicPartition(TOPIC, 0)
 MAX_REPLICAS = 3  # as Kafka's own __consumer_offsets: one more would leave no broker to decommission on 4
 SEND_TIMEOUT = 30.0
+ABSENT, ABSENT_CLOCK = "absent/", "absent-clock"  # docs/design/healing.md §1
 READ_PATIENCE = 30.0  # seconds a read retries through a leader election of __kops
 
 
@@ -181,3 +182,15 @@ class LogRecords:
     def clear_cancel(self, execution_id: str) -> None:
         if self.get_cancel(execution_id) is not None:
             self.log.append(f"cancel/{execution_id}", None)
+
+    def note_absent(self, absent: Collection[int]) -> tuple[dict[int, int], int]:
+        """`absent/<id>` per absent broker, appended once: its LogAppendTime is the first sighting (compaction
+        keeps the one record); `absent-clock` appended for the broker's time now."""
+        self.log.refresh()
+        noted = {int(k) for k in self.log.keys(ABSENT) if k.isdigit()}
+        for broker in sorted(noted - set(absent)):
+            self.log.append(f"{ABSENT}{broker}", None)
+        for broker in sorted(set(absent) - noted):
+            self.log.latest[f"{ABSENT}{broker}"] = self.log.append(f"{ABSENT}{broker}", b"{}")
+        now = self.log.append(ABSENT_CLOCK, b"{}").timestamp_ms
+        return {b: self.log.latest[f"{ABSENT}{b}"].timestamp_ms for b in sorted(absent)}, now
