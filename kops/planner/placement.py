@@ -182,7 +182,7 @@ def replace(layout: Layout, tp: TopicPartition, leaving: int, eligible: list[int
         if layout.headroom is not None and candidates:
             raise ValueError(layout.headroom.refusal(layout, tp, candidates))
         raise ValueError(f"no eligible broker can take the replica of {tp} on broker {leaving}")
-    layout.set(tp, tuple(best if b == leaving else b for b in current))
+    layout.replace(tp, leaving, best)
     return best
 
 

@@ -56,7 +56,7 @@ from kops.planner.headroom import Headroom, violations, with_capacity_report
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
 from kops.planner.rebalance import balance_bytes, balance_replicas, bounds, replica_lower_bound, smallest_on
-from kops.planner.rollback import invert
+from kops.planner.rollback import completed
 from kops.planner.throttles import batch_throttle
 
 KIP253_FEATURE = KIP253_PARTITION_DELETION
@@ -140,9 +140,8 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
     if desired.rebalance and eligible:
         _rebalance(work, eligible, rack_aware)
     reshaped = bool(desired.brokers.decommission or desired.brokers.add or desired.rebalance)
-    changed = {tp for tp, r in layout.replicas.items()
-               if tp in original and r != original[tp] and set(r) != set(original[tp])}
-    scope = None if reshaped else changed
+    scope = None if reshaped else {tp for tp, r in layout.replicas.items()
+                                   if tp in original and r != original[tp] and set(r) != set(original[tp])}
     if scope is None or scope:
         balance_leaders(layout, eligible, scope)
     if work.problems:
@@ -568,11 +567,10 @@ def _batches(work: _Work, moves: list[Move], policy: Policy, rate: int | None, p
 
 
 def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartition, ...], rate: int | None) -> Rollback:
-    moves = [m for b in batch_list for m in b.moves]
-    undo = invert([(b.index, b.moves) for b in batch_list], {m.tp: tuple(m.to_replicas) for m in moves}.get, "rollback")
+    undo = completed([(b.index, b.moves) for b in batch_list], "rollback")
     estimates = {b.index: b.estimate for b in batch_list}
     batches = tuple(Batch(n, tuple(inverse), batch_throttle(inverse, work.snapshot, rate), estimates[index])
-                    for n, (index, inverse) in enumerate(undo.batches, 1))
+                    for n, (index, inverse) in enumerate(undo, 1))
     configs = tuple(
         ConfigChange(c.entity_type, c.entity, {k: v for k, v in c.before.items() if c.after.get(k) != v},
                      tuple(k for k in c.after if k not in c.before), c.after, False, "rollback")
@@ -591,7 +589,7 @@ def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartiti
 
 def _summary(work: _Work, batch_list: list[Batch], port_rate: float, sized: bool) -> Summary:
     moves = [m for b in batch_list for m in b.moves]
-    _, _, lower_seconds = batching.port_times(moves, port_rate, port_rate)
+    lower_seconds = _all_at_once(batch_list, port_rate)
     destructive = tuple(
         [f"delete topic {d.topic} ({d.partitions} partitions)" for d in work.deletions]
         + [f"mark partitions {s.undeleted_partition_count}..{s.current_count - 1} of {s.topic} for "
@@ -615,6 +613,18 @@ def _summary(work: _Work, batch_list: list[Batch], port_rate: float, sized: bool
         bytes_before=before_counts[2], bytes_after=after_counts[2],
         remote_bytes=tiered.not_copied(data_moves),
     )
+
+
+def _all_at_once(batch_list: list[Batch], port_rate: float) -> float:
+    """Seconds every move would take run at once (the busiest port's bytes over its rate): the batches' bytes per
+    port added up, as port_times over all the moves would count them, without another pass over the moves."""
+    bytes_in: dict[int, int] = {}
+    bytes_out: dict[int, int] = {}
+    for batch in batch_list:
+        for total, part in ((bytes_in, batch.estimate.bytes_in), (bytes_out, batch.estimate.bytes_out)):
+            for broker, amount in part.items():
+                total[broker] = total.get(broker, 0) + amount
+    return max([v / port_rate for v in bytes_in.values()] + [v / port_rate for v in bytes_out.values()] + [0.0])
 
 
 def _reviewer_warnings(snapshot: Snapshot, desired: DesiredState, moves: list[Move], layout: Layout) -> list[str]:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from kops.model.partitions import TopicPartition
@@ -84,7 +85,7 @@ class _Candidates:
         return items, sizes
 
 
-def _try_move(layout: Layout, source: int, dests: list[int], stack: list[TopicPartition], rack_aware: bool,
+def _try_move(layout: Layout, source: int, dests: Iterable[int], stack: list[TopicPartition], rack_aware: bool,
               budget: Budget | None = None) -> bool:
     """Move the smallest partition of `source` that one of `dests` (tried in order) may take."""
     on_source = layout.by_broker[source]
@@ -106,8 +107,23 @@ def _move(layout: Layout, tp: TopicPartition, source: int, dest: int, rack_aware
         if not budget.allows(tp, layout.size(tp), dest):
             return False
         budget.spend(tp, layout.size(tp), dest)
-    layout.set(tp, tuple(dest if b == source else b for b in replicas))
+    layout.replace(tp, source, dest)
     return True
+
+
+def _lightest_current(dests: list[tuple[int, int, int]], count: dict[int, int], load: dict[int, int],
+                      taken: list[int]) -> Iterator[int]:
+    """The lightest destinations, popped off their heap only as the step asks for them (most steps use the
+    first), at most DESTINATIONS_TRIED; each is appended to `taken` for the caller to push back. An entry whose
+    count is current is current in bytes too (a broker gains only after its entry is popped), so the entries
+    left unpopped need no refresh."""
+    while dests and len(taken) < DESTINATIONS_TRIED:
+        c, _, d = heapq.heappop(dests)
+        if c != count[d]:
+            heapq.heappush(dests, (count[d], load[d], d))
+            continue
+        taken.append(d)
+        yield d
 
 
 def balance_replicas(
@@ -139,19 +155,16 @@ def balance_replicas(
         if -neg != count[source]:
             push(sources, (-count[source], source))
             continue
-        fresh: list[int] = []
-        while dests and len(fresh) < DESTINATIONS_TRIED:
-            c, _, d = pop(dests)
-            if c != count[d]:
-                push(dests, (count[d], load[d], d))
-                continue
-            fresh.append(d)
-        open_dests = [d for d in fresh if count[d] < limits.upper and d != source]
+        taken: list[int] = []
+        open_dests = (d for d in _lightest_current(dests, count, load, taken)
+                      if count[d] < limits.upper and d != source)
+        first = next(open_dests, None)
         need_out = count[source] > limits.upper
-        need_in = bool(open_dests) and count[open_dests[0]] < limits.lower and count[source] > limits.lower
+        need_in = first is not None and count[first] < limits.lower and count[source] > limits.lower
         if not (need_out or need_in):
             break
-        if open_dests and _try_move(layout, source, open_dests, candidates.stack(source), rack_aware, budget):
+        if first is not None and _try_move(layout, source, itertools.chain((first,), open_dests),
+                                           candidates.stack(source), rack_aware, budget):
             moved += 1
             push(sources, (-count[source], source))
         else:
@@ -160,7 +173,7 @@ def balance_replicas(
             pool = [b for b in brokers if b not in stuck]
             if pool:
                 limits = bounds(sum(count[b] for b in pool), len(pool), tolerance)
-        for d in fresh:
+        for d in taken:
             push(dests, (count[d], load[d], d))
     return moved
 

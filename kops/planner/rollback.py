@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
+
+_by_partition = attrgetter("topic", "partition")
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ def invert(batches: Sequence[tuple[int, Sequence[Move]]], now: Callable[[TopicPa
     drift: list[str] = []
     for index, moves in sorted(batches, key=lambda b: -b[0]):
         inverse: list[Move] = []
-        for m in sorted(moves, key=lambda m: (m.topic, m.partition)):
+        for m in sorted(moves, key=_by_partition):
             replicas = now(m.tp)
             if replicas == tuple(m.to_replicas) and m.to_replicas != m.from_replicas:
                 inverse.append(Move(m.topic, m.partition, m.to_replicas, m.from_replicas, m.bytes, m.to_replicas[0],
@@ -49,3 +52,16 @@ def invert(batches: Sequence[tuple[int, Sequence[Move]]], now: Callable[[TopicPa
         if inverse:
             out.append((index, inverse))
     return Inverse(out, sorted(election), drift)
+
+
+def completed(batches: Sequence[tuple[int, Sequence[Move]]], reason: str) -> list[tuple[int, list[Move]]]:
+    """`invert`'s batches when every batch is done, as a plan's rollback section assumes: each move (its replicas
+    changed) is at its target and gets its inverse, with no partition looked up (a million-partition plan has
+    half a million moves); the plan names the elections itself."""
+    out: list[tuple[int, list[Move]]] = []
+    for index, moves in sorted(batches, key=lambda b: -b[0]):
+        inverse = [Move(m.topic, m.partition, m.to_replicas, m.from_replicas, m.bytes, m.to_replicas[0], reason,
+                        m.remote_bytes) for m in sorted(moves, key=_by_partition) if m.to_replicas != m.from_replicas]
+        if inverse:
+            out.append((index, inverse))
+    return out
