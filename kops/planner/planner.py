@@ -655,10 +655,7 @@ def _reviewer_warnings(snapshot: Snapshot, desired: DesiredState, moves: list[Mo
                             f"move: acks=all producers fail there now, and the move waits for in-sync replicas")
     live = sorted(snapshot.live_broker_ids)
     if moves and live:
-        leaders: dict[int, int] = {}
-        for replicas in layout.replicas.values():
-            if replicas:
-                leaders[replicas[0]] = leaders.get(replicas[0], 0) + 1
+        leaders = layout.loads()[1]  # preferred leaders per broker, off the layout's counters
         fair = -(-sum(leaders.values()) // len(live))
         heavy = sorted((b, n) for b, n in leaders.items() if n > fair + 1)
         if heavy:
