@@ -30,15 +30,15 @@ def balance_leaders(layout: Layout, brokers: list[int], scope: set[TopicPartitio
     """Reorder replicas of partitions in `scope` (all when None), changing at most `max_changes` leaders (the
     most loaded brokers hand over first); returns how many partitions changed leader."""
     eligible = set(brokers)
-    partitions = [tp for tp in layout.replicas if layout.replicas[tp]]
+    partitions = [(tp, replicas[0]) for tp, replicas in layout.replicas.items() if replicas]
     if not partitions or not brokers:
         return 0
     cap = math.ceil(len(partitions) / len(brokers))
     count = layout.leader_count
-    movable = [tp for tp in partitions if scope is None or tp in scope]
     led: dict[int, list[TopicPartition]] = {}
-    for tp in movable:
-        led.setdefault(layout.replicas[tp][0], []).append(tp)
+    for tp, leader in partitions:
+        if scope is None or tp in scope:
+            led.setdefault(leader, []).append(tp)
     for items in led.values():
         items.sort()
     changed: set[TopicPartition] = set()
