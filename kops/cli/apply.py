@@ -12,7 +12,7 @@ import typer
 from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.execution import Reporter, install_signals, load_plan
-from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial, apply_fleet, rollback_fleet
+from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial, apply_fleet, executing, rollback_fleet
 from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.run_metrics import Run, metrics_option
@@ -160,11 +160,8 @@ def _apply_fleet(fleet: FleetRun, yes: bool, rolling: Callable[[Plan], Rolling |
     """`kops apply DIR`: each cluster's plan through Executor.apply as one plan would run; `settings` are the
     throttle and --allow-incomplete."""
     rate, allow_incomplete = settings
-
-    def action(plan: Plan, path: Path, digest: str, resume: bool) -> Callable[[Executor], Outcome]:
-        return lambda executor: executor.apply(plan, str(path), digest, resume, rate, rolling(plan), allow_incomplete)
-
-    raise typer.Exit(apply_fleet(fleet, action, stall, lambda question: confirm(question, yes, fleet.output_format)))
+    raise typer.Exit(apply_fleet(fleet, executing(rate, rolling, allow_incomplete), stall,
+                                 lambda question: confirm(question, yes, fleet.output_format)))
 
 
 def rolling_of(plan: Plan, rolling: bool, per_broker: int | None, total: int | None) -> Rolling | None:

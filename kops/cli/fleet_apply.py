@@ -25,12 +25,13 @@ from kops.cli.options import OutputFormat
 from kops.cli.state import write_atomically
 from kops.errors import ExitCode, KopsError, UsageError
 from kops.executor.disks import disk_limit
-from kops.executor.events import Event
+from kops.executor.events import BatchProgressed, Event, RollingProgressed
 from kops.executor.executor import Controls, Executor, Outcome
-from kops.fleet import record, results, schedule, selection
+from kops.fleet import progress, record, results, schedule, selection
 from kops.fleet.record import Entry, FleetRecord
 from kops.fleet.results import ClusterResult
-from kops.model.plan import Plan
+from kops.model.plan import Plan, Rolling
+from kops.units import format_size
 
 Action = Callable[[Plan, Path, str, bool], Callable[[Executor], Outcome]]
 Serial = Annotated[str | None, typer.Option(
@@ -112,7 +113,7 @@ class _Book:
             self.save()
 
 
-def _plans(directory: Path) -> list[tuple[Path, Plan, str]]:
+def fleet_plans(directory: Path) -> list[tuple[Path, Plan, str]]:
     """Every DIR/*.plan.json in name order (the fleet's order), with its digest; none is an error."""
     if not directory.is_dir():
         raise UsageError("not a folder of plans", where=str(directory))
@@ -126,21 +127,33 @@ def _plans(directory: Path) -> list[tuple[Path, Plan, str]]:
 def _members(run: FleetRun, plans: list[tuple[Path, Plan, str]], fleet: FleetRecord) -> list[_Member]:
     """Each plan's cluster with its connection: the inventory host of the plan's cluster name when -i is given
     (its address and command_config), else the plan's own address."""
-    hosts = {m.name: m for m in selection.select(run.inventory, None)} if run.inventory is not None else {}
+    hosts = inventory_hosts(run.inventory)
     members = []
     for path, plan, digest in plans:
         entry = fleet.entry(plan.cluster)
         if entry.digest != digest:
             raise UsageError(f"{plan.cluster}: the plan changed since the fleet record was written", where=str(path),
                              hint="make the plans again and apply them afresh (remove fleet.json)")
-        host = hosts.get(plan.cluster)
-        connect = (host.connect if host is not None else None) or plan.connect
-        if not connect:
-            raise UsageError(f"{plan.cluster}: the plan names no address", where=str(path),
-                             hint="give -i INVENTORY with the cluster's bootstrap_servers")
-        connection = member_connection(run.connection, host.command_config if host is not None else None)
-        members.append(_Member(entry, plan, path, connection, from_connect(connect)))
+        members.append(_Member(entry, plan, path, *reach(plan, path, hosts, run.connection)))
     return members
+
+
+def inventory_hosts(inventory: Path | None) -> dict[str, selection.Member]:
+    """Every cluster of the inventory by name (none without one)."""
+    return {m.name: m for m in selection.select(inventory, None)} if inventory is not None else {}
+
+
+def reach(plan: Plan, path: Path, hosts: dict[str, selection.Member], connection: Connection
+          ) -> tuple[Connection, Address]:
+    """How to reach a plan's cluster: its inventory host's address and command_config when -i names it, else the
+    plan's own address."""
+    host = hosts.get(plan.cluster)
+    connect = (host.connect if host is not None else None) or plan.connect
+    if not connect:
+        raise UsageError(f"{plan.cluster}: the plan names no address", where=str(path),
+                         hint="give -i INVENTORY with the cluster's bootstrap_servers")
+    return (member_connection(connection, host.command_config if host is not None else None),
+            from_connect(connect))
 
 
 def _fleet_record(run: FleetRun, plans: list[tuple[Path, Plan, str]]) -> FleetRecord:
@@ -173,10 +186,11 @@ def _plans_serial(plans: list[Plan]) -> str | None:
 
 
 def _run_one(member: _Member, run: FleetRun, controls: Controls, execute: Callable[[Executor], Outcome],
-             stall: float) -> ClusterResult:
-    """One cluster's execution under its own lock and journal; an error is its result, never the fleet's."""
+             stall: float, observe: Callable[[Event], None] | None = None) -> ClusterResult:
+    """One cluster's execution under its own lock and journal; an error is its result, never the fleet's.
+    `observe` sees its events too (the fleet's progress)."""
     started, name, plan = time.monotonic(), member.plan.cluster, member.plan
-    reporter = ClusterReporter(name, run.output_format)
+    reporter = ClusterReporter(name, run.output_format, observe)
     executor: Executor | None = None
     try:
         with open_cluster(member.connection, member.address) as cluster:
@@ -198,16 +212,61 @@ def _run_one(member: _Member, run: FleetRun, controls: Controls, execute: Callab
                          outcome.record.id, plan.summary.moves, plan.summary.bytes, time.monotonic() - started)
 
 
-def _said_ended(fleet: FleetRecord, result: ClusterResult, output_format: OutputFormat) -> None:
-    """The fleet's progress line as each cluster ends: how many of the fleet are finished, which are running."""
-    finished = sum(1 for e in fleet.entries if e.status in results.FINISHED)
-    running = [e.cluster for e in fleet.entries if e.status == results.RUNNING]
-    if output_format is OutputFormat.json:
-        console.print_json({"event": "fleet_progress", "cluster": result.cluster, "status": result.status,
-                            "finished": finished, "clusters": len(fleet.entries), "running": running}, one_line=True)
-        return
-    console.out.print(f"fleet: {escape(result.cluster)} {result.status}; {finished}/{len(fleet.entries)} cluster(s) "
-                      f"finished" + (f", running: {escape(', '.join(running))}" if running else ""), highlight=False)
+class _Meter:
+    """The fleet's progress (kops/fleet/progress.py): fed by every running cluster's events, a `fleet:` line (a
+    `fleet_progress` event) every few seconds and as each cluster ends: clusters finished, which run, bytes
+    copied of all and the fleet's ETA."""
+
+    def __init__(self, batches: list[list[_Member]], output_format: OutputFormat, every: float = 5.0) -> None:
+        self.batches = [[m.plan.cluster for m in batch] for batch in batches]
+        self.planned = {m.plan.cluster: progress.Planned(m.plan.summary.bytes, m.plan.summary.estimated_seconds)
+                        for batch in batches for m in batch}
+        self.seen: dict[str, progress.Seen] = {}
+        self.finished: set[str] = set()
+        self.output_format, self.every = output_format, every
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def observer(self, cluster: str, book: _Book) -> Callable[[Event], None]:
+        def observe(event: Event) -> None:
+            match event:
+                case BatchProgressed():
+                    seen = progress.Seen(event.overall_bytes_total, event.overall_bytes_done, event.rate,
+                                         event.overall_eta)
+                case RollingProgressed():
+                    seen = progress.Seen(event.overall_bytes_total, event.overall_bytes_done, event.rate, event.eta)
+                case _:
+                    return
+            with self._lock:
+                self.seen[cluster] = seen
+                due = time.monotonic() - self._last >= self.every
+                if due:
+                    self._last = time.monotonic()
+            if due:
+                self.say(book.fleet, None)
+
+        return observe
+
+    def say(self, fleet: FleetRecord, result: ClusterResult | None) -> None:
+        """The line: with `result`, that cluster has just ended."""
+        with self._lock:
+            if result is not None:
+                self.finished.add(result.cluster)
+            eta = progress.fleet_eta(self.batches, self.planned, self.seen, self.finished)
+            done, total = progress.bytes_done(self.planned, self.seen, self.finished)
+        finished = sum(1 for e in fleet.entries if e.status in results.FINISHED)
+        running = [e.cluster for e in fleet.entries if e.status == results.RUNNING]
+        if self.output_format is OutputFormat.json:
+            ended = {"cluster": result.cluster, "status": result.status} if result is not None else {}
+            console.print_json({"event": "fleet_progress", **ended, "finished": finished,
+                                "clusters": len(fleet.entries), "running": running, "bytes_done": done,
+                                "bytes_total": total, "eta": None if eta is None else round(eta, 1)}, one_line=True)
+            return
+        console.out.print("fleet: " + (f"{escape(result.cluster)} {result.status}; " if result else "")
+                          + f"{finished}/{len(fleet.entries)} cluster(s) finished"
+                          + (f", running: {escape(', '.join(running))}" if running else "")
+                          + (f"; {format_size(done).strip()}/{format_size(total).strip()}" if total else "")
+                          + (f"; ETA {eta:.0f} s" if eta is not None and running else ""), highlight=False)
 
 
 def _earlier(entry: Entry, status: str | None = None) -> ClusterResult:
@@ -215,21 +274,31 @@ def _earlier(entry: Entry, status: str | None = None) -> ClusterResult:
     return ClusterResult(entry.cluster, status or entry.status, entry.exit_code, entry.reason, entry.execution)
 
 
+def executing(rate: int | None, rolling: Callable[[Plan], Rolling | None], allow_incomplete: bool) -> Action:
+    """Each cluster's plan through Executor.apply, as `kops apply PLAN` runs one (`rate`: --throttle)."""
+
+    def action(plan: Plan, path: Path, digest: str, resume: bool) -> Callable[[Executor], Outcome]:
+        return lambda executor: executor.apply(plan, str(path), digest, resume, rate, rolling(plan), allow_incomplete)
+
+    return action
+
+
 def apply_fleet(run: FleetRun, action: Action, stall: Callable[[Plan], float],
                 confirm: Callable[[str], None]) -> ExitCode:
     """Every plan of the folder, `serial` clusters at a time; no further cluster starts once the failure budget
     is spent or Ctrl-C was pressed (each running cluster stops at its own checkpoint)."""
-    plans = _plans(run.directory)
+    plans = fleet_plans(run.directory)
     book_path = run.directory / record.NAME
     fleet = _fleet_record(run, plans)
     members = _members(run, plans, fleet)
     todo = [m for m in members if record.resume_mode(m.entry) is not None]
     confirm(f"{'resume' if run.resume else 'apply'} {len(todo)} plan(s) of the fleet "
             f"({', '.join(m.plan.cluster for m in todo)}), {fleet.serial} cluster(s) at a time?")
-    controls = Controls()
-    install_signals(controls)
+    controls = _controls(run.directory)
     book = _Book(book_path, fleet)
     ended: dict[str, ClusterResult] = {}
+    batches = schedule.batches(todo, fleet.serial)
+    meter = _Meter(batches, run.output_format)
 
     def one(member: _Member) -> ClusterResult:
         resume = record.resume_mode(member.entry) == "resume"
@@ -238,14 +307,15 @@ def apply_fleet(run: FleetRun, action: Action, stall: Callable[[Plan], float],
         else:
             book.update(lambda f: f.with_entry(replace(f.entry(member.plan.cluster), status=results.RUNNING)))
             result = _run_one(member, run, controls, action(member.plan, member.path, member.entry.digest, resume),
-                              stall(member.plan))
+                              stall(member.plan), meter.observer(member.plan.cluster, book))
         book.update(lambda f: f.ended(result))
-        _said_ended(book.fleet, result, run.output_format)
+        meter.say(book.fleet, result)
         return result
 
     failed = 0
-    for batch in schedule.batches(todo, fleet.serial):
-        if controls.stop.is_set() or schedule.budget_exceeded(failed, len(members), fleet.max_fail_percentage):
+    for batch in batches:
+        if _stopping(controls, run.directory) or schedule.budget_exceeded(failed, len(members),
+                                                                           fleet.max_fail_percentage):
             break
         for result in run_parallel(batch, len(batch), one):
             ended[result.cluster] = result
@@ -265,16 +335,15 @@ def rollback_fleet(run: FleetRun, stall: Callable[[Plan], float], confirm: Calla
         fleet = record.loads(path.read_bytes(), str(path))
     except FileNotFoundError:
         raise UsageError("no fleet record: nothing of this folder was applied as a fleet", where=str(path)) from None
-    members = {m.plan.cluster: m for m in _members(run, _plans(run.directory), fleet)}
+    members = {m.plan.cluster: m for m in _members(run, fleet_plans(run.directory), fleet)}
     order = [members[e.cluster] for e in record.started(fleet) if e.cluster in members]
     confirm(f"roll back {len(order)} cluster(s) ({', '.join(m.plan.cluster for m in order)}), last first?")
-    controls = Controls()
-    install_signals(controls)
+    controls = _controls(run.directory)
     book = _Book(path, fleet)
     found: list[ClusterResult] = []
     for member in order:
         entry = book.fleet.entry(member.plan.cluster)
-        if entry.rollback in results.FINISHED or controls.stop.is_set() or any(
+        if entry.rollback in results.FINISHED or _stopping(controls, run.directory) or any(
                 r.status not in results.FINISHED for r in found):
             found.append(_earlier(entry, entry.rollback if entry.rollback in results.FINISHED else results.SKIPPED))
             continue
@@ -284,6 +353,23 @@ def rollback_fleet(run: FleetRun, stall: Callable[[Plan], float], confirm: Calla
         book.update(_rolled_back(result))
     print_recap(found, run.output_format, "ROLLBACK RECAP")
     return results.fleet_exit(found)
+
+
+def _controls(directory: Path) -> Controls:
+    """A fleet run's controls: Ctrl-C or SIGTERM stop every running cluster at its checkpoint; an earlier
+    `kops cancel DIR`'s marker is cleared, since this run was asked for after it."""
+    (directory / record.CANCEL).unlink(missing_ok=True)
+    controls = Controls()
+    install_signals(controls)
+    return controls
+
+
+def _stopping(controls: Controls, directory: Path) -> bool:
+    """No further cluster starts after Ctrl-C, or once `kops cancel DIR` asked the fleet to stop."""
+    if not controls.stop.is_set() and (directory / record.CANCEL).exists():
+        console.warning("kops cancel asked the fleet to stop: no further cluster starts")
+        controls.stop.set()
+    return controls.stop.is_set()
 
 
 def _undo(member: _Member, entry: Entry, resume: bool) -> Callable[[Executor], Outcome]:

@@ -31,6 +31,8 @@ from kops.cli.apply import (
 from kops.cli.connection import Address, Connection, connection_options, inventory_capacity, open_cluster, resolve
 from kops.cli.execution import load_plan
 from kops.cli.fleet import failed, for_each_member, print_recap
+from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial
+from kops.cli.fleet_rebalance import apply_rebalanced, check_fleet_options
 from kops.cli.options import CapacityFile, Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.run_metrics import Run, metrics_option
@@ -118,7 +120,9 @@ def rebalance(
     capacity: CapacityFile = None,
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Plan a rebalance of every cluster -i/-l select (a fleet), one at a time: "
-                          "DIR/CLUSTER.plan.json each, for kops apply DIR.")] = None,
+                          "DIR/CLUSTER.plan.json each, for kops apply DIR (or --apply).")] = None,
+    serial: Serial = None,
+    max_fail_percentage: MaxFailPercentage = 0.0,
 ) -> None:
     """Rebalance within limits, made for cron: the moves that buy the most balance per byte first, nothing at all
     below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
@@ -139,6 +143,8 @@ def rebalance(
       kops rebalance -z zk1:2181/kafka --max-moves 50      # ZooKeeper mode
       kops rebalance -i inventories/example -l prod --max-moves 50 \\
           --out-dir plans/rebalance              # a fleet: kops apply DIR
+      kops rebalance -i inventories/example -l prod --max-moves 50 \\
+          --out-dir rebalance/2026-11-26 --apply --yes --serial 1
 
     Exit codes: 0 done, planned, or nothing worth doing; 1 error (bad arguments, unreachable cluster, --apply
     without --yes and without a terminal); 3 refused (a reassignment in flight, an execution running, the
@@ -146,15 +152,17 @@ def rebalance(
     """
     rate = parse_throttle(throttle)
     limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
+    check_fleet_options(out_dir, apply_now, serial, max_fail_percentage)
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
     planning = _Planning(Request(goal.value, limits, min_improvement), known, rate, batch_size)
+    pacing = _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight)
     if out_dir is not None:
-        if apply_now:
-            raise UsageError("--apply plans and applies one cluster", hint="apply the fleet with kops apply DIR")
+        fleet = FleetRun(out_dir, connection, inventory, output_format, False, poll, batch_timeout, serial,
+                         max_fail_percentage) if apply_now else None
         raise typer.Exit(_rebalance_fleet(connection, inventory, limit, (out_dir, output_format), planning,
-                                          capacity, run))
+                                          capacity, run, (fleet, pacing)))
     declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
     address = resolve(connection, inventory, limit)
     report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
@@ -173,8 +181,7 @@ def rebalance(
         _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, run,
                 output_format)
         return
-    outcome = _apply(plan_file, connection, address, output_format, rate,
-                     _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight), run)
+    outcome = _apply(plan_file, connection, address, output_format, rate, pacing, run)
     done = outcome.exit_code is ExitCode.OK
     report |= {"applied": done, "execution": outcome.record.id,
                "status": "applied" if done else "stopped", "reason": outcome.reason}
@@ -201,10 +208,13 @@ class _Planning:
 
 
 def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str | None,
-                     out: tuple[Path, OutputFormat], planning: _Planning, capacity: Path | None, run: Run) -> ExitCode:
+                     out: tuple[Path, OutputFormat], planning: _Planning, capacity: Path | None, run: Run,
+                     then: tuple[FleetRun | None, _Pacing]) -> ExitCode:
     """`--out-dir DIR`: every selected cluster planned, one at a time (each refused while busy, as alone), and
-    written as DIR/CLUSTER.plan.json when worth doing; a recap; 1 when any cluster failed or was refused."""
+    written as DIR/CLUSTER.plan.json when worth doing; a recap; 1 when any cluster failed or was refused.
+    `then` (--apply): the fleet run that carries the plans out (kops/cli/fleet_rebalance.py), and its pacing."""
     out_dir, output_format = out
+    fleet, pacing = then
 
     def one(member: Member, member_connection: Connection, address: Address) -> ClusterResult:
         snapshot = _ready_snapshot(member_connection, address, {}, run, OutputFormat.text)
@@ -218,6 +228,10 @@ def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str 
 
     found = for_each_member(connection, inventory, limit, 1, one)
     print_recap(found, output_format, "REBALANCE RECAP")
+    if fleet is not None:  # for --metrics-file the exit code says how the fleet ended
+        return apply_rebalanced(fleet, found, (planning.rate, lambda plan: rolling_of(
+            plan, pacing.rolling, pacing.max_moves_per_broker, pacing.max_in_flight)),
+                                lambda plan: stall_seconds(pacing.stall_timeout, plan))
     run.outcome = "planned"  # for --metrics-file: plans written, nothing applied (a failure's exit code says error)
     return failed(found)
 

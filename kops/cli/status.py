@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options, open_cluster, resolve
+from kops.cli.fleet_status import cancel_fleet, fleet_targets, repeat, status_fleet
 from kops.cli.options import Format, Inventory, Limit, OutputFormat
 from kops.cluster.port import Cluster
 from kops.errors import KopsError
@@ -22,6 +24,9 @@ from kops.model.throttle_keys import ALL_KEYS
 from kops.units import format_size
 
 STALLED_AFTER_SECONDS = 30  # no progress recorded for this long: kops status says the batch is stalled
+FleetArg = Annotated[Path | None, typer.Argument(
+    help="A fleet's folder of plans (kops apply DIR): one row per cluster. -i/-l selecting several clusters is a "
+         "fleet too.", show_default=False)]
 
 
 def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot, lags: progress.Lags) -> dict[str, Any] | None:
@@ -150,6 +155,7 @@ def _render(doc: dict[str, Any]) -> None:
 @connection_options
 def status(
     connection: Connection,
+    fleet: FleetArg = None,
     inventory: Inventory = None,
     limit: Limit = None,
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh every few seconds until Ctrl-C.")] = False,
@@ -168,27 +174,23 @@ def status(
       kops status -z zk1:2181/kafka
       kops status -i inventories/example -l prod-eu --watch
       kops status -b broker1:9092 --format json | jq '.in_flight | length'
+      kops status plans/prod -i inventories/example   # a fleet: a row a cluster
+      kops status -i inventories/example -l prod
+
+    Exit codes: 0; 1 the cluster (over a fleet: any cluster) could not be read.
     """
+    targets = fleet_targets(connection, fleet, inventory, limit)
+    if targets is not None:
+        raise typer.Exit(status_fleet(targets, _collect, output_format, (watch, interval)))
     with open_cluster(connection, resolve(connection, inventory, limit)) as cluster:
-        while True:
-            doc = _collect(cluster)
-            if output_format is OutputFormat.json:
-                console.print_json(doc)
-            else:
-                if watch and console.out.is_terminal:
-                    console.out.clear()
-                _render(doc)
-            if not watch:
-                return
-            try:
-                time.sleep(interval)
-            except KeyboardInterrupt:
-                return
+        repeat(lambda: console.print_json(_collect(cluster)) if output_format is OutputFormat.json
+               else _render(_collect(cluster)), output_format, (watch, interval))
 
 
 @connection_options
 def cancel(
     connection: Connection,
+    fleet: FleetArg = None,
     inventory: Inventory = None,
     limit: Limit = None,
     now: Annotated[bool,
@@ -206,26 +208,37 @@ def cancel(
       kops cancel -b broker1:9092
       kops cancel -b broker1:9092 --now
       kops cancel -z zk1:2181/kafka --now
+      kops cancel plans/prod -i inventories/example   # a fleet: each cluster
+
+    Over a fleet's folder it also leaves DIR/fleet.cancel, so the `kops apply DIR` running starts no further
+    cluster; -i/-l selecting several clusters asks each of them. Exit codes: 0; 1 a cluster (over a fleet: any)
+    could not be asked, or --now cannot cancel there.
     """
+    targets = fleet_targets(connection, fleet, inventory, limit)
+    if targets is not None:
+        raise typer.Exit(cancel_fleet(targets, lambda cluster: _cancel(cluster, now), fleet))
     with open_cluster(connection, resolve(connection, inventory, limit)) as cluster:
-        holder = cluster.holder()
-        snapshot = cluster.snapshot()
-        if holder and holder.get("execution"):
-            Journal(cluster.records()).request_cancel(holder["execution"], now,
-                                                      holder_info("kops cancel", None, time.time()))
-            console.info(f"asked execution {holder['execution']} ({describe(holder)}) to stop at its next checkpoint"
-                         + (_cancel_now_note(cluster, snapshot) if now else ""))
-            return
-        moving = snapshot.in_flight()
-        if not now or not moving:
-            console.info("no kops execution is running" + ("" if moving else " and nothing is in flight"))
-            return
-        can = cluster.capabilities(snapshot)
-        if not can.cancel_in_flight:
-            raise KopsError(f"this cluster cannot cancel a reassignment {can.no_cancel}",
-                            hint="reach it through the Admin API: kops cancel --now -b BOOTSTRAP_SERVERS")
-        cluster.cancel([TopicPartition(m.topic, m.partition) for m in moving], 60.0)
-        console.info(f"cancelled the reassignment of {len(moving)} partition(s) in flight ({can.cancel_by})")
+        console.info(_cancel(cluster, now))
+
+
+def _cancel(cluster: Cluster, now: bool) -> str:
+    """Ask the execution running to stop (and with `now`, cancel what is in flight); what was done, one line."""
+    holder = cluster.holder()
+    snapshot = cluster.snapshot()
+    if holder and holder.get("execution"):
+        Journal(cluster.records()).request_cancel(holder["execution"], now,
+                                                  holder_info("kops cancel", None, time.time()))
+        return (f"asked execution {holder['execution']} ({describe(holder)}) to stop at its next checkpoint"
+                + (_cancel_now_note(cluster, snapshot) if now else ""))
+    moving = snapshot.in_flight()
+    if not now or not moving:
+        return "no kops execution is running" + ("" if moving else " and nothing is in flight")
+    can = cluster.capabilities(snapshot)
+    if not can.cancel_in_flight:
+        raise KopsError(f"this cluster cannot cancel a reassignment {can.no_cancel}",
+                        hint="reach it through the Admin API: kops cancel --now -b BOOTSTRAP_SERVERS")
+    cluster.cancel([TopicPartition(m.topic, m.partition) for m in moving], 60.0)
+    return f"cancelled the reassignment of {len(moving)} partition(s) in flight ({can.cancel_by})"
 
 
 def _cancel_now_note(cluster: Cluster, snapshot: Snapshot) -> str:

@@ -16,6 +16,7 @@ from kops.fleet.results import FINISHED, PENDING, STATUSES, ClusterResult
 
 FORMAT = "kops-fleet/1"
 NAME = "fleet.json"
+CANCEL = "fleet.cancel"  # `kops cancel DIR` leaves it: the running fleet starts no further cluster
 PLAN_SUFFIX = ".plan.json"
 STATES = (PENDING, "running", *STATUSES)
 

@@ -1,13 +1,17 @@
 """A fleet on real clusters (issue 39): two lab clusters at once in one inventory group, real Kafka 4 through
 the Admin API and Kafka 3.9 through ZooKeeper. Planned across both (two plans, each naming its cluster), applied
 with `--serial 1`: a failure on the first (its broker stopped) stops the fleet before the second starts;
-`--resume` after the broker returns finishes both; `kops rollback DIR` undoes both. Kafka is the judge: each
+`--resume` after the broker returns finishes both; `kops rollback DIR` undoes both; `kops rebalance --out-dir DIR
+--apply` plans and applies both. Kafka is the judge: each
 cluster's replicas as its own Admin API reports them.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +20,7 @@ import pytest
 from kops.cli.main import main
 from kops.lab.kafka_client import first_answer, layout
 from tests.engines import EngineLab, fill_real, kafka4_cluster
+from tests.integration.test_admin_transport import wait_in_flight
 from tests.labtools import wait_until
 
 pytestmark = pytest.mark.lab
@@ -43,14 +48,14 @@ def kafka4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineLab]:
         yield cluster
 
 
-def _replicas(bootstrap: str) -> dict[int, tuple[int, ...]]:
-    return {p: tuple(row["replicas"]) for p, row in layout(bootstrap).get(TOPIC, {}).items()}
+def _replicas(bootstrap: str, topic: str = TOPIC) -> dict[int, tuple[int, ...]]:
+    return {p: tuple(row["replicas"]) for p, row in layout(bootstrap).get(topic, {}).items()}
 
 
-def _create(bootstrap: str) -> None:
-    spec = {TOPIC: {"assignments": {p: list(r) for p, r in ORIGINAL.items()}}}
+def _create(bootstrap: str, topic: str = TOPIC) -> None:
+    spec = {topic: {"assignments": {p: list(r) for p, r in ORIGINAL.items()}}}
     first_answer(bootstrap, lambda c: c.create_topics(spec))
-    fill_real(bootstrap, {TOPIC: ORIGINAL}, 1)
+    fill_real(bootstrap, {topic: ORIGINAL}, 1)
 
 
 def _judged(bootstrap: str, expected: dict[int, tuple[int, ...]], what: str) -> None:
@@ -109,7 +114,13 @@ def test_a_fleet_planned_applied_serially_stopped_resumed_and_rolled_back(
     recap = out[out.index("ROLLBACK RECAP"):]
     assert "changed=2" in recap and "failed=0" in recap
 
-    # a bounded rebalance of the fleet: the orders sit on brokers 1 and 2 of each cluster again
+    _rebalance_both(tmp_path, inventory, {"a-kafka4": first, "b-kafka39": second}, capsys)
+
+
+def _rebalance_both(tmp_path: Path, inventory: Path, bootstraps: dict[str, str],
+                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A bounded rebalance of the fleet (the orders sit on brokers 1 and 2 of each cluster again): planned into a
+    folder, then planned and applied at once (`--apply`, as kops apply DIR would), judged by each cluster's Kafka."""
     rebalanced = tmp_path / "rebalance"
     assert main(["rebalance", "-i", str(inventory), "-l", "fleet", "--max-moves", "2", "--min-improvement", "0.01",
                  "--out-dir", str(rebalanced)]) == 0, capsys.readouterr().err
@@ -117,6 +128,25 @@ def test_a_fleet_planned_applied_serially_stopped_resumed_and_rolled_back(
     assert sorted(written) == ["a-kafka4.plan.json", "b-kafka39.plan.json"]
     assert all(plan["cluster"] == name.split(".")[0] and plan["batches"] for name, plan in written.items())
     assert "REBALANCE RECAP" in capsys.readouterr().out
+
+    applied = tmp_path / "rebalance-applied"
+    assert main(["rebalance", "-i", str(inventory), "-l", "fleet", "--max-moves", "2", "--min-improvement", "0.01",
+                 "--out-dir", str(applied), "--apply", "--yes", "--serial", "1", "--poll", "0.2"]) == 0, \
+        capsys.readouterr()
+    out = capsys.readouterr().out
+    assert out.index("REBALANCE RECAP") < out.index("FLEET RECAP"), out
+    assert [c["status"] for c in json.loads((applied / "fleet.json").read_text())["clusters"]] == ["changed"] * 2
+    for name, bootstrap in bootstraps.items():
+        moves = {(m["topic"], m["partition"]): tuple(m["to"]) for b in json.loads(
+            (applied / f"{name}.plan.json").read_text())["batches"] for m in b["moves"]
+            if not m["topic"].startswith("__")}  # layout() reports the user topics
+        assert moves, name
+
+        def moved(bootstrap: str = bootstrap, moves: dict[tuple[str, int], tuple[int, ...]] = moves) -> bool:
+            found = layout(bootstrap)
+            return all(tuple(found[topic][p]["replicas"]) == to for (topic, p), to in moves.items())
+
+        wait_until(moved, timeout=60, what=f"{name} rebalanced as its plan says")
 
 
 def test_a_fleet_is_rehearsed_one_cluster_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -139,3 +169,79 @@ def test_a_fleet_is_rehearsed_one_cluster_at_a_time(tmp_path: Path, capsys: pyte
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["one.json", "two.json"]
     total = json.loads(out.strip().splitlines()[-1])["total"]
     assert total["ok"] == 2 and total["failed"] == 0, out
+
+
+def _fleet_of_two(tmp_path: Path, kafka4: EngineLab, kafka39: EngineLab, topic: str, execution: str = "") -> Path:
+    """The orders' move of the first test for `topic`, on both clusters, planned into tmp_path/plans; `execution`
+    is the playbook's execution section (indented two spaces)."""
+    for bootstrap in (kafka4.bootstrap, kafka39.bootstrap):
+        assert bootstrap
+        _create(bootstrap, topic)
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text("all:\n  children:\n    fleet:\n      hosts:\n"
+                         f"        a-kafka4: {{bootstrap_servers: '{kafka4.bootstrap}'}}\n"
+                         f"        b-kafka39: {{zookeeper: '{kafka39.zk_connect}'}}\n")
+    playbook = tmp_path / "playbook.yml"
+    playbook.write_text(PLAYBOOK.replace(TOPIC, topic) + execution)
+    assert main(["plan", str(playbook), "-i", str(inventory), "-l", "fleet", "--out-dir", str(tmp_path / "plans")]) == 0
+    return inventory
+
+
+def test_ctrl_c_stops_the_fleet_at_a_checkpoint_and_resume_finishes_it(
+        tmp_path: Path, kafka4: EngineLab, kafka39: EngineLab, capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGINT to a running `kops apply DIR`: the running cluster stops after its batch in flight (exit 3), the
+    next never starts, the fleet record names the stopped execution; `kops status DIR` shows both; `--resume`
+    finishes the fleet. One partition a batch and a slow throttle keep the first cluster's batch in flight."""
+    topic, first, second = "fleet-signal", kafka4.bootstrap, kafka39.bootstrap
+    assert first and second
+    inventory = _fleet_of_two(tmp_path, kafka4, kafka39, topic,
+                              "  execution:\n    throttle: 256KiB/s\n    batch: {max_partitions: 1}\n")
+    plans = tmp_path / "plans"
+    applying = subprocess.Popen([sys.executable, "-m", "kops.cli.main", "apply", str(plans), "-i", str(inventory),
+                                 "--serial", "1", "--yes", "--poll", "0.2", "--format", "json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_in_flight(first, applying)
+    applying.send_signal(signal.SIGINT)
+    out, err = applying.communicate(timeout=180)
+    assert applying.returncode == 3, err
+    record = json.loads((plans / "fleet.json").read_text())
+    assert [(c["status"], bool(c["execution"])) for c in record["clusters"]] == [("stopped", True), ("pending", False)]
+    assert json.loads(out.strip().splitlines()[-1])["total"]["skipped"] == 1
+    moved = _replicas(first, topic)
+    assert moved != TARGET and any(moved[p] == TARGET[p] for p in TARGET), moved  # a batch done, one not
+    assert _replicas(second, topic) == ORIGINAL  # the second never started
+
+    capsys.readouterr()
+    assert main(["status", str(plans), "-i", str(inventory), "--format", "json"]) == 0
+    rows = {r["cluster"]: r for r in json.loads(capsys.readouterr().out)["clusters"]}
+    assert rows["a-kafka4"]["fleet_status"] == "stopped" and rows["a-kafka4"]["execution"]["status"] == "stopped"
+    assert rows["b-kafka39"]["fleet_status"] == "pending" and not rows["b-kafka39"]["lock"]
+
+    assert main(["apply", str(plans), "-i", str(inventory), "--yes", "--poll", "0.2", "--resume",
+                 "--throttle", "20MiB/s", "--format", "json"]) == 0, capsys.readouterr()
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert any(e.get("event") == "fleet_progress" and "eta" in e and "bytes_total" in e for e in events)
+    wait_until(lambda: _replicas(first, topic) == TARGET, timeout=60, what="Kafka 4 at the targets")
+    wait_until(lambda: _replicas(second, topic) == TARGET, timeout=60, what="Kafka 3.9 at the targets")
+    assert [c["status"] for c in json.loads((plans / "fleet.json").read_text())["clusters"]] == ["changed"] * 2
+
+
+def test_serial_2_runs_both_clusters_at_once(tmp_path: Path, kafka4: EngineLab, kafka39: EngineLab,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """--serial 2: both clusters start together, so the first's failure (a broker stopped) cannot keep the
+    second from running to the end, as it does with --serial 1 (the first test); Kafka 3.9 is at the targets."""
+    topic, second = "fleet-pair", kafka39.bootstrap
+    assert second
+    inventory = _fleet_of_two(tmp_path, kafka4, kafka39, topic)
+    capsys.readouterr()
+    kafka4.lab.stop_broker(3)
+    try:
+        code = main(["apply", str(tmp_path / "plans"), "-i", str(inventory), "--serial", "2", "--yes", "--poll",
+                     "0.2", "--stall-timeout", "20", "--format", "json"])
+        out = capsys.readouterr().out
+    finally:
+        kafka4.lab.start_broker(3)
+    assert code in (1, 3, 4), out
+    statuses = [c["status"] for c in json.loads((tmp_path / "plans" / "fleet.json").read_text())["clusters"]]
+    assert statuses[0] in ("stopped", "failed") and statuses[1] == "changed", out
+    wait_until(lambda: _replicas(second, topic) == TARGET, timeout=60, what="Kafka 3.9 at the targets")

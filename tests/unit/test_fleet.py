@@ -325,3 +325,95 @@ def test_a_cluster_s_events_are_prefixed_with_its_name(capsys: pytest.CaptureFix
     ClusterReporter("prod-eu", OutputFormat.json)(Message("hello"))
     line = json.loads(capsys.readouterr().out)
     assert line["cluster"] == "prod-eu" and line["event"] == "message"
+
+
+# -- kops rebalance --out-dir DIR --apply: the fleet's rules before any cluster is reached -------------------
+
+def test_rebalance_applies_a_fleet_only_into_a_folder_of_its_own(plans: Path, inventory: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["rebalance", "-i", str(inventory), "-l", "prod", "--yes"]
+    assert main([*base, "--serial", "1"]) == 1  # a fleet's options without a fleet to apply
+    assert "--serial and --max-fail-percentage apply a fleet" in capsys.readouterr().err
+    assert main([*base, "--out-dir", str(plans), "--apply"]) == 1  # an earlier run's plans are never applied again
+    assert "prod-eu.plan.json, prod-us.plan.json" in capsys.readouterr().err
+
+
+def test_a_rebalanced_fleet_is_applied_only_within_its_failure_budget(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from kops.cli.fleet_apply import FleetRun
+    from kops.cli.fleet_rebalance import apply_rebalanced
+    from kops.cli.options import OutputFormat
+
+    def run(percentage: float) -> FleetRun:
+        return FleetRun(tmp_path, Connection(), None, OutputFormat.text, False, max_fail_percentage=percentage)
+
+    refused = ClusterResult("a", results.STOPPED, ExitCode.STOPPED, "busy")
+    changed, ok = ClusterResult("b", results.CHANGED), ClusterResult("c", results.OK)
+    settings = (None, lambda _plan: None)
+    assert apply_rebalanced(run(0), [refused, changed], settings, lambda _plan: 1.0) == ExitCode.ERROR
+    assert "not applying: 1 of 2 cluster(s) could not be planned" in capsys.readouterr().err
+    assert apply_rebalanced(run(50), [refused, ok], settings, lambda _plan: 1.0) == ExitCode.ERROR
+    assert apply_rebalanced(run(0), [ok], settings, lambda _plan: 1.0) == ExitCode.OK
+    assert "no cluster is worth rebalancing" in capsys.readouterr().err
+    assert not (tmp_path / record.NAME).exists()  # nothing applied, no record
+
+
+# -- kops status and kops cancel over a fleet: one row per cluster, 1 when any cannot be reached -------------
+
+UNREACHABLE = """\
+all:
+  children:
+    prod:
+      hosts:
+        prod-eu: {bootstrap_servers: "127.0.0.1:1"}
+        prod-us: {zookeeper: "127.0.0.1:2/us"}
+"""
+
+
+def test_status_over_a_fleet_names_each_cluster_and_its_place_in_the_record(
+        plans: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inventory = tmp_path / "unreachable.yml"
+    inventory.write_text(UNREACHABLE)
+    fleet = record.FleetRecord("apply", 1, 0.0, (record.Entry("prod-eu", "prod-eu.plan.json", "0" * 16, "stopped"),
+                                                 record.Entry("prod-us", "prod-us.plan.json", "0" * 16)))
+    (plans / record.NAME).write_bytes(record.dumps(fleet))
+    base = ["-i", str(inventory), "--connect-timeout", "1"]
+    assert main(["status", str(plans), *base, "--format", "json"]) == ExitCode.ERROR
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)["clusters"]
+    assert [(r["cluster"], r["fleet_status"]) for r in rows] == [("prod-eu", "stopped"), ("prod-us", "pending")]
+    assert all(r["error"] for r in rows)
+    assert main(["status", *base, "-l", "prod"]) == ExitCode.ERROR  # a limit selecting two clusters is a fleet
+    captured = capsys.readouterr()
+    assert "Fleet: 2 cluster(s)" in captured.out and "error: prod-us: 127.0.0.1:2/us" in captured.err
+    assert main(["status", str(plans), "-b", "127.0.0.1:1"]) == ExitCode.ERROR
+    assert "not -b/-z" in capsys.readouterr().err
+
+
+def test_cancel_over_a_fleet_asks_each_cluster_and_stops_the_fleet_starting_more(
+        plans: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inventory = tmp_path / "unreachable.yml"
+    inventory.write_text(UNREACHABLE)
+    assert main(["cancel", str(plans), "-i", str(inventory), "--connect-timeout", "1"]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "prod-eu: 127.0.0.1:1" in err and "prod-us: 127.0.0.1:2/us" in err
+    assert (plans / record.CANCEL).exists()  # what `kops apply DIR` checks before starting a cluster
+
+
+# -- the fleet's progress: bytes of all and an ETA over the schedule (kops/fleet/progress.py) ----------------
+
+def test_the_fleet_eta_adds_each_batch_s_slowest_cluster() -> None:
+    from kops.fleet.progress import Planned, Seen, bytes_done, fleet_eta
+
+    planned = {"a": Planned(1000, 100.0), "b": Planned(4000, 400.0), "c": Planned(2000, 200.0),
+               "d": Planned(0, None)}
+    batches = [["a", "b"], ["c", "d"]]
+    assert fleet_eta(batches, planned, {}, set()) == 400.0 + 200.0  # nothing seen yet: the plans' estimates
+    seen = {"a": Seen(1000, 500, 10.0, 50.0), "b": Seen(4000, 1000, 30.0, 100.0)}
+    # running: a 50 s, b 100 s, so 100; then c's 2000 bytes at the running clusters' mean rate (20/s): 100 s
+    assert fleet_eta(batches, planned, seen, set()) == 100.0 + 100.0
+    assert fleet_eta(batches, planned, seen, {"a", "b"}) == 100.0  # the first batch ended
+    assert bytes_done(planned, seen, set()) == (1500, 7000)
+    assert bytes_done(planned, seen, {"a"}) == (2000, 7000)
+    seen["b"] = Seen(4000, 0, None, None)  # b has no rate yet: the fleet's ETA is unknown, not a guess
+    assert fleet_eta(batches, planned, seen, set()) is None
