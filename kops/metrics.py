@@ -60,7 +60,7 @@ class Moves:
 
 @dataclass(frozen=True)
 class RunMetrics:
-    """The last run, as the metrics file reports it. Brokers absent and healed stay 0 until kops heals."""
+    """The last run, as the metrics file reports it. Brokers absent and healed: `kops rebalance`'s (0 elsewhere)."""
 
     command: str
     cluster: str
@@ -130,10 +130,11 @@ class _Collector(Collector):
                       [({**base, "outcome": o}, float(o == m.outcome)) for o in OUTCOMES])
         yield from _moves(base, m.planned, m.completed)
         yield from _imbalance(base, m.imbalance)
-        yield _gauge("brokers_absent", "Brokers the last run found absent for healing; always 0 until kops heals "
-                                       "absent brokers (issue 38).", base, m.brokers_absent)
-        yield _gauge("brokers_healed", "Absent brokers whose replicas the last run re-created elsewhere; always 0 "
-                                       "until kops heals absent brokers (issue 38).", base, m.brokers_healed)
+        yield _gauge("brokers_absent", "Brokers holding replicas the last run found not registered, however long "
+                                       "gone (kops rebalance; docs/design/healing.md).", base, m.brokers_absent)
+        yield _gauge("brokers_healed", "Absent brokers whose replicas the last run re-created on live brokers, "
+                                       "counted once its apply finished (kops rebalance --heal-after).", base,
+                     m.brokers_healed)
 
 
 def _moves(base: dict[str, str], planned: Moves, completed: Moves) -> Iterator[Metric]:

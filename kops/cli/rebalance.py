@@ -33,6 +33,7 @@ from kops.cli.execution import load_plan
 from kops.cli.fleet import failed, for_each_member, print_recap
 from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial
 from kops.cli.fleet_rebalance import apply_rebalanced, check_fleet_options
+from kops.cli.healing import Heal, HealAfter, HealMaxBrokers, heal_of, note_absences, verdict
 from kops.cli.options import CapacityFile, Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.run_metrics import Run, metrics_option
@@ -50,9 +51,10 @@ from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import Execution
 from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
-from kops.planner.bounded import Rebalance, Request, readiness
+from kops.planner.bounded import Rebalance, Request
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
+from kops.planner.heal import Healing, heal
 from kops.planner.markdown import duration
 from kops.planner.planner import Policy
 from kops.sizes.reader import Sizes, read_sizes
@@ -117,6 +119,8 @@ def rebalance(
     rolling: RollingFlag = False,
     max_moves_per_broker: MaxMovesPerBroker = None,
     max_in_flight: MaxInFlight = None,
+    heal_after: HealAfter = None,
+    heal_max_brokers: HealMaxBrokers = 1,
     capacity: CapacityFile = None,
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Plan a rebalance of every cluster -i/-l select (a fleet), one at a time: "
@@ -128,6 +132,9 @@ def rebalance(
     below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
     terminal. Writes the plan (kops-plan/2, so `kops rollback PLAN` undoes it); with --apply --yes runs it
     through the executor and stops at the next checkpoint on SIGTERM or SIGINT.
+
+    With --heal-after 30m, a broker absent (not registered) that long has its replicas re-created on live
+    brokers first, while at most --heal-max-brokers are absent (docs/design/healing.md).
 
     The imbalance is the share of the load above the live brokers' fair share (0 = even; 0.25 = a quarter
     of the replicas, leaders or bytes would have to move), so --min-improvement 0.05 asks for 5% of it.
@@ -141,6 +148,7 @@ def rebalance(
       kops rebalance -b broker1:9092 --max-moves 200 --apply --yes --rolling \\
           --max-moves-per-broker 2
       kops rebalance -z zk1:2181/kafka --max-moves 50      # ZooKeeper mode
+      kops rebalance -z zk1:2181/kafka --heal-after 30m --apply --yes  # heals
       kops rebalance -i inventories/example -l prod --max-moves 50 \\
           --out-dir plans/rebalance              # a fleet: kops apply DIR
       kops rebalance -i inventories/example -l prod --max-moves 50 \\
@@ -152,6 +160,9 @@ def rebalance(
     """
     rate = parse_throttle(throttle)
     limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
+    healing_options = heal_of(heal_after, heal_max_brokers)
+    if out_dir is not None and healing_options is not None:
+        raise UsageError("--heal-after heals one cluster at a time", hint="drop --out-dir, or --heal-after")
     check_fleet_options(out_dir, apply_now, serial, max_fail_percentage)
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
@@ -166,8 +177,8 @@ def rebalance(
     declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
     address = resolve(connection, inventory, limit)
     report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
-    snapshot = _ready_snapshot(connection, address, report, run, output_format)
-    result = planning.plan(snapshot, limit or address.where, declared)
+    snapshot, healing = _ready(connection, address, report, run, output_format, healing_options)
+    result = planning.plan(snapshot, limit or address.where, declared, healing)
     if not result.worthwhile:
         _finish(report | {"status": "noop", "reason": _below(result)}, result, run, output_format)
         return
@@ -199,12 +210,17 @@ class _Planning:
     rate: int | None
     batch_size: int
 
-    def plan(self, snapshot: Snapshot, cluster: str, declared: CapacityDeclaration | None) -> Rebalance:
+    def plan(self, snapshot: Snapshot, cluster: str, declared: CapacityDeclaration | None,
+             healing: tuple[int, ...] = ()) -> Rebalance:
+        """The bounded rebalance, or with `healing` (absent brokers past --heal-after) the healing instead."""
         known = self.known
         policy = Policy(throttle=self.rate, growth=known.growth, remote=known.remote, capacity=declared,
                         write=known.write)  # the plan reports capacity (planner/headroom.py)
-        return plan_rebalance(snapshot, self.request, known.bytes, policy, cluster=cluster,
-                              execution=Execution(throttle=self.rate, max_partitions=self.batch_size))
+        execution = Execution(throttle=self.rate, max_partitions=self.batch_size)
+        if healing:
+            return heal(snapshot, healing, self.request.limits, known.bytes, policy, cluster, execution,
+                        self.request.goal)
+        return plan_rebalance(snapshot, self.request, known.bytes, policy, cluster=cluster, execution=execution)
 
 
 def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str | None,
@@ -253,17 +269,28 @@ def _limits(goal: Goal, sizes: Path | None, max_moves: int | None, max_bytes: st
 def _ready_snapshot(connection: Connection, address: Address, report: dict[str, Any], run: Run,
                     output_format: OutputFormat) -> Snapshot:
     """The cluster's snapshot, or a refusal (exit 3) while it is busy or unhealthy: cron tries again later."""
+    return _ready(connection, address, report, run, output_format, None)[0]
+
+
+def _ready(connection: Connection, address: Address, report: dict[str, Any], run: Run, output_format: OutputFormat,
+           heal_options: Heal | None) -> tuple[Snapshot, tuple[int, ...]]:
+    """`_ready_snapshot`, with the absent brokers noted in the cluster (every run, docs/design/healing.md §1)
+    and, with --heal-after, those this run heals."""
     with open_cluster(connection, address) as cluster:
         snapshot = cluster.snapshot()
         holder = cluster.holder()
-    reasons = readiness(snapshot)
+        found = note_absences(cluster, snapshot)
+    run.brokers_absent = len(found)
+    report["absent"] = [{"broker": a.broker, "seconds": round(a.seconds, 3)} for a in found]
+    judged = verdict(snapshot, found, heal_options)
+    reasons = judged.reasons
     if holder is not None:
         reasons.insert(0, f"an execution is running ({describe(holder)})")
     if reasons:
         _finish(report | {"status": "refused", "reason": "; ".join(reasons)}, None, run, output_format)
-        raise NotReady("not rebalancing: " + "; ".join(reasons), where=address.where,
-                       hint="nothing was done; the next run tries again")
-    return snapshot
+        raise NotReady(("not healing: " if judged.healing else "not rebalancing: ") + "; ".join(reasons),
+                       where=address.where, hint="nothing was done; the next run tries again")
+    return snapshot, judged.healing
 
 
 @dataclass(frozen=True)
@@ -302,6 +329,7 @@ def _finish(report: dict[str, Any], result: Rebalance | None, run: Run, output_f
     plan = result.plan if result is not None and result.worthwhile else None
     s = plan.summary if plan is not None else None
     report |= {
+        "healed": list(result.brokers) if isinstance(result, Healing) and plan is not None else [],
         "moves": s.moves if s else 0,
         "leader_moves": s.leader_moves if s else 0,
         "bytes": s.bytes if s else 0,
@@ -332,6 +360,7 @@ def _measured(run: Run, report: dict[str, Any], plan: Plan | None) -> None:
     """The summary's figures for the metrics file: the outcome, the plan's moves (none when nothing is worth
     doing) and the goal's imbalance (unknown when refused before planning)."""
     run.outcome = report["status"]
+    run.brokers_healed = len(report["healed"]) if report["status"] == "applied" else 0
     if plan is None:
         run.planned, run.batches = Moves(), ()
     elif not run.batches:  # planned only; an apply counts the plan it loaded

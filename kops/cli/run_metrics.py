@@ -48,6 +48,8 @@ class Run:
     batches: Sequence[Any] = ()  # the plan's (or record's) batches the events are counted against
     imbalance: tuple[Imbalance, ...] = ()
     tally: Tally = field(default_factory=Tally)
+    brokers_absent: int = 0  # kops rebalance --heal-after (docs/design/healing.md §4)
+    brokers_healed: int = 0
 
     def plan(self, plan: Plan) -> None:
         """The plan this run carries out: its moves are what is planned, and what the events finish."""
@@ -64,7 +66,8 @@ class Run:
         outcome = self.outcome if self.outcome is not None and exit_code in (0, 3) else outcome_of(exit_code)
         return RunMetrics(self.command, self.cluster, self.started_at, time.time(),
                           round(time.monotonic() - self.started, 3), exit_code, outcome, self.planned,
-                          self.tally.completed(self.batches), self.imbalance)
+                          self.tally.completed(self.batches), self.imbalance, self.brokers_absent,
+                          self.brokers_healed)
 
 
 def metrics_option(name: str) -> Callable[[F], F]:

@@ -422,7 +422,7 @@ class Executor:
         self.emit(BatchStarted(batch.index, len(record.batches), len(batch.moves),
                                sum(m.copied_bytes for m in batch.moves), batch.estimate_seconds, attached))
         if not attached:
-            gone = sorted({b for m in todo for b in m.from_replicas + m.to_replicas} - snapshot.live_broker_ids)
+            gone = sorted({b for m in todo for b in health.needed(m, snapshot)} - snapshot.live_broker_ids)
             if gone:
                 raise Stop(f"batch {batch.index} needs brokers {gone}, which are not registered")
             short = self.gate.check(todo, f"batch {batch.index}")  # before anything of the batch is written
@@ -494,7 +494,7 @@ class Executor:
 
     def _follow(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
         """Until every move of the batch is at its target; raises Stop on health, cancel now or timeout."""
-        f = _Following(health.baseline(snapshot), self._batch_started(batch), self._batch_timeout(batch),
+        f = _Following(health.baseline(snapshot, batch.moves), self._batch_started(batch), self._batch_timeout(batch),
                        sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves),
                        sum(m.copied_bytes for b in record.batches for m in b.moves),
                        StallWatch(self.stall_timeout, self.clock.monotonic()), self.clock.monotonic())
@@ -645,6 +645,12 @@ class Executor:
             raise Stale(f"cannot roll back {forward.id}: " + "; ".join(undo.drift[:3])
                         + (f" (and {len(undo.drift) - 3} more)" if len(undo.drift) > 3 else ""),
                         hint="the cluster changed since; plan the layout you want instead (kops plan)")
+        gone = sorted({b for batch in undo.batches for m in batch.moves for b in m.to_replicas}
+                      - snapshot.live_broker_ids)
+        if gone:  # e.g. undoing a healing (docs/design/healing.md): such a reassignment could never complete
+            raise Refused(f"cannot roll back {forward.id}: it would put replicas back on broker(s) "
+                          f"{', '.join(map(str, gone))}, which are not registered",
+                          hint="start them again first, or leave the layout as it is")
         record = self._new_record("rollback", plan_digest, plan_path, snapshot.cluster_id, undo.batches, forward.rate)
         record.of = forward.id
         record.rolling = forward.rolling

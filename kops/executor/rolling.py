@@ -116,7 +116,8 @@ def run_rolling(ex: Executor, record: ExecutionRecord) -> None:
     ex.refuse_foreign_reassignment(snapshot, joined(record.in_flight))
     _settle_resumed(ex, record, snapshot)
     now = ex.clock.monotonic()
-    state = _State(record.rolling, health.baseline(snapshot), StallWatch(ex.stall_timeout, now), now, now,
+    base = health.baseline(snapshot, [m for b in record.batches for m in b.moves])
+    state = _State(record.rolling, base, StallWatch(ex.stall_timeout, now), now, now,
                    done_before=sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves))
     ex.emit(RollingStarted(len(record.batches), state.limits.max_moves_per_broker, state.limits.max_moves))
     while True:
@@ -333,7 +334,7 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
                                      lambda moves: admissible(moves, in_flight, state.limits, leaders))
     if not chosen_moves:
         return snapshot
-    gone = sorted({b for m in chosen_moves for b in m.from_replicas + m.to_replicas} - snapshot.live_broker_ids)
+    gone = sorted({b for m in chosen_moves for b in health.needed(m, snapshot)} - snapshot.live_broker_ids)
     if gone:
         raise Stop(f"the next moves need brokers {gone}, which are not registered")
     chosen = {m.tp for m in chosen_moves}

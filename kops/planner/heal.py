@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from kops.model.capacity import resolve
 from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Plan
 from kops.model.problems import Problem
 from kops.model.snapshot import Snapshot
 from kops.planner import placement
+from kops.planner.bounded import Rebalance, imbalance, loads
 from kops.planner.budget import Limits
 from kops.planner.headroom import Headroom, violations
 from kops.planner.layout import Layout
@@ -34,12 +34,17 @@ from kops.planner.planner import PlanningError, Policy, plan_targets
 
 
 @dataclass(frozen=True)
-class Healing:
-    """A healing plan and the absent brokers it re-homes replicas of (all of them, or as far as the budget went)."""
+class Healing(Rebalance):
+    """A healing plan, as `kops rebalance` reports a run (the goal's imbalance before and after, over live
+    brokers), and the absent brokers it re-homes replicas of (all of them, or as far as the budget went).
+    Worth doing whenever it moves anything: the replication factor comes back whatever the balance."""
 
-    plan: Plan
-    brokers: tuple[int, ...]  # absent brokers with at least one replica re-homed by the plan
-    left: int  # replicas of those brokers the budget left for the next run
+    brokers: tuple[int, ...] = ()  # absent brokers with at least one replica re-homed by the plan
+    left: int = 0  # replicas of those brokers the budget left for the next run
+
+    @property
+    def worthwhile(self) -> bool:
+        return self.plan.has_changes
 
 
 def refusals(snapshot: Snapshot, absent: Collection[int], max_brokers: int) -> list[str]:
@@ -76,7 +81,7 @@ def _named(items: list[str]) -> str:
 
 def heal(snapshot: Snapshot, brokers: Collection[int], limits: Limits = Limits(),
          sizes: dict[TopicPartition, int] | None = None, policy: Policy = Policy(), cluster: str = "cluster",
-         execution: Execution | None = None) -> Healing:
+         execution: Execution | None = None, goal: str = "replicas") -> Healing:
     """The plan re-homing the replicas of `brokers` (absent past the duration) within `limits`' moves and bytes.
     Raises PlanningError naming the partition when no live broker can take a replica."""
     layout = Layout(snapshot, dict(sizes or {}), policy.write)
@@ -86,6 +91,7 @@ def heal(snapshot: Snapshot, brokers: Collection[int], limits: Limits = Limits()
     live = sorted(snapshot.live_broker_ids)
     rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
     index = placement.LeastLoaded(layout, live)
+    before = imbalance(loads(layout, goal), live)
     original = dict(layout.replicas)
     healed: set[int] = set()
     moves = copied = left = 0
@@ -111,7 +117,7 @@ def heal(snapshot: Snapshot, brokers: Collection[int], limits: Limits = Limits()
     if over:
         raise PlanningError([Problem(None, f"healing would overfill a broker: {line}",
                                      "raise the capacity's limit or add brokers") for line in over])
-    return Healing(plan, tuple(sorted(healed)), left)
+    return Healing(plan, goal, before, imbalance(loads(layout, goal), live), 0.0, tuple(sorted(healed)), left)
 
 
 def _affordable(limits: Limits, moves: int, copied: int) -> bool:

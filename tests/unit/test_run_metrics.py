@@ -90,7 +90,7 @@ def test_names_follow_prometheus_conventions() -> None:
     timestamps = [f.name for f in families if "timestamp" in f.name]
     assert timestamps and all(n.endswith("_timestamp_seconds") for n in timestamps)
     healing = {f.name: f.documentation for f in families if f.name.startswith("kops_last_run_brokers_")}
-    assert len(healing) == 2 and all("always 0 until kops heals" in d for d in healing.values())
+    assert len(healing) == 2 and all("healing.md" in d or "--heal-after" in d for d in healing.values())
 
 
 def test_an_imbalance_not_measured_is_absent_not_zero() -> None:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from kops.cli.healing import Heal, heal_of, verdict
+from kops.errors import UsageError
+from kops.executor import health
 from kops.model.absence import Absence, absences, absent_brokers, described, due
 from kops.model.capacity import CapacityDeclaration, Figure
 from kops.model.partitions import Partition, PartitionState, TopicPartition
+from kops.model.plan import Move
 from kops.model.topics import Topic
 from kops.planner.budget import Limits
 from kops.planner.heal import heal, refusals
@@ -77,3 +81,27 @@ def test_refusals_too_many_absent_no_isr_left_and_other_under_replication() -> N
         offline, {4}, 1)[0]
     lagging = snapshot(brokers(6), [Topic("t", {0: Partition((1, 2), state=PartitionState(1, 1, (1,), 1))})])
     assert "under-replicated with every replica's broker live (t-0)" in refusals(lagging, set(), 1)[0]
+
+
+def test_a_run_heals_past_the_duration_and_says_how_long_before_it() -> None:
+    snap = dead([(4, 1), (2, 3)], {4})
+    soon, late = (Absence(4, 0, 10_000),), (Absence(4, 0, 70_000),)
+    waiting = verdict(snap, soon, Heal(60))
+    assert waiting.healing == () and waiting.reasons[-1] == "broker 4 absent for 10 s (heals after 60 s)"
+    assert verdict(snap, late, Heal(60)) == verdict(snap, late, Heal(60, 1))
+    assert verdict(snap, late, Heal(60)).healing == (4,) and verdict(snap, late, Heal(60)).reasons == []
+    assert "--heal-after re-homes their replicas" in verdict(snap, late, None).reasons[-1]
+    assert heal_of(None, 1) is None and heal_of("30m", 2) == Heal(1800.0, 2)
+    with pytest.raises(UsageError, match="--heal-after"):
+        heal_of("soon", 1)
+
+
+def test_the_executor_does_not_wait_for_an_absent_broker_a_move_leaves_but_for_one_that_leaves_later() -> None:
+    snap = dead([(4, 1), (2, 3)], {4})
+    move = Move("t", 0, (4, 1), (1, 2))
+    assert set(health.needed(move, snap)) == {1, 2}  # 4 is out of the ISR and leaves: Kafka drops it
+    assert set(health.needed(Move("t", 1, (2, 3), (2, 4)), snap)) == {2, 3, 4}
+    assert health.baseline(snap, [move]).absent == {4}
+    assert health.problem(snap, [move], health.baseline(snap, [move])) is None
+    live = dead([(4, 1), (2, 3)], set())
+    assert health.problem(snap, [move], health.baseline(live, [move])) == "broker 4 of the batch left the cluster"

@@ -1,0 +1,71 @@
+"""`kops rebalance --heal-after DURATION`: the options, the absences every run notes, and whether this run heals
+(docs/design/healing.md). The planning is kops/planner/heal.py; this module only reads options and the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import typer
+
+from kops.cli.options import parse_option
+from kops.cluster.port import Cluster
+from kops.model.absence import Absence, absences, absent_brokers, described, due
+from kops.model.snapshot import Snapshot
+from kops.planner.bounded import readiness
+from kops.planner.heal import refusals
+from kops.units import parse_duration
+
+HealAfter = Annotated[str | None, typer.Option(
+    "--heal-after", help="Re-create the replicas of a broker absent (not registered) this long, e.g. 30m, on live "
+                         "brokers, racks and capacity kept, before any balancing (docs/design/healing.md).")]
+HealMaxBrokers = Annotated[int, typer.Option(
+    "--heal-max-brokers", help="Heal nothing while more brokers than this are absent (exit 3): a rack or half the "
+                               "cluster gone is for people.", min=1)]
+
+
+@dataclass(frozen=True)
+class Heal:
+    """How a run heals: after how long, and while at most how many brokers are absent."""
+
+    after_seconds: float
+    max_brokers: int = 1
+
+
+def heal_of(heal_after: str | None, max_brokers: int) -> Heal | None:
+    """The options as a `Heal`, None without --heal-after."""
+    if heal_after is None:
+        return None
+    return Heal(parse_option(parse_duration, heal_after, "--heal-after"), max_brokers)
+
+
+def note_absences(cluster: Cluster, snapshot: Snapshot) -> tuple[Absence, ...]:
+    """Every run that reads the whole cluster notes which brokers are absent, so the first sighting is kept by
+    the cluster for every host's cron (an incomplete snapshot could miss a broker's partitions: noted nothing)."""
+    if not snapshot.complete:
+        return ()
+    first_seen, now_ms = cluster.records().note_absent(absent_brokers(snapshot))
+    return absences(first_seen, now_ms)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why not to go on (empty: go), and the absent brokers this run heals (empty: it balances)."""
+
+    reasons: list[str]
+    healing: tuple[int, ...] = ()
+
+
+def verdict(snapshot: Snapshot, found: tuple[Absence, ...], heal: Heal | None) -> Verdict:
+    """Heal when a broker is absent past the duration and healing may go on; else a rebalance's readiness, with
+    how long each broker has been absent (and when it heals) where brokers are."""
+    ready = due(found, heal.after_seconds) if heal is not None else ()
+    if heal is not None and ready:
+        return Verdict(refusals(snapshot, {a.broker for a in found}, heal.max_brokers),
+                       tuple(a.broker for a in ready))
+    reasons = readiness(snapshot)
+    if found and reasons:
+        reasons.append(described(found, heal.after_seconds if heal is not None else None)
+                       + ("" if heal is not None else "; --heal-after re-homes their replicas"))
+    return Verdict(reasons)
