@@ -1,7 +1,8 @@
 """Partition sizes from raw observations: the PySpark job behind `kops sizes summarize`.
 
-Runs unchanged under spark-submit (it imports PySpark, the standard library and `kops.units`, so the driver
-needs kops installed: `pip install kops`, or `--py-files` with the kops package):
+Runs unchanged under spark-submit (it imports PySpark, the standard library and `kops.units`; the driver also
+reads the summary row's declaration, kops/formats/sizes.py, so it needs kops installed: `pip install kops`, or
+`--py-files` with the kops package; executors need only `kops.units`):
 
     spark-submit spark/sizes_job.py INPUT... --out PATH [--since 7d] [--format json|parquet]
 
@@ -417,9 +418,25 @@ def summary_of(state: State) -> DataFrame:
     best = rates.groupBy(*TP).agg(
         F.max(F.struct("rate", "covered", "broker", "log_dir")).getField("rate").alias("write_bytes_per_s"),
         F.max(F.struct("covered", "rate", "net", "broker", "log_dir")).getField("net").alias("growth_bytes_per_s"))
-    return state.partitions.join(best, list(TP), "left").select(
+    return as_declared(state.partitions.join(best, list(TP), "left").select(
         *TP, "bytes", F.coalesce("growth_bytes_per_s", F.lit(0.0)).alias("growth_bytes_per_s"),
-        F.coalesce("write_bytes_per_s", F.lit(0.0)).alias("write_bytes_per_s"), "peak_bytes", "samples", "last_seen")
+        F.coalesce("write_bytes_per_s", F.lit(0.0)).alias("write_bytes_per_s"), "peak_bytes", "samples", "last_seen"))
+
+
+def as_declared(summary: DataFrame) -> DataFrame:
+    """The summary's columns in the order and Spark types of the row kops reads, from its one declaration
+    (kops/formats/sizes.py); a column the declaration lacks, or a required one missing, is a bug here. Called on
+    the driver only, so executors import neither pydantic nor the declaration."""
+    from kops.formats.sizes import spark_columns  # noqa: PLC0415 - driver only (see above)
+
+    declared = spark_columns()
+    unknown = sorted(set(summary.columns) - {name for name, _, _ in declared})
+    missing = [name for name, _, required in declared if required and name not in summary.columns]
+    if unknown or missing:
+        raise ValueError(f"the summary's columns disagree with kops/formats/sizes.py: undeclared {unknown}, "
+                         f"missing {missing}")
+    return summary.select(*(F.col(name).cast(kind).alias(name) for name, kind, _ in declared
+                            if name in summary.columns))
 
 
 def summarize_partitions(samples: DataFrame) -> DataFrame:

@@ -219,17 +219,18 @@ def show(
         ordered = ordered[:top]
     if output_format is OutputFormat.json:
         console.print_json([{"topic": tp.topic, "partition": tp.partition, "bytes": sizes.bytes[tp],
-                             "growth_bytes_per_s": float(row.get("growth_bytes_per_s") or 0.0),
+                             "growth_bytes_per_s": float(row.growth_bytes_per_s or 0.0),
                              "write_bytes_per_s": sizes.write.get(tp, 0.0),
-                             **{k: row[k] for k in ("peak_bytes", "samples", "last_seen") if k in row}}
+                             **{k: getattr(row, k) for k in ("peak_bytes", "samples", "last_seen")
+                                if getattr(row, k) is not None}}
                             for tp, row in ordered])
         return
     table = console.table(f"Partition sizes ({len(sizes.bytes)} partitions, "
                           f"{format_size(sum(sizes.bytes.values()))})", "Partition", ">Size", ">Writes/s", ">Growth/s",
                           ">Peak", ">Samples")
     for tp, row in ordered:
-        growth = float(row.get("growth_bytes_per_s") or 0)
+        growth = float(row.growth_bytes_per_s or 0)
         table.add_row(str(tp), format_size(sizes.bytes[tp]), format_size(sizes.write.get(tp, 0.0)),
                       ("-" if growth < 0 else "") + format_size(abs(growth)),
-                      format_size(row.get("peak_bytes") or sizes.bytes[tp]), str(row.get("samples", "")))
+                      format_size(row.peak_bytes or sizes.bytes[tp]), str("" if row.samples is None else row.samples))
     console.out.print(table)

@@ -3,17 +3,28 @@ or Parquet under `PATH/partitions/`), read by `kops plan --sizes`, `kops rebalan
 
 A row from another tool needs only `topic`, `partition` and `bytes`. Sizes drive batching and estimates, so a
 bad row is an error naming the file, the line and the field, never a row silently dropped.
+
+This declaration is the row's only one: the reader's conversion to `PartitionSize` (kops/model/sizes.py) and
+the writer's back are derived from it (kops/formats/binding.py), and so are the Spark job's output columns,
+their order and their Spark types (`spark_columns`, which the job calls on its driver only: its executors import
+neither pydantic nor this module).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from kops.formats.base import Doc, Id, Long, Number, Size, Text
+from kops.jsondoc import INT32
+from kops.model.sizes import PartitionSize
 
 
 class SizesRowDoc(Doc):
     """One partition's summary (Spark omits null fields from JSON lines)."""
+
+    domain = PartitionSize
 
     topic: Text
     partition: Id
@@ -39,4 +50,17 @@ class SizesRowDoc(Doc):
                                    description="the latest sample, milliseconds since the epoch")
 
 
-SizesMapDoc = dict[Text, Size]  # the short form: {"topic-partition": bytes}
+def spark_columns() -> tuple[tuple[str, str, bool], ...]:
+    """(column, Spark SQL type, required) of every field, in the declaration's order: an integer whose range
+    fits 32 bits is `int`, another `bigint`; a number `double`; a string `string`."""
+    schema = SizesRowDoc.model_json_schema()
+    required = set(schema.get("required", ()))
+    return tuple((name, _spark_type(field), name in required) for name, field in schema["properties"].items())
+
+
+def _spark_type(field: dict[str, Any]) -> str:
+    kinds = [f for f in field.get("anyOf", [field]) if f.get("type") != "null"]
+    kind = kinds[0]
+    if kind["type"] == "integer":
+        return "int" if kind.get("maximum", INT32[1] + 1) <= INT32[1] else "bigint"
+    return {"number": "double", "string": "string"}[kind["type"]]
