@@ -77,6 +77,10 @@ class _Batch:
 
     def remove(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
         amount = move.bytes if sized else 1
+        # The makespan is the largest port time: it can only fall if the move left a port at it. The local search
+        # tries out removing moves that set nothing thousands of times; each rescanned every port.
+        at_top = any(self.time_in[b] == self.makespan for b in move.adding) or (
+            bool(move.adding) and self.time_out[move.leader] == self.makespan)
         self.version = next(_VERSIONS)
         del self.moves[(move.topic, move.partition)]
         self.bytes -= move.copied_bytes
@@ -87,7 +91,8 @@ class _Batch:
         if move.adding:
             self.moves_out[move.leader] -= 1
             self.time_out[move.leader] -= amount * len(move.adding) / rate_out
-        self.makespan = max([*self.time_in.values(), *self.time_out.values(), 0.0])
+        if at_top:
+            self.makespan = max([*self.time_in.values(), *self.time_out.values(), 0.0])
 
     def defines_makespan(self, move: Move) -> bool:
         """Does the move sit on a port that is at this batch's makespan?"""
