@@ -146,6 +146,15 @@ app = typer.Typer(
 )
 
 _debug = {"on": False}
+_tree: list[Any] = []  # the click command tree, built by the first main() of a process and kept
+
+
+def _command_tree() -> Any:
+    """The tree typer builds from `app`, built once per process: tests and the demo run many command lines
+    through main(), and building it (and the command it runs) again took 20 ms a time."""
+    if not _tree:
+        _tree.append(typer.main.get_command(app))
+    return _tree[0]
 
 
 def _version(value: bool) -> None:
@@ -178,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         printed.reset()
     _debug["on"] = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        code = app(args=argv, prog_name="kops", standalone_mode=False)
+        code = _command_tree().main(args=argv, prog_name="kops", standalone_mode=False)
         code = int(code) if isinstance(code, int) else ExitCode.OK
     except KopsError as exc:
         if _debug["on"]:
