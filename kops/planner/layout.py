@@ -43,9 +43,6 @@ class Layout:
         self.write: Mapping[TopicPartition, float] = write or {}
         self.nw_in: dict[int, float] = defaultdict(float)
         self.headroom: Limits | None = None  # each broker's limits, when any capacity is known
-        # every change, in order, as (partition, its replicas before; None: it did not exist): what changed since
-        # the snapshot, or during one step, is read here instead of comparing copies of every partition's replicas
-        self.journal: list[tuple[TopicPartition, tuple[int, ...] | None]] = []
         self._load(snapshot)
         if self.write:
             for tp, assigned in self.replicas.items():
@@ -85,7 +82,6 @@ class Layout:
     def set(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
         """Assign `tp`'s replicas; only brokers that lose or gain it have their loads touched."""
         old = self.replicas.get(tp)
-        self.journal.append((tp, old))
         size = self.sizes.get(tp, 0)
         replicas = tuple(replicas)
         if old is not None:
@@ -114,7 +110,6 @@ class Layout:
         """`set` for the balancers' one step (half a million at a million partitions): the replica on `leaving`
         (one of `tp`'s) goes to `arriving` (not one), in its position; only those two brokers' loads change."""
         replicas = self.replicas[tp]
-        self.journal.append((tp, replicas))
         size = self.sizes.get(tp, 0)
         self.replicas[tp] = tuple(arriving if b == leaving else b for b in replicas)
         self.replica_count[leaving] -= 1
@@ -131,11 +126,6 @@ class Layout:
         if replicas[0] == leaving:
             self.leader_count[leaving] -= 1
             self.leader_count[arriving] += 1
-
-    def changed_since(self, mark: int = 0) -> dict[TopicPartition, tuple[int, ...] | None]:
-        """Each partition set since `mark` (a length of the journal; 0: since the snapshot) with its replicas at
-        the mark (None: it did not exist then). Its replicas now may be those again."""
-        return {tp: before for tp, before in reversed(self.journal[mark:])}
 
     def remove(self, tp: TopicPartition) -> None:
         self.set(tp, ())

@@ -128,6 +128,7 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
     if caps.known:
         layout.headroom = Headroom(caps, layout)
     policy = replace(policy, fanout={name: t.fanout for name, t in desired.topics.items()})
+    original = dict(layout.replicas)
     work = _Work(snapshot, desired, layout)
     eligible = _eligible_brokers(work)
     rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
@@ -139,22 +140,16 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
     if desired.rebalance and eligible:
         _rebalance(work, eligible, rack_aware)
     reshaped = bool(desired.brokers.decommission or desired.brokers.add or desired.rebalance)
-    scope = None if reshaped else _replicas_changed(layout)
+    scope = None if reshaped else {tp for tp, r in layout.replicas.items()
+                                   if tp in original and r != original[tp] and set(r) != set(original[tp])}
     if scope is None or scope:
         balance_leaders(layout, eligible, scope)
     if work.problems:
         raise PlanningError(work.problems)
-    planned = _assemble(work, policy, eligible)
+    planned = _assemble(work, original, policy, eligible)
     _refuse_overfill(planned, desired.brokers.location if desired.brokers.decommission or desired.brokers.add
                      else None, "raise the capacity's limit, add brokers, or change less at once")
     return planned
-
-
-def _replicas_changed(layout: Layout) -> set[TopicPartition]:
-    """Partitions of the snapshot whose replica set (not only its order) the plan changed."""
-    now = layout.replicas
-    return {tp for tp, before in layout.changed_since().items()
-            if before is not None and tp in now and now[tp] != before and set(now[tp]) != set(before)}
 
 
 def _refuse_overfill(planned: Plan, where: SourceLocation | None, hint: str) -> None:
@@ -211,15 +206,15 @@ def _new_brokers_share(work: _Work, eligible: list[int], rack_aware: bool) -> No
     limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), 0.0)
     work.balance_moves += sum(max(0, limits.lower - counts.get(b, 0)) for b in added)
     work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
-    mark = len(layout.journal)
+    before = dict(layout.replicas)
     balance_replicas(layout, eligible, 0.0, destinations=added, movable=_movable(work), rack_aware=rack_aware)
-    _note_changes(work, mark, "new brokers take their share")
+    _note_changes(work, before, "new brokers take their share")
 
 
 def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> None:
     layout, rebalance = work.layout, work.desired.rebalance
     assert rebalance is not None
-    mark = len(layout.journal)
+    before = dict(layout.replicas)
     goal, tolerance = rebalance.goal, rebalance.tolerance
     if goal == "replicas":
         counts = dict(layout.replica_count)
@@ -229,7 +224,7 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> None:
         balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
     elif goal == "bytes":
         balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
-    _note_changes(work, mark, f"rebalance {goal}")
+    _note_changes(work, before, f"rebalance {goal}")
 
 
 def _movable(work: _Work) -> set[TopicPartition] | None:
@@ -241,12 +236,9 @@ def _movable(work: _Work) -> set[TopicPartition] | None:
     return {tp for tp in work.layout.replicas if tp.topic not in deleted and tp not in work.created}
 
 
-def _note_changes(work: _Work, mark: int, reason: str) -> None:
-    """`reason` for each partition whose replicas differ from those at journal position `mark` (unless it has
-    one already)."""
-    now = work.layout.replicas
-    for tp, before in work.layout.changed_since(mark).items():
-        if tp in now and now[tp] != before:
+def _note_changes(work: _Work, before: dict[TopicPartition, tuple[int, ...]], reason: str) -> None:
+    for tp, replicas in work.layout.replicas.items():
+        if before.get(tp) != replicas:
             work.reason.setdefault(tp, reason)
 
 
@@ -485,11 +477,12 @@ def _shrinks_retention(before: str, after: str) -> bool:
     return 0 <= new < old
 
 
-def _assemble(work: _Work, policy: Policy, eligible: list[int]) -> Plan:
+def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy,
+              eligible: list[int]) -> Plan:
     """The plan from the planned layout: the moves, their batches with throttles and estimates, the election,
     the rollback, the reviewer's warnings and the summary."""
     snapshot, desired = work.snapshot, work.desired
-    moves = tiered.annotate(_moves(work, policy), snapshot, policy.remote)
+    moves = tiered.annotate(_moves(work, original, policy), snapshot, policy.remote)
     rate = policy.throttle if policy.throttle is not None else desired.execution.throttle
     port_rate = policy.port_rate(desired.execution.throttle)
     sized = any(m.bytes for m in moves)
@@ -525,16 +518,14 @@ def _leader(snapshot: Snapshot, tp: TopicPartition) -> int | None:
     return None if part is None else part.leader
 
 
-def _moves(work: _Work, policy: Policy) -> list[Move]:
+def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy) -> list[Move]:
     """A move for every existing partition whose planned replicas differ from its current (or in-flight target)
     ones; partitions being reassigned refuse the plan unless --allow-in-flight."""
     snapshot, layout, desired = work.snapshot, work.layout, work.desired
     moves: list[Move] = []
     in_flight_problems = []
-    # A partition whose layout is its original (the snapshot's current or in-flight target replicas) has no move;
-    # one the plan never set is at its original.
-    changed = layout.changed_since()
-    for tp in sorted(tp for tp, before in changed.items() if before is not None and layout.replicas.get(tp) != before):
+    # A partition whose layout is its original (the snapshot's current or in-flight target replicas) has no move.
+    for tp in sorted(tp for tp, replicas in original.items() if layout.replicas.get(tp) != replicas):
         target = layout.replicas.get(tp)
         part = snapshot.partition(tp)
         if target is None or tp in work.created or part is None:
@@ -693,15 +684,15 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
     if unknown:
         raise PlanningError([Problem(location, f"the proposed assignment contains non-existent broker ids: {unknown}")])
     layout = Layout(snapshot, dict(sizes or {}))
+    original = dict(layout.replicas)
     desired = DesiredState(cluster, snapshot.connect, {}, execution=execution or Execution())
     work = _Work(snapshot, desired, layout)
     for tp, replicas in sorted(targets.items()):
-        added = len(set(replicas) - set(layout.replicas[tp]))
         layout.set(tp, tuple(replicas))
         work.reason[tp] = reason
-        work.forced_moves += added
-        work.forced_bytes += layout.size(tp) * added
-    planned = _assemble(work, policy, sorted(snapshot.live_broker_ids))
+        work.forced_moves += len(set(replicas) - set(original[tp]))
+        work.forced_bytes += layout.size(tp) * len(set(replicas) - set(original[tp]))
+    planned = _assemble(work, original, policy, sorted(snapshot.live_broker_ids))
     _refuse_overfill(planned, location, "move fewer partitions to that broker, or raise the capacity's limit "
                                         "(--capacity, or the inventory's capacity) if the broker really has the room")
     return planned
