@@ -18,6 +18,7 @@ from kops.zk_layout.codecs import (
     partition_state,
     topics,
 )
+from tests.examples import examples
 
 DECODERS = [
     lambda d, p: brokers.decode_broker(1, d, p),
@@ -53,13 +54,13 @@ def _check(data: bytes) -> None:
             assert exc.path == "/some/znode" and exc.problem
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.binary(max_size=200))
 def test_random_bytes(data: bytes) -> None:
     _check(data)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(json_values)
 def test_random_json_shapes(value) -> None:
     _check(json.dumps(value).encode())

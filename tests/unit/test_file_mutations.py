@@ -5,6 +5,7 @@ reads a file it can act on safely. Never a traceback (issue: every file kops rea
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,13 @@ from kops.planner.planner import PlanningError
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import read_sizes
 from tests.builders import declare, td
+from tests.examples import examples
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 PLANS = sorted(GOLDEN.glob("*/expected-plan.json"))
 SNAPSHOTS = sorted(GOLDEN.glob("*/snapshot.json"))
 SIZES = sorted(GOLDEN.glob("*/sizes.json"))
-EXAMPLES = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CLI_EXAMPLES = settings(max_examples=100, deadline=None,
                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 REPLACEMENTS = [None, True, False, 0, -1, 1.5, -(2**70), 2**70, "", "x", [], {}, [1, 2], {"a": 1}]
@@ -65,17 +67,25 @@ def records_of_real_plans() -> list[bytes]:
 RECORDS = records_of_real_plans()
 
 
+@functools.cache
+def _original(chosen: Path | bytes) -> tuple[str, list[tuple[Any, ...]]]:
+    """A file's text and its locations, read once (each example damages a fresh parse of the text)."""
+    text = chosen.read_text() if isinstance(chosen, Path) else chosen.decode()
+    lines = text.count("\n") > 1 and not text.lstrip().startswith("{\n")
+    return text, [] if lines else paths_of(json.loads(text))
+
+
 @st.composite
 def mutated(draw: st.DrawFn, files: list[Path] | list[bytes]) -> bytes:
     chosen = draw(st.sampled_from(files))
-    text = chosen.read_text() if isinstance(chosen, Path) else chosen.decode()
+    text, paths = _original(chosen)
     if text.count("\n") > 1 and not text.lstrip().startswith("{\n"):  # JSON lines: damage one row
         return _damaged_row(draw, text)
     doc = json.loads(text)
     how = draw(st.sampled_from(["replace", "remove", "empty", "truncate"]))
     if how == "truncate":
         return text.encode()[: draw(st.integers(0, len(text) - 1))]
-    where = draw(st.sampled_from(paths_of(doc)))
+    where = draw(st.sampled_from(paths))
     parent = doc
     for step in where[:-1]:
         parent = parent[step]
@@ -145,8 +155,7 @@ def test_a_damaged_execution_record_is_one_line_or_a_record_kops_can_resume(data
 @given(mutated(SIZES))
 def test_a_damaged_sizes_summary_is_one_line_naming_the_row_or_sizes_kops_can_use(
         tmp_path_factory, data: bytes) -> None:
-    path = tmp_path_factory.mktemp("sizes") / "part-0.json"
-    path.write_bytes(data)
+    path = _damaged_file(tmp_path_factory, "sizes", "part-0.json", data)
     try:
         sizes = read_sizes(path)
     except KopsError as exc:
@@ -159,8 +168,7 @@ def test_a_damaged_sizes_summary_is_one_line_naming_the_row_or_sizes_kops_can_us
 @given(data=mutated(PLANS))
 def test_kops_apply_dry_run_on_a_damaged_plan_exits_1_with_one_line(tmp_path_factory, capsys, data: bytes) -> None:
     assume(_refused(lambda d, w: plan_format.loads(d, w, accept_edited=True), data))
-    path = tmp_path_factory.mktemp("plan") / "plan.json"
-    path.write_bytes(data)
+    path = _damaged_file(tmp_path_factory, "cli-plan", "plan.json", data)
     assert main(["apply", "--dry-run", "--accept-edited-plan", str(path), "-z", "127.0.0.1:1"]) == 1
     _one_line(capsys, path)
 
@@ -169,22 +177,32 @@ def test_kops_apply_dry_run_on_a_damaged_plan_exits_1_with_one_line(tmp_path_fac
 @given(data=mutated(SNAPSHOTS))
 def test_kops_plan_on_a_damaged_snapshot_exits_1_with_one_line(tmp_path_factory, capsys, data: bytes) -> None:
     assume(_refused(snapshot_format.loads, data))
-    folder = tmp_path_factory.mktemp("snap")
-    (folder / "snapshot.json").write_bytes(data)
+    path = _damaged_file(tmp_path_factory, "cli-snapshot", "snapshot.json", data)
     golden = GOLDEN / "decommission"
     assert main(["plan", str(golden / "playbook.yml"), "-i", str(golden / "inventory.yml"),
-                 "--snapshot", str(folder / "snapshot.json")]) == 1
-    _one_line(capsys, folder / "snapshot.json")
+                 "--snapshot", str(path)]) == 1
+    _one_line(capsys, path)
 
 
 @CLI_EXAMPLES
 @given(data=mutated(SIZES))
 def test_kops_sizes_show_on_a_damaged_summary_exits_1_with_one_line(tmp_path_factory, capsys, data: bytes) -> None:
-    path = tmp_path_factory.mktemp("sizes") / "sizes.json"
-    path.write_bytes(data)
+    path = _damaged_file(tmp_path_factory, "cli-sizes", "sizes.json", data)
     assume(_refused(lambda _data, _where: read_sizes(path), data))
     assert main(["sizes", "show", str(path)]) == 1
     _one_line(capsys, path)
+
+
+def _damaged_file(factory: Any, test: str, name: str, data: bytes) -> Path:
+    """`data` as a new file at the same path for each example of a test. One folder per test, not per example:
+    thousands of folders cost their making and a later run's clean-up; and a new file, not one rewritten in
+    place, which ext4 flushes when it is closed (auto_da_alloc: 3 ms each)."""
+    folder = factory.getbasetemp() / f"damaged-{test}"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.unlink(missing_ok=True)
+    path.write_bytes(data)
+    return path
 
 
 def _refused(load: Any, data: bytes) -> bool:
