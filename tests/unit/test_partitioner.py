@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kops.model.partitioner import key_shares, linear_bucket, murmur2, partition_for
+from tests.examples import examples
 
 
 def signed(value: int) -> int:
@@ -39,7 +40,7 @@ hashes = st.binary(min_size=4 * 48, max_size=4 * 398).map(
     lambda raw: [0, 0x7FFFFFFF, *(int.from_bytes(raw[i:i + 4], "big") & 0x7FFFFFFF for i in range(0, len(raw) - 3, 4))])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(counts, hashes)
 def test_each_new_partition_splits_exactly_one_existing_partition(nu: tuple[int, int], values: list[int]) -> None:
     n, u = nu
@@ -50,7 +51,7 @@ def test_each_new_partition_splits_exactly_one_existing_partition(nu: tuple[int,
     assert all(0 <= new <= u for _old, new in moves)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(counts, hashes)
 def test_deleting_the_last_partition_folds_it_into_one_and_moves_nothing_else(
         nu: tuple[int, int], values: list[int]) -> None:
