@@ -79,7 +79,8 @@ def _json_file(path: Path, sizes: Sizes) -> None:
         doc = json.loads(text)  # one document: the short form, or a file of one row
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data" and "\n{" not in text.strip():  # not JSON lines either: say where it breaks
-            raise DocumentError(f"not JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
+            raise DocumentError(f"not JSON: {exc.msg}", where=f"{path}:{exc.lineno}",
+                                hint="a summary is JSON lines, or one JSON object of topic-partition: bytes") from None
         doc = None
     if isinstance(doc, dict):
         if "topic" in doc:
@@ -126,9 +127,11 @@ def read_sizes(path: Path) -> Sizes:
             else:
                 _json_file(file, sizes)
     except UnicodeDecodeError:
-        raise DocumentError("not UTF-8 text", where=str(files[len(sizes.files) - 1])) from None
+        raise DocumentError("not UTF-8 text", where=str(files[len(sizes.files) - 1]),
+                            hint="a summary is JSON (UTF-8) or Parquet: is this file part of one?") from None
     if not sizes.bytes:
-        raise DocumentError("no partition sizes found", where=str(path))
+        raise DocumentError("no partition sizes found", where=str(path),
+                            hint="name the folder kops sizes summarize --out wrote, or a file of its rows")
     return sizes
 
 

@@ -165,3 +165,14 @@ def test_a_file_of_one_row_may_be_pretty_printed_and_an_empty_part_file_holds_no
     (tmp_path / "part-0.json").write_text(json.dumps({"topic": "a", "partition": 0, "bytes": 10}, indent=2))
     (tmp_path / "part-1.json").write_text("")
     assert read_sizes(tmp_path).bytes == {A0: 10}
+
+
+def test_a_file_that_is_not_a_summary_says_what_one_is(tmp_path: Path) -> None:
+    (tmp_path / "notes.json").write_text('{"topic": ')
+    assert "not JSON" in _refused(tmp_path / "notes.json") and "JSON lines" in _refused(tmp_path / "notes.json")
+    (tmp_path / "notes.json").write_bytes(b"\xff\xfe")
+    assert "not UTF-8 text" in _refused(tmp_path / "notes.json")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "part-0.json").write_text("")
+    assert "no partition sizes found" in _refused(empty) and "kops sizes summarize" in _refused(empty)
