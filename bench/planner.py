@@ -6,10 +6,11 @@ Scenarios: decommission 2% of the brokers (10 of 500, 20 of 1,000); add 4% (20, 
 building + planning), moves_ratio and bytes_ratio (moves and bytes over the lower bound),
 max_leaders_per_broker against ceil(P/B) + 1 (`max_leaders_over_ideal` = the excess over ceil(P/B)), the
 spread of replicas per broker, the time to save and load the snapshot and the plan as files (kops-snapshot/1,
-kops-plan/2, through the format declarations, as `kops plan --snapshot` and `kops apply` do), and in the same
-run `baseline_moves_ratio`: what kafka-reassign-partitions.sh --generate would do (every topic placed from
-scratch, round-robin from a random start index, as AdminUtils.assignReplicasToBrokers) measured against the
-same lower bound.
+kops-plan/2, through the format declarations, as `kops plan --snapshot` and `kops apply` do) and the plan file's
+sha256 (`plan_sha256`, its first 16 hex digits: a faster planner must write the same bytes), and in the same run
+`baseline_moves_ratio`: what kafka-reassign-partitions.sh --generate would do (every topic placed from scratch,
+round-robin from a random start index, as AdminUtils.assignReplicasToBrokers) measured against the same lower
+bound.
 Targets (issue 6, 200,000 partitions): plan_seconds <= 20, peak_rss_mb <= 2048, moves_ratio <= 1.02, replicas
 per broker within ±1 of the mean after add/decommission, max_leaders_per_broker <= ceil(P/B) + 1.
 Targets (issue 18, a million): plan_seconds <= 60, peak_rss_mb <= 4096, moves_ratio <= 1.02,
@@ -21,6 +22,7 @@ Usage: python bench/planner.py [--partitions 200000] [--brokers 500] [--racks 10
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import random
@@ -124,9 +126,10 @@ def generate_baseline(snap: Snapshot, eligible: list[int], seed: int = 11) -> in
     return moves
 
 
-def file_seconds(snap: Snapshot, result: Plan) -> dict[str, float]:
-    """Saving and loading the snapshot and the plan as kops's files (validated through their declarations)."""
-    timed: dict[str, float] = {}
+def file_seconds(snap: Snapshot, result: Plan) -> dict[str, float | str]:
+    """Saving and loading the snapshot and the plan as kops's files (validated through their declarations), and
+    the plan file's sha256 (its first 16 hex digits): a faster planner must give the same bytes."""
+    timed: dict[str, float | str] = {}
     for name, module, value in (("snapshot", snapshot_format, snap), ("plan", plan_format, result)):
         started = time.perf_counter()
         data = module.dumps(value)  # type: ignore[attr-defined]  # both modules have dumps/loads
@@ -135,6 +138,7 @@ def file_seconds(snap: Snapshot, result: Plan) -> dict[str, float]:
         module.loads(data, f"{name}.json")  # type: ignore[attr-defined]  # both modules have dumps/loads
         timed[f"{name}_load_seconds"] = round(time.perf_counter() - started, 2)
         timed[f"{name}_mb"] = round(len(data) / 2**20, 1)
+    timed["plan_sha256"] = hashlib.sha256(data).hexdigest()[:16]
     return timed
 
 
