@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from kops.model.partitions import TopicPartition
 from kops.planner.budget import Budget
@@ -85,16 +85,18 @@ class _Candidates:
         return items, sizes
 
 
-def _try_move(layout: Layout, source: int, dests: Iterable[int], stack: list[TopicPartition], rack_aware: bool,
-              budget: Budget | None = None) -> bool:
-    """Move the smallest partition of `source` that one of `dests` (tried in order) may take."""
+def _try_move(layout: Layout, source: int, first: int, more: Callable[[], int | None], stack: list[TopicPartition],
+              rack_aware: bool, budget: Budget | None = None) -> bool:
+    """Move the smallest partition of `source` that a destination may take: `first`, then those `more` gives."""
     on_source = layout.by_broker[source]
     while stack and stack[-1] not in on_source:
         stack.pop()
-    for dest in dests:
+    dest: int | None = first
+    while dest is not None:
         for tp in reversed(stack):
             if tp in on_source and _move(layout, tp, source, dest, rack_aware, budget):
                 return True
+        dest = more()
     return False
 
 
@@ -111,19 +113,21 @@ def _move(layout: Layout, tp: TopicPartition, source: int, dest: int, rack_aware
     return True
 
 
-def _lightest_current(dests: list[tuple[int, int, int]], count: dict[int, int], load: dict[int, int],
-                      taken: list[int]) -> Iterator[int]:
-    """The lightest destinations, popped off their heap only as the step asks for them (most steps use the
-    first), at most DESTINATIONS_TRIED; each is appended to `taken` for the caller to push back. An entry whose
-    count is current is current in bytes too (a broker gains only after its entry is popped), so the entries
-    left unpopped need no refresh."""
+def _next_open(dests: list[tuple[int, int, int]], count: dict[int, int], load: dict[int, int], taken: list[int],
+               source: int, upper: int) -> int | None:
+    """The next lightest destination below `upper` that is not `source`, popped off its heap only when a step asks
+    for it (most steps use the first); each current entry popped joins `taken`, at most DESTINATIONS_TRIED, for
+    the caller to push back. An entry whose count is current is current in bytes too (a broker gains only after
+    its entry is popped), so entries left unpopped need no refresh."""
     while dests and len(taken) < DESTINATIONS_TRIED:
         c, _, d = heapq.heappop(dests)
         if c != count[d]:
             heapq.heappush(dests, (count[d], load[d], d))
             continue
         taken.append(d)
-        yield d
+        if c < upper and d != source:
+            return d
+    return None
 
 
 def balance_replicas(
@@ -156,15 +160,13 @@ def balance_replicas(
             push(sources, (-count[source], source))
             continue
         taken: list[int] = []
-        open_dests = (d for d in _lightest_current(dests, count, load, taken)
-                      if count[d] < limits.upper and d != source)
-        first = next(open_dests, None)
+        more = partial(_next_open, dests, count, load, taken, source, limits.upper)
+        first = more()
         need_out = count[source] > limits.upper
         need_in = first is not None and count[first] < limits.lower and count[source] > limits.lower
         if not (need_out or need_in):
             break
-        if first is not None and _try_move(layout, source, itertools.chain((first,), open_dests),
-                                           candidates.stack(source), rack_aware, budget):
+        if first is not None and _try_move(layout, source, first, more, candidates.stack(source), rack_aware, budget):
             moved += 1
             push(sources, (-count[source], source))
         else:
