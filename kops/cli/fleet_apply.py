@@ -212,22 +212,21 @@ def _run_one(member: _Member, run: FleetRun, controls: Controls, execute: Callab
                          outcome.record.id, plan.summary.moves, plan.summary.bytes, time.monotonic() - started)
 
 
-class _Meter:
+class Meter:
     """The fleet's progress (kops/fleet/progress.py): fed by every running cluster's events, a `fleet:` line (a
-    `fleet_progress` event) every few seconds and as each cluster ends: clusters finished, which run, bytes
-    copied of all and the fleet's ETA."""
+    `fleet_progress` event) every `every` seconds and as each cluster ends: clusters finished, which run, bytes
+    copied of all and the fleet's ETA. `batches`: the clusters to run, `serial` at a time."""
 
-    def __init__(self, batches: list[list[_Member]], output_format: OutputFormat, every: float = 5.0) -> None:
-        self.batches = [[m.plan.cluster for m in batch] for batch in batches]
-        self.planned = {m.plan.cluster: progress.Planned(m.plan.summary.bytes, m.plan.summary.estimated_seconds)
-                        for batch in batches for m in batch}
+    def __init__(self, batches: list[list[str]], planned: dict[str, progress.Planned], output_format: OutputFormat,
+                 every: float = 5.0) -> None:
+        self.batches, self.planned = batches, planned
         self.seen: dict[str, progress.Seen] = {}
         self.finished: set[str] = set()
         self.output_format, self.every = output_format, every
         self._last = time.monotonic()
         self._lock = threading.Lock()
 
-    def observer(self, cluster: str, book: _Book) -> Callable[[Event], None]:
+    def observer(self, cluster: str, fleet: Callable[[], FleetRecord]) -> Callable[[Event], None]:
         def observe(event: Event) -> None:
             match event:
                 case BatchProgressed():
@@ -243,7 +242,7 @@ class _Meter:
                 if due:
                     self._last = time.monotonic()
             if due:
-                self.say(book.fleet, None)
+                self.say(fleet(), None)
 
         return observe
 
@@ -298,7 +297,9 @@ def apply_fleet(run: FleetRun, action: Action, stall: Callable[[Plan], float],
     book = _Book(book_path, fleet)
     ended: dict[str, ClusterResult] = {}
     batches = schedule.batches(todo, fleet.serial)
-    meter = _Meter(batches, run.output_format)
+    meter = Meter([[m.plan.cluster for m in batch] for batch in batches], {
+        m.plan.cluster: progress.Planned(m.plan.summary.bytes, m.plan.summary.estimated_seconds) for m in todo},
+        run.output_format)
 
     def one(member: _Member) -> ClusterResult:
         resume = record.resume_mode(member.entry) == "resume"
@@ -307,7 +308,7 @@ def apply_fleet(run: FleetRun, action: Action, stall: Callable[[Plan], float],
         else:
             book.update(lambda f: f.with_entry(replace(f.entry(member.plan.cluster), status=results.RUNNING)))
             result = _run_one(member, run, controls, action(member.plan, member.path, member.entry.digest, resume),
-                              stall(member.plan), meter.observer(member.plan.cluster, book))
+                              stall(member.plan), meter.observer(member.plan.cluster, lambda: book.fleet))
         book.update(lambda f: f.ended(result))
         meter.say(book.fleet, result)
         return result

@@ -3,16 +3,34 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kops.cli import console
+from kops.cli.connection import Connection
 from kops.cli.fleet import failed
 from kops.cli.fleet_apply import FleetRun, apply_fleet, executing
 from kops.errors import ExitCode, UsageError
-from kops.fleet import record, results, schedule
+from kops.fleet import record, results, schedule, selection
 from kops.fleet.results import ClusterResult
 from kops.model.plan import Plan, Rolling
+
+
+def default_folder(connection: Connection, inventory: Path | None, limit: str | None, out: Path | None,
+                   state_dir: Path) -> Path | None:
+    """Several clusters selected without --out-dir: a folder of their own under the state folder, stamped, so
+    cron's runs never share one; None for one cluster, or when -o names one cluster's file."""
+    if out is not None or inventory is None or connection.given:
+        return None
+    count = len(selection.select(inventory, limit))
+    if count < 2:
+        return None
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = state_dir / f"fleet-{re.sub(r'[^A-Za-z0-9_.-]', '_', limit or 'all')}-{stamp}"
+    console.info(f"{count} clusters selected: their plans go to {folder}")
+    return folder
 
 
 def check_fleet_options(out_dir: Path | None, apply_now: bool, serial: str | None, max_fail_percentage: float) -> None:

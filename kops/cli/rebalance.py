@@ -32,7 +32,7 @@ from kops.cli.connection import Address, Connection, connection_options, invento
 from kops.cli.execution import load_plan
 from kops.cli.fleet import failed, for_each_member, print_recap
 from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial
-from kops.cli.fleet_rebalance import apply_rebalanced, check_fleet_options
+from kops.cli.fleet_rebalance import apply_rebalanced, check_fleet_options, default_folder
 from kops.cli.healing import Heal, HealAfter, HealMaxBrokers, heal_of, note_absences, verdict
 from kops.cli.options import CapacityFile, Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
 from kops.cli.plan import render_text
@@ -163,6 +163,7 @@ def rebalance(
     healing_options = heal_of(heal_after, heal_max_brokers)
     if out_dir is not None and healing_options is not None:
         raise UsageError("--heal-after heals one cluster at a time", hint="drop --out-dir, or --heal-after")
+    out_dir = out_dir or default_folder(connection, inventory, limit, out, _state_dir())
     check_fleet_options(out_dir, apply_now, serial, max_fail_percentage)
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)

@@ -194,22 +194,9 @@ def test_ctrl_c_stops_the_fleet_at_a_checkpoint_and_resume_finishes_it(
     finishes the fleet. One partition a batch and a slow throttle keep the first cluster's batch in flight."""
     topic, first, second = "fleet-signal", kafka4.bootstrap, kafka39.bootstrap
     assert first and second
-    inventory = _fleet_of_two(tmp_path, kafka4, kafka39, topic,
-                              "  execution:\n    throttle: 256KiB/s\n    batch: {max_partitions: 1}\n")
-    plans = tmp_path / "plans"
-    applying = subprocess.Popen([sys.executable, "-m", "kops.cli.main", "apply", str(plans), "-i", str(inventory),
-                                 "--serial", "1", "--yes", "--poll", "0.2", "--format", "json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_in_flight(first, applying)
+    inventory, plans, applying = _applying(tmp_path, kafka4, kafka39, topic)
     applying.send_signal(signal.SIGINT)
-    out, err = applying.communicate(timeout=180)
-    assert applying.returncode == 3, err
-    record = json.loads((plans / "fleet.json").read_text())
-    assert [(c["status"], bool(c["execution"])) for c in record["clusters"]] == [("stopped", True), ("pending", False)]
-    assert json.loads(out.strip().splitlines()[-1])["total"]["skipped"] == 1
-    moved = _replicas(first, topic)
-    assert moved != TARGET and any(moved[p] == TARGET[p] for p in TARGET), moved  # a batch done, one not
-    assert _replicas(second, topic) == ORIGINAL  # the second never started
+    _stopped_first(applying, plans, (first, second), topic)
 
     capsys.readouterr()
     assert main(["status", str(plans), "-i", str(inventory), "--format", "json"]) == 0
@@ -224,6 +211,51 @@ def test_ctrl_c_stops_the_fleet_at_a_checkpoint_and_resume_finishes_it(
     wait_until(lambda: _replicas(first, topic) == TARGET, timeout=60, what="Kafka 4 at the targets")
     wait_until(lambda: _replicas(second, topic) == TARGET, timeout=60, what="Kafka 3.9 at the targets")
     assert [c["status"] for c in json.loads((plans / "fleet.json").read_text())["clusters"]] == ["changed"] * 2
+
+
+def _applying(tmp_path: Path, kafka4: EngineLab, kafka39: EngineLab, topic: str,
+              *options: str) -> tuple[Path, Path, subprocess.Popen]:
+    """`kops apply DIR --serial 1` of the two clusters running in the background, the first's batch in flight (one
+    partition a batch and a slow throttle keep it there): the inventory, the folder and the process."""
+    inventory = _fleet_of_two(tmp_path, kafka4, kafka39, topic,
+                              "  execution:\n    throttle: 256KiB/s\n    batch: {max_partitions: 1}\n")
+    plans = tmp_path / "plans"
+    applying = subprocess.Popen([sys.executable, "-m", "kops.cli.main", "apply", str(plans), "-i", str(inventory),
+                                 "--serial", "1", "--yes", "--poll", "0.2", "--format", "json", *options],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert kafka4.bootstrap
+    wait_in_flight(kafka4.bootstrap, applying)
+    return inventory, plans, applying
+
+
+def _stopped_first(applying: subprocess.Popen, plans: Path, bootstraps: tuple[str, str], topic: str) -> None:
+    """The fleet stopped: exit 3, the first cluster stopped at a checkpoint (a batch done, one not) with its
+    execution in the record, the second never started."""
+    out, err = applying.communicate(timeout=180)
+    assert applying.returncode == 3, err
+    record = json.loads((plans / "fleet.json").read_text())
+    assert [(c["status"], bool(c["execution"])) for c in record["clusters"]] == [("stopped", True), ("pending", False)]
+    assert json.loads(out.strip().splitlines()[-1])["total"]["skipped"] == 1
+    moved = _replicas(bootstraps[0], topic)
+    assert moved != TARGET and any(moved[p] == TARGET[p] for p in TARGET), moved
+    assert _replicas(bootstraps[1], topic) == ORIGINAL
+
+
+def test_cancel_of_a_fleet_stops_its_running_cluster_and_starts_no_other(
+        tmp_path: Path, kafka4: EngineLab, kafka39: EngineLab, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kops cancel DIR` while `kops apply DIR` runs: the running cluster stops at its checkpoint, and the fleet
+    starts no further cluster though --max-fail-percentage 50 would have let it; `--resume` finishes both."""
+    topic, first, second = "fleet-cancel", kafka4.bootstrap, kafka39.bootstrap
+    assert first and second
+    inventory, plans, applying = _applying(tmp_path, kafka4, kafka39, topic, "--max-fail-percentage", "50")
+    assert main(["cancel", str(plans), "-i", str(inventory)]) == 0, capsys.readouterr()
+    assert "a-kafka4: asked execution" in capsys.readouterr().err
+    _stopped_first(applying, plans, (first, second), topic)
+    assert main(["apply", str(plans), "-i", str(inventory), "--yes", "--poll", "0.2", "--resume",
+                 "--throttle", "20MiB/s"]) == 0, capsys.readouterr()
+    assert not (plans / "fleet.cancel").exists()
+    wait_until(lambda: _replicas(first, topic) == TARGET, timeout=60, what="Kafka 4 at the targets")
+    wait_until(lambda: _replicas(second, topic) == TARGET, timeout=60, what="Kafka 3.9 at the targets")
 
 
 def test_serial_2_runs_both_clusters_at_once(tmp_path: Path, kafka4: EngineLab, kafka39: EngineLab,

@@ -417,3 +417,39 @@ def test_the_fleet_eta_adds_each_batch_s_slowest_cluster() -> None:
     assert bytes_done(planned, seen, {"a"}) == (2000, 7000)
     seen["b"] = Seen(4000, 0, None, None)  # b has no rate yet: the fleet's ETA is unknown, not a guess
     assert fleet_eta(batches, planned, seen, set()) is None
+
+
+def test_the_fleet_line_says_what_ended_what_runs_the_bytes_and_the_eta(capsys: pytest.CaptureFixture[str]) -> None:
+    from kops.cli.console import reset
+    from kops.cli.fleet_apply import Meter
+    from kops.cli.options import OutputFormat
+    from kops.executor.events import BatchProgressed
+    from kops.fleet.progress import Planned
+
+    reset()
+    planned = {"a": Planned(1024, 10.0), "b": Planned(4096, 40.0)}
+    fleet = record.FleetRecord("apply", 2, 0.0, (record.Entry("a", "a.plan.json", "0" * 16, "changed"),
+                                                 record.Entry("b", "b.plan.json", "0" * 16, "running")))
+    meter = Meter([["a", "b"]], planned, OutputFormat.text, every=0.0)
+    meter.observer("b", lambda: fleet)(BatchProgressed(1, 2, 3, 1, 4096, 1024, 5.0, 100.0, 30.0, 4096, 1024, 30.0))
+    meter.say(fleet, ClusterResult("a", results.CHANGED))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "fleet: 1/2 cluster(s) finished, running: b; 1.0 KiB/5.0 KiB; ETA 30 s"
+    assert lines[1] == "fleet: a changed; 1/2 cluster(s) finished, running: b; 2.0 KiB/5.0 KiB; ETA 30 s"
+    Meter([["a", "b"]], planned, OutputFormat.json).say(fleet, None)
+    event = json.loads(capsys.readouterr().out)
+    assert event == {"event": "fleet_progress", "finished": 1, "clusters": 2, "running": ["b"], "bytes_done": 0,
+                     "bytes_total": 5120, "eta": 40.0}
+
+
+def test_rebalance_of_several_clusters_without_out_dir_gets_a_folder_of_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    inventory = tmp_path / "unreachable.yml"
+    inventory.write_text(UNREACHABLE)
+    assert main(["rebalance", "-i", str(inventory), "-l", "prod", "--connect-timeout", "1", "--apply", "--yes",
+                 "--serial", "1"]) == ExitCode.ERROR
+    captured = capsys.readouterr()
+    assert f"their plans go to {tmp_path / 'state' / 'kops' / 'rebalance' / 'fleet-prod-'}" in captured.err
+    assert "not applying: 2 of 2 cluster(s) could not be planned" in captured.err  # none reached: nothing applied
+    assert "REBALANCE RECAP" in captured.out
