@@ -161,9 +161,9 @@ def rebalance(
     rate = parse_throttle(throttle)
     limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
     healing_options = heal_of(heal_after, heal_max_brokers)
+    out_dir = out_dir or default_folder(connection, inventory, limit, out, _state_dir())
     if out_dir is not None and healing_options is not None:
         raise UsageError("--heal-after heals one cluster at a time", hint="drop --out-dir, or --heal-after")
-    out_dir = out_dir or default_folder(connection, inventory, limit, out, _state_dir())
     check_fleet_options(out_dir, apply_now, serial, max_fail_percentage)
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)

@@ -453,3 +453,5 @@ def test_rebalance_of_several_clusters_without_out_dir_gets_a_folder_of_its_own(
     assert f"their plans go to {tmp_path / 'state' / 'kops' / 'rebalance' / 'fleet-prod-'}" in captured.err
     assert "not applying: 2 of 2 cluster(s) could not be planned" in captured.err  # none reached: nothing applied
     assert "REBALANCE RECAP" in captured.out
+    assert main(["rebalance", "-i", str(inventory), "-l", "prod", "--heal-after", "30m"]) == ExitCode.ERROR
+    assert "--heal-after heals one cluster at a time" in capsys.readouterr().err  # not a fleet folder by default
