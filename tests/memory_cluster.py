@@ -612,6 +612,8 @@ class MemoryRecords:
         """As `__kops` keeps them: `absent/<id>` written once, at the store's time (the driven clock's)."""
         now = int(self.port.kafka.clock.now() * 1000)
         noted = {int(k.partition("/")[2]) for k in self.log if k.startswith("absent/")}
+        if not absent and not noted:
+            return {}, 0
         for broker in sorted(noted - set(absent)):
             self.port.write(f"absence cleared {broker}")
             del self.log[f"absent/{broker}"]

@@ -78,7 +78,7 @@ class RecordStore(Protocol):
     def note_absent(self, absent: Collection[int]) -> tuple[dict[int, int], int]:
         """Note the brokers absent now (one not noted before is first seen now, one noted and not named is
         forgotten); each noted broker's first sighting and the time now, in ms by the store's clock
-        (docs/design/healing.md §1)."""
+        (docs/design/healing.md §1). Nothing absent and nothing noted: nothing written, ({}, 0)."""
 
 
 class Cluster(Protocol):

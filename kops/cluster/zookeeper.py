@@ -307,8 +307,10 @@ class ZkRecords:
     def note_absent(self, absent: Collection[int]) -> tuple[dict[int, int], int]:
         """`/kops/absent/<id>` per absent broker, its ctime the first sighting; `/kops/absent` touched for the
         time now. Both are the ZooKeeper server's clock, so every host agrees however skewed its own."""
-        self.client.ensure_path(paths.KOPS_ABSENT)
         noted = {int(c) for c in self.client.children(paths.KOPS_ABSENT) or [] if c.isdigit()}
+        if not absent and not noted:
+            return {}, 0  # a healthy cluster: nothing to write
+        self.client.ensure_path(paths.KOPS_ABSENT)
         for broker in sorted(noted - set(absent)):
             with contextlib.suppress(NodeMissing):
                 self.client.delete(f"{paths.KOPS_ABSENT}/{broker}")

@@ -39,6 +39,8 @@ def plan_batch_throttles(record: ExecutionRecord, moves: list[Move], snapshot: S
         _remember(record, entity_key("topics", topic), values, config_of("topics", topic))
         wanted[entity_key("topics", topic)] = values
     for broker, values in throttle.brokers.items():
+        if broker not in snapshot.live_broker_ids:
+            continue  # an absent replica a healing drops (docs/design/healing.md) sends nothing; none would answer
         _remember(record, entity_key("brokers", str(broker)), values, config_of("brokers", str(broker)))
         wanted[entity_key("brokers", str(broker))] = values
     return wanted

@@ -1,9 +1,11 @@
-"""`kops rebalance --heal-after` on a broker killed for real (issue 38, docs/design/healing.md), on the kops engine
-and real Kafka 3.9: a first run sees the broker absent but not long enough and moves nothing; a second run, in
-another process with no local state in common, heals it once the duration has passed (the first sighting is kept
-in ZooKeeper, `/kops/absent/<id>`); every partition is back at its replication factor and in sync, as Kafka itself
-reports; a rollback while the broker is still gone is refused; the broker started again gets nothing back, and
-the next run forgets it."""
+"""`kops rebalance --heal-after` on a broker killed for real (issue 38, docs/design/healing.md): a first run sees
+the broker absent but not long enough and moves nothing; a second run, in another process with no local state in
+common, heals it once the duration has passed (the first sighting is kept in the cluster: `/kops/absent/<id>`
+through ZooKeeper, `absent/<id>` in `__kops` through the Admin API); every partition is back at its replication
+factor and in sync, as Kafka itself reports; a rollback while the broker is still gone is refused; the broker
+started again gets nothing back, and the next run forgets it. Through ZooKeeper on the kops engine and real Kafka
+3.9 (`engine_lab`); through the Admin API on real Kafka 4 (and 3.9) under acks=all produce load, no acknowledged
+record lost (`admin_cluster`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +24,8 @@ from kops.cli.main import main
 from kops.zk_layout import paths
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
+from tests.delivery import SequenceProducer, compare, read_back
+from tests.engines import EngineLab
 from tests.integration.test_executor import judged, layout
 from tests.labtools import wait_until
 from tests.unit.test_run_metrics import only, parsed
@@ -28,6 +34,9 @@ pytestmark = pytest.mark.lab
 HEAL_AFTER = 6.0  # seconds: the first run sees the broker gone a moment ago, the second waits past it
 # Replication factor 2 over brokers 1-4; broker 4 holds a replica of half the partitions, leading two of them.
 SPREAD = {"heal": {0: (4, 1), 1: (1, 4), 2: (2, 3), 3: (4, 2), 4: (3, 4), 5: (1, 2)}}
+# Through the Admin API: replication factor 3, min.insync.replicas 2, so acks=all writes go on without broker 4.
+LEDGER = {0: [4, 1, 2], 1: [1, 4, 3], 2: [2, 3, 4], 3: [3, 4, 1], 4: [1, 2, 3], 5: [2, 3, 1]}
+Layouts = dict[str, dict[int, tuple[int, ...]]]
 
 
 def summary(out: str) -> dict:
@@ -40,9 +49,60 @@ def healing_metrics(prom: Path) -> tuple[float, float, float]:
             only(metrics["kops_last_run_brokers_healed"]))
 
 
+def first_run_waits(args: list[str], tmp_path: Path, capsys: Any) -> None:
+    """Broker 4 absent a moment, not long enough: refused (exit 3), said how long; its first sighting is kept."""
+    assert main([*args, "-o", str(tmp_path / "first.json")]) == 3
+    captured = capsys.readouterr()
+    doc = summary(captured.out)
+    assert doc["status"] == "refused" and doc["healed"] == [] and [a["broker"] for a in doc["absent"]] == [4]
+    assert doc["absent"][0]["seconds"] < HEAL_AFTER
+    assert f"(heals after {HEAL_AFTER:g} s)" in captured.err
+    assert healing_metrics(Path(args[args.index("--metrics-file") + 1])) == (3, 1, 0)
+
+
+def second_run_heals(args: list[str], tmp_path: Path, before: Layouts, current: Callable[[], Layouts]) -> Layouts:
+    """After the duration, another process with another state folder (another cron host): heals broker 4's
+    partitions only, each back at its replication factor without broker 4. The layout it reached."""
+    time.sleep(HEAL_AFTER)
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "other-host")}
+    done = subprocess.run([sys.executable, "-m", "kops.cli.main", *args, "-o", str(tmp_path / "heal.json")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = summary(done.stdout)
+    assert doc["status"] == "applied" and doc["healed"] == [4] and doc["absent"][0]["seconds"] >= HEAL_AFTER
+    (topic,) = before
+    assert doc["moves"] == sum(4 in r for r in before[topic].values())
+    healed = current()
+    for p, replicas in healed[topic].items():
+        assert 4 not in replicas and len(replicas) == len(before[topic][p]), (p, replicas)
+        if 4 not in before[topic][p]:
+            assert replicas == before[topic][p]  # only broker 4's partitions moved
+    assert healing_metrics(Path(args[args.index("--metrics-file") + 1])) == (0, 1, 1)
+    return healed
+
+
+def rollback_refused_then_forgotten(args: list[str], tmp_path: Path, capsys: Any, restart: Callable[[], None]
+                                    ) -> None:
+    """Undoing the healing while broker 4 is gone is refused, naming it; once it is back, the next run forgets it
+    (nothing to heal, nothing worth balancing above the threshold)."""
+    where = args[1:3]
+    capsys.readouterr()
+    assert main(["rollback", str(tmp_path / "heal.json"), *where, "--yes", "--format", "json"]) == 1
+    assert "back on broker(s) 4, which are not registered" in capsys.readouterr().err
+    restart()
+    assert main([*args, "--min-improvement", "0.9", "-o", str(tmp_path / "third.json")]) == 0
+    doc = summary(capsys.readouterr().out)
+    assert doc["status"] == "noop" and doc["absent"] == [], doc
+    assert healing_metrics(Path(args[args.index("--metrics-file") + 1])) == (0, 0, 0)
+
+
+def rebalance_args(flag: str, where: str, tmp_path: Path) -> list[str]:
+    return ["rebalance", flag, where, "--heal-after", f"{HEAL_AFTER:g}s", "--apply", "--yes", "--format", "json",
+            "--poll", "0.2", "--metrics-file", str(tmp_path / "kops-rebalance.prom")]
+
+
 def test_a_killed_broker_is_healed_only_after_the_duration(engine_lab, tmp_path: Path, capsys) -> None:
     with engine_lab(time_scale=4.0) as cluster, ZkClient(ZkSettings(cluster.zk_connect)) as zk:
-        zk_connect = cluster.zk_connect
         cluster.create_and_fill(zk, SPREAD, 1)
         wait_until(lambda: not read_snapshot(zk).under_replicated(), timeout=60, what="every partition in sync")
         cluster.lab.kill_broker(4)
@@ -50,53 +110,61 @@ def test_a_killed_broker_is_healed_only_after_the_duration(engine_lab, tmp_path:
         wait_until(lambda: not any(4 in p.isr for t in read_snapshot(zk).topics.values()
                                    for p in t.partitions.values()), timeout=60, what="broker 4 out of every ISR")
         before = layout(zk)
-        prom = tmp_path / "kops-rebalance.prom"
-        args = ["rebalance", "-z", zk_connect, "--heal-after", f"{HEAL_AFTER:g}s", "--apply", "--yes",
-                "--format", "json", "--poll", "0.2", "--metrics-file", str(prom)]
+        args = rebalance_args("-z", cluster.zk_connect, tmp_path)
 
-        # First run: broker 4 absent a moment, not long enough: refused, nothing moved; its first sighting kept.
-        assert main([*args, "-o", str(tmp_path / "first.json")]) == 3
-        captured = capsys.readouterr()
-        doc = summary(captured.out)
-        assert doc["status"] == "refused" and doc["healed"] == [] and [a["broker"] for a in doc["absent"]] == [4]
-        assert doc["absent"][0]["seconds"] < HEAL_AFTER
-        assert f"(heals after {HEAL_AFTER:g} s)" in captured.err
+        first_run_waits(args, tmp_path, capsys)
         assert layout(zk) == before and zk.exists(f"{paths.KOPS_ABSENT}/4") is not None
-        assert healing_metrics(prom) == (3, 1, 0)
-
-        # Second run, after the duration, in another process with another state folder: heals.
-        time.sleep(HEAL_AFTER)
-        plan_file = tmp_path / "heal.json"
-        env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "other-host")}
-        done = subprocess.run([sys.executable, "-m", "kops.cli.main", *args, "-o", str(plan_file)], env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-        doc = summary(done.stdout)
-        assert doc["status"] == "applied" and doc["healed"] == [4] and doc["absent"][0]["seconds"] >= HEAL_AFTER
-        assert doc["moves"] == sum(4 in r for r in before["heal"].values())
-        healed = layout(zk)
-        for p, replicas in healed["heal"].items():
-            assert 4 not in replicas and len(replicas) == 2, (p, replicas)
-            if 4 not in before["heal"][p]:
-                assert replicas == before["heal"][p]  # only broker 4's partitions moved
-        assert judged(cluster, zk, healed)  # Kafka's own metadata agrees
+        healed = second_run_heals(args, tmp_path, before, lambda: layout(zk))
+        assert judged(cluster, zk, healed)  # on real Kafka, its own metadata agrees
         wait_until(lambda: not read_snapshot(zk).under_replicated(), timeout=120, what="every partition in sync")
-        assert healing_metrics(prom) == (0, 1, 1)
 
-        # Undoing the healing while broker 4 is still gone is refused, naming it: it could never finish.
-        capsys.readouterr()
-        assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json"]) == 1
-        assert "back on broker(s) 4, which are not registered" in capsys.readouterr().err
-        assert layout(zk) == healed
+        def restart() -> None:
+            cluster.lab.start_broker(4)
+            wait_until(lambda: 4 in read_snapshot(zk).live_broker_ids, timeout=90, what="broker 4 back")
 
-        # Broker 4 back: it gets nothing back, and the next run forgets it (nothing to heal, nothing to balance
-        # above the threshold).
-        cluster.lab.start_broker(4)
-        wait_until(lambda: 4 in read_snapshot(zk).live_broker_ids, timeout=90, what="broker 4 registered again")
-        capsys.readouterr()
-        code = main([*args[:-2], "--metrics-file", str(prom), "--min-improvement", "0.9",
-                     "-o", str(tmp_path / "third.json")])
-        doc = summary(capsys.readouterr().out)
-        assert code == 0 and doc["status"] == "noop" and doc["absent"] == [], doc
-        assert layout(zk) == healed and zk.exists(f"{paths.KOPS_ABSENT}/4") is None
-        assert healing_metrics(prom) == (0, 0, 0)
+        rollback_refused_then_forgotten(args, tmp_path, capsys, restart)
+        assert layout(zk) == healed and zk.exists(f"{paths.KOPS_ABSENT}/4") is None  # broker 4 got nothing back
+
+
+def test_through_the_admin_api_under_produce_load_no_acknowledged_record_is_lost(admin_cluster: EngineLab,
+                                                                                 tmp_path: Path, capsys) -> None:
+    from kops.lab.kafka_client import first_answer, live_brokers
+    from kops.lab.kafka_client import layout as kafka_layout
+
+    bootstrap = admin_cluster.bootstrap
+    assert bootstrap is not None
+
+    def replicas() -> Layouts:
+        rows = kafka_layout(bootstrap).get("ledger", {})
+        return {"ledger": {p: tuple(row["replicas"]) for p, row in rows.items()}}  # type: ignore[call-overload]
+
+    first_answer(bootstrap, lambda c: c.create_topics(
+        {"ledger": {"assignments": LEDGER, "configs": {"min.insync.replicas": "2"}}}))
+    wait_until(lambda: len(kafka_layout(bootstrap).get("ledger", {})) == 6
+               and all(row["leader"] != -1 for row in kafka_layout(bootstrap)["ledger"].values()),
+               what="every leader elected")
+    producer = SequenceProducer(bootstrap, "ledger", 6, rate=300).start()
+    wait_until(lambda: producer.acks.count > 200, timeout=60, what="records acknowledged before the kill")
+    admin_cluster.lab.kill_broker(4)
+    wait_until(lambda: 4 not in (live_brokers(bootstrap) or {4}), timeout=90, what="broker 4 gone")
+    wait_until(lambda: not any(4 in row["isr"] for row in kafka_layout(bootstrap)["ledger"].values()),
+               timeout=90, what="broker 4 out of every ISR")
+    before = replicas()
+    args = rebalance_args("-b", bootstrap, tmp_path)
+
+    first_run_waits(args, tmp_path, capsys)
+    assert replicas() == before
+    second_run_heals(args, tmp_path, before, replicas)
+    wait_until(lambda: all(set(row["isr"]) == set(row["replicas"])
+                           for row in kafka_layout(bootstrap)["ledger"].values()), timeout=120, what="full ISR")
+    acks = producer.stop()
+    verdict = compare(acks, read_back(bootstrap, "ledger", 6))
+    assert verdict.acknowledged > 200 and verdict.lost == 0 and verdict.out_of_order == 0, verdict
+
+    def restart() -> None:
+        admin_cluster.lab.start_broker(4)
+        wait_until(lambda: 4 in (live_brokers(bootstrap) or set()), timeout=120, what="broker 4 back")
+
+    healed = replicas()
+    rollback_refused_then_forgotten(args, tmp_path, capsys, restart)
+    assert replicas() == healed  # broker 4 got nothing back

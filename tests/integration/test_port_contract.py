@@ -286,6 +286,8 @@ def test_absences_are_noted_once_by_the_store_s_clock_and_forgotten_when_back(po
     assert again[7] == first[7] and later - first[7] >= 1000 and first[7] < again[8] <= later
     assert store.note_absent([8])[0] == {8: again[8]}  # 7 is back: forgotten
     assert other.note_absent([7])[0][7] > first[7]  # gone again: a new first sighting
+    assert store.note_absent([])[0] == {}  # all back: forgotten
+    assert store.note_absent([]) == ({}, 0)  # nothing absent, nothing noted: nothing written
 
 
 def test_one_lock_holder_at_a_time(port_cluster: Side) -> None:

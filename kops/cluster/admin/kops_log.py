@@ -188,6 +188,8 @@ class LogRecords:
         keeps the one record); `absent-clock` appended for the broker's time now."""
         self.log.refresh()
         noted = {int(k) for k in self.log.keys(ABSENT) if k.isdigit()}
+        if not absent and not noted:
+            return {}, 0  # a healthy cluster: nothing to write
         for broker in sorted(noted - set(absent)):
             self.log.append(f"{ABSENT}{broker}", None)
         for broker in sorted(set(absent) - noted):
