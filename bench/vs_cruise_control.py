@@ -42,8 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.cc_cluster import Cluster, generate, read_assignment, write_cruise_control, write_kops  # noqa: E402
-from bench.cc_figures import figures, invalid  # noqa: E402
+from bench.cc_cluster import Cluster, generate, read_assignment, write_cruise_control, write_kops  # noqa: E402 - after the sys.path line above
+from bench.cc_figures import figures, invalid  # noqa: E402 - after the sys.path line above
 
 SCALES = {"tiny": (6, 120), "small": (50, 5_000), "medium": (200, 50_000), "million": (1_000, 1_000_000)}
 VARIANTS = {"kops-replicas": ("replicas",), "kops-bytes": ("bytes",),
