@@ -136,7 +136,7 @@ def test_through_the_admin_api_under_produce_load_no_acknowledged_record_is_lost
 
     def replicas() -> Layouts:
         rows = kafka_layout(bootstrap).get("ledger", {})
-        return {"ledger": {p: tuple(row["replicas"]) for p, row in rows.items()}}  # type: ignore[call-overload]
+        return {"ledger": {p: tuple(row["replicas"]) for p, row in rows.items()}}  # type: ignore[call-overload]  # JSON rows
 
     first_answer(bootstrap, lambda c: c.create_topics(
         {"ledger": {"assignments": LEDGER, "configs": {"min.insync.replicas": "2"}}}))
