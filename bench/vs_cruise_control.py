@@ -65,12 +65,24 @@ def cc_built() -> bool:
         and (CC_HOME / "out" / "bench" / "CCBench.class").is_file()
 
 
-def measured(command: list[str], log: Path, timeout: float) -> tuple[int | None, float, float]:
-    """Runs `command` (its output to `log`): exit status (None on timeout), wall seconds, peak RSS in MiB of the
-    process and its waited-for children, read from this child's own rusage (os.wait4)."""
+# Runs a tool and writes its peak RSS (KiB) to argv[1]. A fresh, small process between this one and the tool:
+# Linux carries a process's RSS high-water mark over fork and exec, so a tool forked from this process (which holds
+# the whole cluster) would report this process's peak as its own.
+LAUNCHER = ("import os, subprocess, sys\n"
+            "p = subprocess.Popen(sys.argv[2:])\n"
+            "_, status, usage = os.wait4(p.pid, 0)\n"
+            "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
+def measured(command: list[str], log: Path, timeout: float) -> tuple[int | None, float, float | None]:
+    """Runs `command` (its output to `log`) through LAUNCHER: exit status (None on timeout), wall seconds, and
+    the peak RSS in MiB of the tool and its waited-for children (None when it did not end by itself)."""
+    rss_file = log.with_suffix(".rss")
     started = time.perf_counter()
     with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(rss_file), *command], stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
     timed_out = threading.Event()
 
     def stop() -> None:
@@ -79,11 +91,11 @@ def measured(command: list[str], log: Path, timeout: float) -> tuple[int | None,
 
     timer = threading.Timer(timeout, stop)
     timer.start()
-    _, status, usage = os.wait4(process.pid, 0)
+    code = process.wait()
     timer.cancel()
-    process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
-    return (None if timed_out.is_set() else process.returncode), seconds, usage.ru_maxrss / 1024
+    rss = int(rss_file.read_text()) / 1024 if rss_file.is_file() else None
+    return (None if timed_out.is_set() else code), seconds, rss
 
 
 def _row(cluster: Cluster, tool: str, after_file: Path | None, status: str, timing: dict[str, float | None]) -> dict:
@@ -110,7 +122,7 @@ def run_kops(cluster: Cluster, folder: Path, variant: str, timeout: float) -> di
     inner = json.loads(log.read_text(encoding="utf-8").strip().splitlines()[-1])
     return _row(cluster, variant, out, "ok", {"seconds": round(seconds, 2),
                                               "optimizer_seconds": inner["plan_seconds"],
-                                              "peak_rss_mb": round(rss, 1)})
+                                              "peak_rss_mb": rss and round(rss, 1)})
 
 
 def run_cruise_control(cluster: Cluster, folder: Path, timeout: float, run: int = 1) -> dict:
@@ -128,7 +140,7 @@ def run_cruise_control(cluster: Cluster, folder: Path, timeout: float, run: int 
     violated = re.search(r"Violated goals after : \[(.*)\]", text)
     row = _row(cluster, "cruise-control", dump / "replicas_after.csv", "ok",
                {"seconds": round(seconds, 2), "optimizer_seconds": float(optimizer.group(1)) if optimizer else None,
-                "peak_rss_mb": round(rss, 1)})
+                "peak_rss_mb": rss and round(rss, 1)})
     goals = [g.strip() for g in violated.group(1).split(",") if g.strip()] if violated else None
     return row | {"run": run, "cc_violated_goals_after": goals}
 
