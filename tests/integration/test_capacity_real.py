@@ -41,3 +41,28 @@ def test_through_zookeeper_the_kops_engine_reports_its_disks(tmp_path: Path, zk_
     dirs = json.loads(snapshot_file.read_text())["log_dirs"]
     assert [(d["broker"], d["total_bytes"], d["usable_bytes"], d["error"]) for d in dirs] == [
         (1, 64 * 2**20, 64 * 2**20, None), (2, 32 * 2**20, 32 * 2**20, None)]
+
+
+def test_declared_capacity_wins_over_what_real_kafka_reports(admin_cluster: Any, tmp_path: Path, capsys: Any) -> None:
+    """The same snapshot of a real cluster planned twice: without a declaration each broker's disk is the reported
+    one; an inventory's `capacity` (one broker overridden) wins over it, and the plan names where it was declared."""
+    snapshot_file, playbook = tmp_path / "snap.json", tmp_path / "pb.yml"
+    assert main(["state", "-b", admin_cluster.bootstrap, "--out", str(snapshot_file)]) == 0
+    playbook.write_text("- hosts: all\n  topics: [{name: cap, partitions: 4, replication_factor: 2}]\n")
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text(f"all:\n  hosts:\n    real:\n      bootstrap_servers: {admin_cluster.bootstrap}\n"
+                         "      capacity:\n        disk: 1TiB\n        brokers:\n          2: {disk: 2TiB}\n")
+
+    def disk_sources(*inventory_args: str) -> dict[int, tuple[str, int]]:
+        out = tmp_path / "plan.json"
+        assert main(["plan", str(playbook), *inventory_args, "--snapshot", str(snapshot_file), "-o", str(out)]) == 0
+        report = json.loads(out.read_text())["summary"]["capacity"]
+        return {int(b): (u["disk"]["source"], u["disk"]["capacity"]) for b, u in report["brokers"].items()}
+
+    reported = disk_sources()
+    assert {source for source, _ in reported.values()} == {"reported (DescribeLogDirs)"}
+    declared = disk_sources("-i", str(inventory))
+    assert declared.keys() == reported.keys()
+    assert declared[2] == ("declared inv.yml:8", 2 * 2**40)
+    assert all(found == ("declared inv.yml:6", 2**40) for b, found in declared.items() if b != 2)
+    capsys.readouterr()
