@@ -67,10 +67,10 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(BIN)/kops lab demo
 
-# Two workers, a module at a time each (one real cluster per module stays one): the lab tests mostly wait on
-# brokers, so two run side by side on two cores (three were faster but raced under load: docs/development.md).
+# Three workers, a module at a time each (one real cluster per module stays one): many lab tests wait on brokers
+# or on simulated time, so a third worker uses the CPU the waiting one leaves (docs/development.md).
 test: setup lint
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 3 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check kops spark bench tests
