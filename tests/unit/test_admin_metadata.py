@@ -55,3 +55,30 @@ def test_an_isr_that_differs_at_one_epoch_is_the_smaller_and_a_disagreement() ->
     merged = merge({1: {"t": TopicView("a", {0: part(1, isr=(1, 2, 3))})},
                     2: {"t": TopicView("a", {0: part(1, isr=(1, 2))})}})
     assert merged.topics["t"].partitions[0].isr == (1, 2) and len(merged.disagreements) == 1
+
+
+def test_a_move_the_controller_lists_no_more_must_not_still_show_all_its_replicas() -> None:
+    """The reader's memory between reads (kops.cluster.admin.reader.Listings): a move listed last time and not now
+    ended; brokers still showing target plus removing have not applied that, which is named; its target, or its
+    original replicas after a cancel, is at rest."""
+    from kafka import TopicPartition as KafkaTP
+
+    from kops.cluster.admin.reader import Listings
+
+    tp = KafkaTP("moves", 0)
+    flight = {"replicas": [3, 4, 1, 2], "adding_replicas": [3, 4], "removing_replicas": [2]}
+    listings = Listings()
+    listings.remember({tp: flight}, {})
+
+    def shown(replicas: tuple[int, ...]) -> dict[str, TopicView]:
+        return {"moves": TopicView("a", {0: PartitionView(replicas, 1, 1, replicas)})}
+
+    lagging = listings.unapplied({}, shown((3, 4, 1, 2)))
+    assert list(lagging) == [tp] and "still show all of [3, 4, 1, 2]" in lagging[tp]
+    assert listings.unapplied({tp: flight}, shown((3, 4, 1, 2))) == {}  # still listed: in flight, as Kafka says
+    assert listings.unapplied({}, shown((3, 4, 1))) == {}  # finished
+    assert listings.unapplied({}, shown((1, 2))) == {}  # cancelled
+    listings.remember({}, lagging)
+    assert list(listings.unapplied({}, shown((3, 4, 1, 2)))) == [tp]  # kept until the brokers show the end
+    listings.remember({}, {})
+    assert listings.unapplied({}, shown((3, 4, 1, 2))) == {}

@@ -40,7 +40,7 @@ from kops.cluster.admin.connection import AdminSettings, connect, servers
 from kops.cluster.admin.kops_log import KopsLog, LogRecords
 from kops.cluster.admin.lease import Claims, LeaseLock, current_holder
 from kops.cluster.admin.log_dirs import describe_disks, describe_log_dirs
-from kops.cluster.admin.reader import read_snapshot
+from kops.cluster.admin.reader import Listings, read_snapshot
 from kops.cluster.port import Capabilities
 from kops.errors import ConnectionFailed, KopsError, Refused
 from kops.model.capacity import LogDirUsage
@@ -70,6 +70,7 @@ class AdminCluster:
         self._guard: bool | None = None  # KIP-860 offered (AlterPartitionReassignments v1)
         self._sizes_read: tuple[float, dict[str, list[int]], dict[TopicPartition, dict[int, int]]] | None = None
         self._written: dict[str, dict[str, str | None]] = {}  # "topics/t" -> what kops last wrote (None: deleted)
+        self._listings = Listings()  # the reassignments the last read listed (kops.cluster.admin.reader)
 
     # -- connection ------------------------------------------------------------------------------------------
 
@@ -127,8 +128,10 @@ class AdminCluster:
         topics = only_topics
         if only_partitions is not None:  # DescribeTopics answers whole topics: narrowed after
             topics = (only_topics or set()) | {tp.topic for tp in only_partitions}
-        found = self._fresh(lambda: self._ask("reading the cluster", lambda c: read_snapshot(c, self.where, topics)),
-                            _config_in_snapshot)
+        def read(client: KafkaAdminClient) -> Snapshot:
+            return read_snapshot(client, self.where, topics, listings=self._listings)
+
+        found = self._fresh(lambda: self._ask("reading the cluster", read), _config_in_snapshot)
         return found if only_partitions is None else found.narrowed(only_partitions)
 
     def offers(self) -> dict[str, str]:

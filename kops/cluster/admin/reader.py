@@ -17,7 +17,7 @@ import base64
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaAdminClient
@@ -50,6 +50,34 @@ class Waiting:
     monotonic: Callable[[], float] = time.monotonic
 
 
+@dataclass
+class Listings:
+    """The reassignments the adapter's last read listed, kept between its reads. A move listed then and not now has
+    finished or been cancelled; Kafka then shows its target or its original replicas, never the two together. A
+    broker whose view still shows them all (target plus the replicas being removed) has not applied the end yet,
+    while the controller's list already says nothing moves: on a loaded KRaft cluster a poll paired the two and
+    saw a four-replica partition at rest (stop 33's and stop 34's CI)."""
+
+    last: dict[Any, dict[str, list[int]]] = field(default_factory=dict)
+
+    def unapplied(self, moving: dict[Any, dict[str, list[int]]], topics: dict[str, TopicView]) -> dict[Any, str]:
+        """The moves that ended since the last read whose replicas the brokers' view still shows all of."""
+        found = {}
+        for tp, flight in self.last.items():
+            topic = topics.get(tp.topic)
+            part = topic.partitions.get(tp.partition) if topic else None
+            union = list(flight.get("replicas", ()))
+            moved = flight.get("adding_replicas") or flight.get("removing_replicas")
+            if tp not in moving and part is not None and moved and sorted(part.replicas) == sorted(union):
+                found[tp] = (f"partition {tp.partition}'s reassignment ended (the controller lists it no more) but "
+                             f"the brokers still show all of {union}")
+        return found
+
+    def remember(self, moving: dict[Any, dict[str, list[int]]], unapplied: dict[Any, str]) -> None:
+        """What the next read checks: this listing, and the ended moves the brokers have not shown yet."""
+        self.last = {**{tp: self.last[tp] for tp in unapplied}, **moving}
+
+
 @dataclass(frozen=True)
 class _Read:
     topics: dict[str, TopicView]
@@ -60,13 +88,14 @@ class _Read:
 
 @collector_paused()
 def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | None = None,
-                  waiting: Waiting = Waiting()) -> Snapshot:
-    """The whole cluster, or (`only_topics`) the brokers plus those topics: what an executor's poll needs."""
+                  waiting: Waiting = Waiting(), listings: Listings | None = None) -> Snapshot:
+    """The whole cluster, or (`only_topics`) the brokers plus those topics: what an executor's poll needs.
+    `listings`: what the same reader listed last time (`Listings`), checked and updated."""
     try:
         cluster = client.describe_cluster()
         fenced = {int(b["broker_id"]) for b in cluster["brokers"] if b.get("is_fenced")}
         serving = [int(b["broker_id"]) for b in cluster["brokers"] if int(b["broker_id"]) not in fenced]
-        read = _settled(client, serving, only_topics, waiting)
+        read = _settled(client, serving, only_topics, waiting, listings or Listings())
         names = sorted(read.topics)
         configs, config_problems = _topic_configs(client, names, [b for b in serving if b not in read.silent])
     except KafkaError as exc:
@@ -97,7 +126,8 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
                     connect=admin_api_connect(where), fenced=tuple(sorted(fenced)))
 
 
-def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str] | None, waiting: Waiting) -> _Read:
+def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str] | None, waiting: Waiting,
+             listings: Listings) -> _Read:
     """Every serving broker's Metadata, merged, with the reassignments the controller lists; asked again while
     the brokers disagree in a way no evidence orders, the merged replicas do not match the controller's list,
     or the list changed while the brokers answered (it is read before and after them), for up to `waiting.settle`
@@ -116,7 +146,11 @@ def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str]
         moving = client.list_partition_reassignments()
         problems = [Problem(f"{PROPAGATING}{d.topic}", d.message) for d in merged.disagreements] + lagging
         problems += _listing_problems(merged.topics, moving) + _listing_changed(listed, moving)
+        unapplied = listings.unapplied(moving, merged.topics)
+        problems += [Problem(f"{PROPAGATING}{tp.topic}", message) for tp, message in sorted(
+            unapplied.items(), key=lambda kv: (kv[0].topic, kv[0].partition))]
         if not problems or waiting.monotonic() >= deadline:
+            listings.remember(moving, unapplied)
             if problems:
                 problems.append(Problem(PROPAGATING.rstrip("/"), f"brokers {', '.join(map(str, sorted(views)))} "
                                         f"still disagreed after {waiting.settle:g} s"))
