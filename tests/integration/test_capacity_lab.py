@@ -37,15 +37,17 @@ PLAYBOOK = """- hosts: all
 
 def filled_lab(tmp_path: Path, zk_connect: str, name: str) -> Any:
     """A lab of four brokers on one rack, topic t at ORIGINAL with 5 MiB in every partition."""
-    return running_lab(tmp_path / name, zk_connect, brokers=4, racks=1, disk_capacity=DISKS, time_scale=20.0,
-                       logdirs_every=1.0)
+    return running_lab(tmp_path / name, zk_connect, brokers=4, racks=1, disk_capacity=DISKS, time_scale=20.0)
 
 
-def fill(zk: ZkClient) -> None:
+def fill(zk: ZkClient, api: Kip179Client) -> None:
+    """t at ORIGINAL, 5 MiB in every partition, every replica caught up (12 replicas of 5 MiB)."""
     tool_writes.create_topic(zk, "t", ORIGINAL)
     wait_until(lambda: all(state(zk, "t", p) for p in ORIGINAL), what="t created")
     for p in ORIGINAL:
         wait_until(functools.partial(_produced, zk, p), what=f"t-{p} produced")
+    wait_until(lambda: sorted(r.size for ds in api.describe_log_dirs().values() for d in ds for r in d.replicas)
+               == [5 * MiB] * 12, timeout=60, what="every replica caught up")
 
 
 def _produced(zk: ZkClient, partition: int) -> bool:
@@ -79,15 +81,20 @@ def count_plan(zk_connect: str, tmp_path: Path) -> dict[int, tuple[int, ...]]:
 
 
 def test_a_count_balanced_decommission_halts_the_small_broker(tmp_path: Path, zk_connect: str) -> None:
-    with filled_lab(tmp_path, zk_connect, "count") as lab, ZkClient(ZkSettings(zk_connect)) as zk:
-        fill(zk)
+    with filled_lab(tmp_path, zk_connect, "count") as lab, ZkClient(ZkSettings(zk_connect)) as zk, \
+            Kip179Client(zk) as api:
+        fill(zk, api)
         targets = count_plan(zk_connect, tmp_path)
         on_small = sum(SMALL in r for r in {**ORIGINAL, **targets}.values())
         assert on_small * 5 * MiB > DISKS[SMALL], f"a count plan puts {on_small} replicas on broker {SMALL}"
         pid = lab.state().pids[SMALL]
         tool_writes.start_reassignment(zk, [ReassignmentTarget("t", p, r) for p, r in sorted(targets.items())])
-        wait_until(lambda: not pid_alive(pid), timeout=60, what=f"broker {SMALL} halting on a full disk")
-        log = (lab.directory / "logs" / f"broker-{SMALL}.log").read_text()
+        log_file = lab.directory / "logs" / f"broker-{SMALL}.log"
+        try:
+            wait_until(lambda: not pid_alive(pid), timeout=120, what=f"broker {SMALL} halting on a full disk")
+        except AssertionError as exc:  # say what the broker was doing instead
+            raise AssertionError(f"{exc}; its log ends: {log_file.read_text()[-2000:]}") from None
+        log = log_file.read_text()
         assert "No space left on device" in log
 
 
@@ -95,9 +102,7 @@ def test_kops_plans_the_same_decommission_within_the_small_brokers_limit(
         tmp_path: Path, zk_connect: str, capsys: Any) -> None:
     with filled_lab(tmp_path, zk_connect, "kops") as lab, ZkClient(ZkSettings(zk_connect)) as zk, \
             Kip179Client(zk) as api:
-        fill(zk)
-        wait_until(lambda: sum(len(d.replicas) for ds in api.describe_log_dirs().values() for d in ds) == 12,
-                   what="every replica caught up")
+        fill(zk, api)
         playbook, out = tmp_path / "pb.yml", tmp_path / "plan.json"
         playbook.write_text(PLAYBOOK)
         sizes = sizes_file(api, tmp_path / "sizes.json")

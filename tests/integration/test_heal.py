@@ -134,20 +134,25 @@ def test_through_the_admin_api_under_produce_load_no_acknowledged_record_is_lost
     bootstrap = admin_cluster.bootstrap
     assert bootstrap is not None
 
+    def rows() -> dict[int, Any]:
+        """The ledger's partitions as one broker's metadata has them (empty until it knows the topic): read once
+        per check, since two reads may reach two brokers and the second may not know the topic yet."""
+        return kafka_layout(bootstrap).get("ledger", {})
+
     def replicas() -> Layouts:
-        rows = kafka_layout(bootstrap).get("ledger", {})
-        return {"ledger": {p: tuple(row["replicas"]) for p, row in rows.items()}}  # type: ignore[call-overload]  # JSON rows
+        return {"ledger": {p: tuple(row["replicas"]) for p, row in rows().items()}}  # type: ignore[call-overload]  # JSON rows
 
     first_answer(bootstrap, lambda c: c.create_topics(
         {"ledger": {"assignments": LEDGER, "configs": {"min.insync.replicas": "2"}}}))
-    wait_until(lambda: len(kafka_layout(bootstrap).get("ledger", {})) == 6
-               and all(row["leader"] != -1 for row in kafka_layout(bootstrap)["ledger"].values()),
-               what="every leader elected")
+    def elected(found: dict[int, Any]) -> bool:
+        return len(found) == 6 and all(row["leader"] != -1 for row in found.values())
+
+    wait_until(lambda: elected(rows()), what="every leader elected")
     producer = SequenceProducer(bootstrap, "ledger", 6, rate=300).start()
     wait_until(lambda: producer.acks.count > 200, timeout=60, what="records acknowledged before the kill")
     admin_cluster.lab.kill_broker(4)
     wait_until(lambda: 4 not in (live_brokers(bootstrap) or {4}), timeout=90, what="broker 4 gone")
-    wait_until(lambda: not any(4 in row["isr"] for row in kafka_layout(bootstrap)["ledger"].values()),
+    wait_until(lambda: not any(4 in row["isr"] for row in rows().values()),
                timeout=90, what="broker 4 out of every ISR")
     before = replicas()
     args = rebalance_args("-b", bootstrap, tmp_path)
@@ -156,7 +161,7 @@ def test_through_the_admin_api_under_produce_load_no_acknowledged_record_is_lost
     assert replicas() == before
     second_run_heals(args, tmp_path, before, replicas)
     wait_until(lambda: all(set(row["isr"]) == set(row["replicas"])
-                           for row in kafka_layout(bootstrap)["ledger"].values()), timeout=120, what="full ISR")
+                           for row in rows().values()), timeout=120, what="full ISR")
     acks = producer.stop()
     verdict = compare(acks, read_back(bootstrap, "ledger", 6))
     assert verdict.acknowledged > 200 and verdict.lost == 0 and verdict.out_of_order == 0, verdict
