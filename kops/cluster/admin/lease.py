@@ -98,7 +98,7 @@ class LeaseLock:
         self._write = threading.Lock()
 
     def acquire(self) -> None:
-        deadline = self.monotonic() + self.wait_dead
+        started = self.monotonic()
         self._beat()
         while True:
             self.log.refresh()
@@ -110,8 +110,11 @@ class LeaseLock:
                 self._thread.start()
                 return
             holder = winner.holder if winner is not None else {}
-            if winner is None or (dead_local(holder) and self.monotonic() < deadline):
-                self.sleep(0.5)  # a killed kops on this host: its lease runs out shortly
+            # a kops on this host that is gone (killed, or its release did not reach the cluster): its lease runs
+            # out within its own lease, which may be longer than ours (--session-timeout)
+            patience = max(self.wait_dead, winner.lease_ms / 1000 + 5) if winner is not None else self.wait_dead
+            if winner is None or (dead_local(holder) and self.monotonic() - started < patience):
+                self.sleep(0.5)
                 self._beat()
                 continue
             self._tombstone()
