@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.delivery: the producer and the reader
 
 from kops.cli.main import main as kops_main
-from kops.lab.kafka_client import first_answer, layout, produce
+from kops.lab.kafka_client import create_topics, first_answer, layout, produce
 from kops.lab.kafka_lab import KafkaLab
 from tests.delivery import SequenceProducer, compare, read_back
 
@@ -76,7 +76,7 @@ def create(bootstrap: str) -> None:
     """The ledger topic, every leader elected, then `--megabytes` per partition of data already there."""
     spec = {TOPIC: {"assignments": {p: [(p + k) % 4 + 1 for k in range(3)] for p in range(PARTITIONS)},
                     "configs": {"min.insync.replicas": "2"}}}
-    first_answer(bootstrap, lambda c: c.create_topics(spec))
+    create_topics(bootstrap, spec)
 
     def elected() -> bool:
         rows = layout(bootstrap).get(TOPIC, {})

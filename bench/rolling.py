@@ -178,7 +178,7 @@ def _fresh_topic_zk(zk, tool_writes, lay: Layout, topic: str) -> None:  # type: 
 
 @contextmanager
 def kafka4_engine(work: Path) -> Iterator[dict]:
-    from kops.lab.kafka_client import fill, first_answer
+    from kops.lab.kafka_client import create_topics, fill, first_answer
     from kops.lab.kafka_client import layout as kafka_layout
     from kops.lab.kafka_lab import KafkaLab
 
@@ -195,7 +195,7 @@ def kafka4_engine(work: Path) -> Iterator[dict]:
             first_answer(bootstrap, lambda c: c.delete_topics(ours()))
             _wait(lambda: not ours())
         spec = {topic: {"assignments": {p: list(r) for p, r in lay.assignment.items()}}}
-        first_answer(bootstrap, lambda c: c.create_topics(spec))
+        create_topics(bootstrap, spec)
         _wait(lambda: all(p["leader"] >= 0 for p in kafka_layout(bootstrap).get(topic, {0: {"leader": -1}}).values()))
         return ["-b", bootstrap, "--sizes", sizes_file(work, lay, topic)]
 

@@ -124,10 +124,10 @@ def _fresh_snapshots(lab_dir: Path, since: float, brokers: int, count: int = 2) 
 def _create_real_topics(bootstrap: str) -> None:
     """The same topics on real Kafka, through the Admin API, with real records (an eighth of the sizes: real
     bytes are written, replicated and copied on this machine)."""
-    from kops.lab.kafka_client import first_answer, produce  # noqa: PLC0415 - only the real-Kafka demo needs it
+    from kops.lab.kafka_client import create_topics, produce  # noqa: PLC0415 - only the real-Kafka demo needs it
 
     spec = {t: {"assignments": {p: list(r) for p, (r, _) in parts.items()}} for t, parts in TOPICS.items()}
-    first_answer(bootstrap, lambda c: c.create_topics(spec))
+    create_topics(bootstrap, spec)
     for topic, partitions in TOPICS.items():
         for p, (_, megabytes) in partitions.items():
             _retry(functools.partial(produce, bootstrap, topic, megabytes * MB // 4, p),

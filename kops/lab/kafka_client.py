@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient, KafkaProducer
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from kops.errors import EnvironmentProblem, UsageError
 
@@ -67,6 +67,25 @@ def first_answer(bootstrap: str, ask: Callable[[KafkaAdminClient], T], timeout_m
         time.sleep(0.5)
     raise EnvironmentProblem("no broker answered: " + ", ".join(problems), where=bootstrap,
                              hint="is the lab up? kops lab up, or kops lab broker resume/start")
+
+
+def create_topics(bootstrap: str, spec: Any) -> None:
+    """Create topics through the first broker that answers. A create whose answer timed out may still have been
+    carried out (Kafka 3.9 through ZooKeeper, under load): a retry that finds the topics there counts as done.
+    A topic that already existed before the first attempt is still refused."""
+    attempts = 0
+
+    def ask(client: KafkaAdminClient) -> None:
+        nonlocal attempts
+        attempts += 1
+        try:
+            client.create_topics(spec)
+        except TopicAlreadyExistsError as exc:
+            if attempts == 1:
+                raise UsageError(f"topic already exists: {exc}", where=bootstrap,
+                                 hint="delete it first, or use another name") from exc
+
+    first_answer(bootstrap, ask)
 
 
 def layout(bootstrap: str) -> dict[str, dict[int, dict[str, object]]]:

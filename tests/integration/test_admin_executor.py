@@ -16,7 +16,7 @@ import pytest
 from kafka import TopicPartition as KafkaTP
 
 from kops.cli.main import main
-from kops.lab.kafka_client import first_answer, layout
+from kops.lab.kafka_client import create_topics, first_answer, layout
 from kops.model.plan import Move
 from tests.engines import EngineLab
 from tests.integration.test_admin_transport import (
@@ -159,7 +159,7 @@ def _fill_skewed(bootstrap: str, megabytes: float) -> None:
     from kops.lab.kafka_client import produce
 
     spec = {name: {"assignments": {p: list(r) for p, r in a.items()}} for name, a in SKEWED.items()}
-    first_answer(bootstrap, lambda c: c.create_topics(spec))
+    create_topics(bootstrap, spec)
     wait_until(lambda: all(p["leader"] >= 0 for p in layout(bootstrap).get("pay", {0: {"leader": -1}}).values()),
                timeout=60, what="leaders elected")
     for p in SKEWED["pay"]:

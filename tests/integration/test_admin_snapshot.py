@@ -16,7 +16,7 @@ import pytest
 from kops.cli.main import main
 from kops.cluster.admin.adapter import AdminCluster
 from kops.cluster.admin.connection import AdminSettings
-from kops.lab.kafka_client import admin_client, first_answer
+from kops.lab.kafka_client import admin_client, create_topics, first_answer
 from kops.model.snapshot import PROPAGATING, Snapshot
 from tests.engines import EngineLab, kafka4_cluster, reset_admin_cluster
 from tests.labtools import wait_until
@@ -58,7 +58,7 @@ def fenced_ids(bootstrap: str) -> set[int]:
 
 def test_a_stopped_broker_is_fenced_not_live_and_never_a_target(kafka4: EngineLab, bootstrap: str, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    first_answer(bootstrap, lambda c: c.create_topics({"orders": {"num_partitions": 6, "replication_factor": 3}}))
+    create_topics(bootstrap, {"orders": {"num_partitions": 6, "replication_factor": 3}})
     kafka4.lab.stop_broker(4)
     try:
         wait_until(lambda: 4 in fenced_ids(kafka4.lab.live_bootstrap()), timeout=60, what="broker 4 fenced")

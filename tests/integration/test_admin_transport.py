@@ -21,7 +21,7 @@ from kops.cluster.admin.adapter import AdminCluster
 from kops.cluster.admin.connection import AdminSettings
 from kops.executor.journal import Journal
 from kops.executor.record import ExecutionRecord
-from kops.lab.kafka_client import first_answer, layout
+from kops.lab.kafka_client import create_topics, first_answer, layout
 from kops.model.plan import Plan
 from kops.model.throttle_keys import ALL_KEYS
 from tests.engines import EngineLab, fill_real
@@ -43,7 +43,7 @@ def kafka4_only(admin_engine: EngineLab, request: pytest.FixtureRequest, why: st
 
 def create_and_fill(bootstrap: str, megabytes: float) -> None:
     spec = {name: {"assignments": {p: list(r) for p, r in a.items()}} for name, a in ORIGINAL.items()}
-    first_answer(bootstrap, lambda c: c.create_topics(spec))
+    create_topics(bootstrap, spec)
     fill_real(bootstrap, ORIGINAL, megabytes)
 
 

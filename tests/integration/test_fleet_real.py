@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kops.cli.main import main
-from kops.lab.kafka_client import first_answer, layout
+from kops.lab.kafka_client import create_topics, layout
 from tests.engines import EngineLab, fill_real, kafka4_cluster
 from tests.integration.test_admin_transport import wait_in_flight
 from tests.labtools import wait_until
@@ -54,7 +54,7 @@ def _replicas(bootstrap: str, topic: str = TOPIC) -> dict[int, tuple[int, ...]]:
 
 def _create(bootstrap: str, topic: str = TOPIC) -> None:
     spec = {topic: {"assignments": {p: list(r) for p, r in ORIGINAL.items()}}}
-    first_answer(bootstrap, lambda c: c.create_topics(spec))
+    create_topics(bootstrap, spec)
     fill_real(bootstrap, {topic: ORIGINAL}, 1)
 
 

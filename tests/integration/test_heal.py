@@ -128,7 +128,7 @@ def test_a_killed_broker_is_healed_only_after_the_duration(engine_lab, tmp_path:
 
 def test_through_the_admin_api_under_produce_load_no_acknowledged_record_is_lost(admin_cluster: EngineLab,
                                                                                  tmp_path: Path, capsys) -> None:
-    from kops.lab.kafka_client import first_answer, live_brokers
+    from kops.lab.kafka_client import create_topics, live_brokers
     from kops.lab.kafka_client import layout as kafka_layout
 
     bootstrap = admin_cluster.bootstrap
@@ -142,8 +142,8 @@ def test_through_the_admin_api_under_produce_load_no_acknowledged_record_is_lost
     def replicas() -> Layouts:
         return {"ledger": {p: tuple(row["replicas"]) for p, row in rows().items()}}  # type: ignore[call-overload]  # JSON rows
 
-    first_answer(bootstrap, lambda c: c.create_topics(
-        {"ledger": {"assignments": LEDGER, "configs": {"min.insync.replicas": "2"}}}))
+    create_topics(bootstrap, {"ledger": {"assignments": LEDGER, "configs": {"min.insync.replicas": "2"}}})
+
     def elected(found: dict[int, Any]) -> bool:
         return len(found) == 6 and all(row["leader"] != -1 for row in found.values())
 

@@ -50,7 +50,8 @@ def test_topic_create_partition_add_and_delete(lab_dir: Path, zk_connect: str) -
         for p, leader in ((0, 1), (1, 2), (2, 3)):
             s = wait_until(lambda p=p: state(zk, "orders", p), what=f"state of orders-{p}")
             assert s.leader == leader and s.leader_epoch == 0 and len(s.isr) == 2
-        assert replica(zk, 1, "orders", 0)["role"] == "leader"
+        wait_until(lambda: (r := replica(zk, 1, "orders", 0)) is not None and r["role"] == "leader",
+                   what="broker 1 leads orders-0 in its status (published on its own time)")
         wait_until(lambda: replica(zk, 2, "orders", 0), what="broker 2 follows orders-0")
 
         tool_writes.add_partitions(zk, "orders", {3: (1, 3)})

@@ -23,7 +23,7 @@ from kafka import TopicPartition as KafkaTP
 from kops.cli.main import main
 from kops.cluster.zookeeper import ZkRecords
 from kops.executor.journal import Journal
-from kops.lab.kafka_client import fill, first_answer, layout, send_bounded
+from kops.lab.kafka_client import create_topics, fill, first_answer, layout, send_bounded
 from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
@@ -105,7 +105,7 @@ def ledger_on_kafka4(cluster: EngineLab) -> str:
     reset_admin_cluster(cluster.lab, bootstrap)
     spec = {"ledger": {"assignments": {p: list(r) for p, r in LEDGER["ledger"].items()},
                        "configs": {"min.insync.replicas": "2"}}}
-    first_answer(bootstrap, lambda c: c.create_topics(spec))
+    create_topics(bootstrap, spec)
     wait_until(lambda: all(row["leader"] != -1
                            for row in layout(bootstrap).get("ledger", {0: {"leader": -1}}).values()),
                what="every leader elected")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kops.lab.kafka_client import first_answer, layout, produce
+from kops.lab.kafka_client import create_topics, layout, produce
 from kops.model import plan_format
 from tests.engines import kafka4_cluster
 from tests.integration.test_rehearse import MB, rehearse, snapshot_and_plan
@@ -22,7 +22,7 @@ def test_a_plan_from_real_kafka_4_rehearses_on_both_engines(tmp_path: Path) -> N
         assert bootstrap
         spec = {"orders": {"assignments": {p: [p % 3 + 1, (p + 1) % 3 + 1] for p in range(6)}},
                 "clicks": {"assignments": {p: [p % 3 + 1] for p in range(3)}}}
-        first_answer(bootstrap, lambda c: c.create_topics(spec))
+        create_topics(bootstrap, spec)
         wait_until(lambda: all(p["leader"] >= 0
                                for t in spec for p in layout(bootstrap).get(t, {0: {"leader": -1}}).values()),
                    timeout=60, what="leaders elected")

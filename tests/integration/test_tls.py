@@ -21,7 +21,7 @@ from kops.cli.main import main
 from kops.cluster.admin.adapter import AdminCluster
 from kops.cluster.admin.connection import AdminSettings, read_properties
 from kops.lab import tls as lab_tls
-from kops.lab.kafka_client import first_answer
+from kops.lab.kafka_client import create_topics
 from kops.lab.kafka_config import SCRAM_PASSWORD, SCRAM_USER
 from kops.lab.tls import STORE_PASSWORD, LabTls
 from tests.engines import require_real
@@ -48,7 +48,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsLab]:
     kafka = KafkaLab(directory, detached=False)
     state = kafka.up("kafka-4", brokers=1, racks=1, tls=True)
     try:
-        first_answer(state.bootstrap, lambda c: c.create_topics([_topic("paid", 3)]))
+        create_topics(state.bootstrap, [_topic("paid", 3)])
         yield TlsLab(directory, state.bootstrap)
     finally:
         kafka.down()
