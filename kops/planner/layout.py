@@ -2,7 +2,9 @@
 
 Placement, rebalancing and leader balancing all edit one `Layout`; the plan is then the difference between
 the snapshot's assignment and the final layout. Loads are counted as the strategies need them: replicas,
-preferred leaders (first replica) and bytes per broker.
+preferred leaders (first replica) and bytes per broker; where write rates are known, network in (every replica)
+and network out (the preferred leader: write rate × (followers + the topic's consumer fan-out)), as
+docs/design/capacity.md §4 counts them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Protocol
 
+from kops.model.capacity import Capacities, Resource
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 
@@ -21,14 +24,20 @@ class Limits(Protocol):
 
     ranked: bool  # every broker's capacity is known: brokers are ranked by utilization
 
+    @property
+    def caps(self) -> Capacities: ...
+    @property
+    def limits(self) -> Mapping[Resource, Mapping[int, float]]: ...  # what each broker may hold, where known
+
     def utilization(self, layout: Layout, broker: int) -> float: ...
     def fits(self, layout: Layout, broker: int, tp: TopicPartition) -> bool: ...
+    def blocked(self, layout: Layout, broker: int, tp: TopicPartition) -> Resource | None: ...
     def refusal(self, layout: Layout, tp: TopicPartition, candidates: list[int]) -> str: ...
 
 
 class Layout:
     def __init__(self, snapshot: Snapshot, sizes: dict[TopicPartition, int],
-                 write: Mapping[TopicPartition, float] | None = None) -> None:
+                 write: Mapping[TopicPartition, float] | None = None, fanout: Mapping[str, int] | None = None) -> None:
         self.racks: dict[int, str | None] = {b.id: b.rack for b in snapshot.brokers}
         self.sizes = sizes
         self.replicas: dict[TopicPartition, tuple[int, ...]] = {}
@@ -42,12 +51,22 @@ class Layout:
         # network in per broker, kept as `bytes` is, only when write rates are known (capacity limits)
         self.write: Mapping[TopicPartition, float] = write or {}
         self.nw_in: dict[int, float] = defaultdict(float)
+        self.fanout: Mapping[str, int] = fanout or {}  # consumer fan-out per topic (1 when not declared)
+        self.nw_out: dict[int, float] = defaultdict(float)  # on the preferred leader, only when `write` is known
         self.headroom: Limits | None = None  # each broker's limits, when any capacity is known
         self._load(snapshot)
         if self.write:
             for tp, assigned in self.replicas.items():
                 for b in assigned:
                     self.nw_in[b] += self.write.get(tp, 0.0)
+                if assigned:
+                    self.nw_out[assigned[0]] += self.out_term(tp, len(assigned))
+
+    def out_term(self, tp: TopicPartition, replicas: int) -> float:
+        """What leading `tp` sends: its write rate to each follower and to each consumer group (capacity.md §4);
+        the same whichever replica leads, so a leadership change moves it whole."""
+        rate = self.write.get(tp, 0.0)
+        return rate * (replicas - 1 + self.fanout.get(tp.topic, 1)) if rate else 0.0
 
     def _load(self, snapshot: Snapshot) -> None:
         """Every partition as `set` would add it to an empty layout, in one pass without its bookkeeping."""
@@ -94,6 +113,8 @@ class Layout:
                         self.nw_in[b] -= self.write.get(tp, 0.0)
             if old:
                 self.leader_count[old[0]] -= 1
+                if self.write:
+                    self.nw_out[old[0]] -= self.out_term(tp, len(old))
         self.replicas[tp] = replicas
         for b in replicas:
             if old is None or b not in old:
@@ -105,6 +126,8 @@ class Layout:
                     self.nw_in[b] += self.write.get(tp, 0.0)
         if replicas:
             self.leader_count[replicas[0]] += 1
+            if self.write:
+                self.nw_out[replicas[0]] += self.out_term(tp, len(replicas))
 
     def replace(self, tp: TopicPartition, leaving: int, arriving: int) -> None:
         """`set` for the balancers' one step (half a million at a million partitions): the replica on `leaving`
@@ -126,6 +149,10 @@ class Layout:
         if replicas[0] == leaving:
             self.leader_count[leaving] -= 1
             self.leader_count[arriving] += 1
+            if self.write:
+                term = self.out_term(tp, len(replicas))
+                self.nw_out[leaving] -= term
+                self.nw_out[arriving] += term
 
     def remove(self, tp: TopicPartition) -> None:
         self.set(tp, ())
