@@ -103,6 +103,9 @@ def up(
         "kops engine: each broker's log dir holds SIZE (e.g. 2GiB), or ID=SIZE for one broker (repeat the option); "
         "a full disk takes the dir offline and stops the broker, as Kafka's (KIP-112). Default: unlimited."))] = None,
     heap: Annotated[str, typer.Option(help="Real engines: each Kafka node's heap.")] = "384MB",
+    log_dirs_per_broker: Annotated[int, typer.Option("--log-dirs-per-broker", help=(
+        "Real engines: each broker's log.dirs holds N dirs, DIR/nodes/ID/data-1..N (JBOD; KRaft needs "
+        "metadata.version 3.7-IV2, which the lab's Kafka 4 has). The kops engine keeps one."))] = 1,
     tls: Annotated[bool, typer.Option("--tls", help=(
         "kafka-4: brokers also listen with SSL (client certificates required) and SASL_SSL (SCRAM-SHA-512); "
         "certificates, bootstrap files and client properties land in the lab folder."))] = False,
@@ -119,12 +122,18 @@ def up(
       kops lab up --brokers 6 --racks 3 \\
           --disk-capacity 2GiB --disk-capacity 3=1GiB
       kops lab up --engine kafka-4 --tls
+      kops lab up --engine kafka-4 --log-dirs-per-broker 2
       kops state -b "$(cat .kops/lab/bootstrap-ssl)" \\
           --command-config .kops/lab/client-ssl.properties
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}", hint=f"one of: {', '.join(ENGINES)}")
+    if log_dirs_per_broker < 1:
+        raise UsageError(f"--log-dirs-per-broker must be at least 1, not {log_dirs_per_broker}")
     if engine == KOPS:
+        if log_dirs_per_broker > 1:
+            raise UsageError("--log-dirs-per-broker above 1 is for real Kafka: the kops engine's brokers have one "
+                             "log dir (JBOD is Kafka's, not the seeds')", hint="use --engine kafka-4 or kafka-3.9")
         rate = parse_option(parse_rate, bandwidth, "--bandwidth")
         disks = disk_capacities(disk_capacity or [], range(1, brokers + 1))
         with console.err.status(f"starting ZooKeeper and {brokers} brokers"):
@@ -138,11 +147,11 @@ def up(
     heap_mb = max(128, parse_option(parse_size, heap, "--heap") // (1024 * 1024))
     with console.err.status(f"starting {engine} with {brokers} brokers"):
         real = KafkaLab(lab_dir).up(engine, brokers, racks, controllers, dedicated_controllers, zookeeper, heap_mb,
-                                    tls=tls)
+                                    tls=tls, log_dirs_per_broker=log_dirs_per_broker)
     where = f"ZooKeeper {real.connect}" if real.connect else f"KRaft quorum of {controllers}" + (
         " dedicated" if dedicated_controllers else " combined")
     console.out.print(f"lab up: Apache Kafka {real.version}, {brokers} brokers on {min(racks, brokers)} racks, "
-                      f"{where}; "
+                      f"{where}{f', {log_dirs_per_broker} log dirs per broker' if log_dirs_per_broker > 1 else ''}; "
                       f"bootstrap [bold]{real.bootstrap}[/] in {lab_dir / 'bootstrap'}")
     if tls:
         console.out.print(f"TLS: SSL (client certificates) in {lab_dir / SSL_BOOTSTRAP} with "

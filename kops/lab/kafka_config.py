@@ -10,6 +10,8 @@ Kept apart from the processes so the settings can be read (and tested) as plain 
 - two network and I/O threads, one replica fetcher, a 2 MiB cleaner buffer (the default 128 MiB would sit on
   a 256 MiB heap), 1 MiB segments (the least Kafka 4 accepts), few internal-topic partitions;
 - failure noticed within seconds: ZooKeeper session 6 s (3.9), broker session 6 s (KRaft);
+- one log dir per node, or several (`log_dirs`: JBOD, `kops lab up --log-dirs-per-broker N`), as Kafka's
+  `log.dirs` lists them;
 - every log line to files under the node's own folder, none to the terminal.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,8 +130,16 @@ def scram_format_arguments() -> list[str]:
     return ["--add-scram", f"{SCRAM}=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
 
 
-def zookeeper_mode_properties(node: Node, data: Path, zookeeper: str, brokers: int) -> dict[str, str]:
-    """A Kafka 3.9 broker in ZooKeeper mode; its controller is elected among the brokers."""
+def log_dirs(folder: Path, count: int) -> list[Path]:
+    """A node's log dirs under its folder: `data` alone, or `data-1 ... data-N` (JBOD). Kafka's `log.dirs` takes
+    them comma-separated; KRaft's `kafka-storage format` formats each, ZooKeeper mode creates them."""
+    if count < 1:
+        raise ValueError(f"a node needs at least one log dir, not {count}")
+    return [folder / "data"] if count == 1 else [folder / f"data-{i}" for i in range(1, count + 1)]
+
+
+def zookeeper_mode_properties(node: Node, data: Sequence[Path], zookeeper: str, brokers: int) -> dict[str, str]:
+    """A Kafka 3.9 broker in ZooKeeper mode; its controller is elected among the brokers; `data`: its log dirs."""
     sasl_listeners, sasl = sasl_settings(node)
     listeners = ",".join([f"PLAINTEXT://127.0.0.1:{node.port}", *sasl_listeners])
     props = {
@@ -137,7 +148,7 @@ def zookeeper_mode_properties(node: Node, data: Path, zookeeper: str, brokers: i
         "advertised.listeners": listeners,
         "inter.broker.listener.name": "PLAINTEXT",
         **sasl,
-        "log.dirs": str(data),
+        "log.dirs": ",".join(map(str, data)),
         "zookeeper.connect": zookeeper,
         "zookeeper.session.timeout.ms": "6000",
         "zookeeper.connection.timeout.ms": "10000",
@@ -148,9 +159,11 @@ def zookeeper_mode_properties(node: Node, data: Path, zookeeper: str, brokers: i
     return props
 
 
-def kraft_properties(node: Node, data: Path, voters: list[Node], brokers: int,
+def kraft_properties(node: Node, data: Sequence[Path], voters: list[Node], brokers: int,
                      tls: Path | None = None) -> dict[str, str]:
-    """A KRaft node; `voters` is the static controller quorum (1 or 3 nodes); `tls`: the TLS lab's certificates."""
+    """A KRaft node; `data`: its log dirs (several: JBOD, which needs metadata.version 3.7-IV2, below the one
+    the lab's Kafka 4 formats with); `voters` is the static controller quorum (1 or 3 nodes); `tls`: the TLS lab's
+    certificates."""
     listeners, protocols = [], ["CONTROLLER:PLAINTEXT"]
     sasl_listeners, sasl = sasl_settings(node) if node.is_broker else ([], {})
     tls_listeners, tls_protocols, tls_props = tls_settings(node, tls) if node.is_broker else ([], [], {})
@@ -168,7 +181,7 @@ def kraft_properties(node: Node, data: Path, voters: list[Node], brokers: int,
         "controller.listener.names": "CONTROLLER",
         "listeners": ",".join(listeners),
         "listener.security.protocol.map": ",".join(protocols),
-        "log.dirs": str(data),
+        "log.dirs": ",".join(map(str, data)),
         "broker.session.timeout.ms": "6000",
         "broker.heartbeat.interval.ms": "1000",
         **sasl,

@@ -58,6 +58,7 @@ class KafkaLabState:
     ingest: dict[str, int] = field(default_factory=dict)  # topic -> pid of its steady producer
     heap_mb: int = 384
     tls: bool = False  # SSL and SASL_SSL listeners too (kafka-4)
+    log_dirs_per_broker: int = 1  # each broker's `log.dirs` (several: JBOD); a dedicated controller keeps one
 
     @property
     def racks(self) -> dict[int, str]:
@@ -119,12 +120,16 @@ class KafkaLab(LabFolder):
 
     def up(self, engine: str, brokers: int = 3, racks: int = 3, controllers: int = 1, dedicated: bool = False,
            zookeeper: str | None = None, heap_mb: int = 384, timeout: float = 120.0,
-           rack_of: Mapping[int, str] | None = None, tls: bool = False) -> KafkaLabState:
+           rack_of: Mapping[int, str] | None = None, tls: bool = False,
+           log_dirs_per_broker: int = 1) -> KafkaLabState:
         """Start the nodes; `rack_of` (broker id -> rack) replaces ids 1..N and round-robin racks; `tls`: SSL and
-        SASL_SSL listeners too (Kafka 4), and the files a client needs for them."""
+        SASL_SSL listeners too (Kafka 4), and the files a client needs for them; `log_dirs_per_broker`: each
+        broker's log dirs (JBOD when more than one)."""
         dist = require(engine)
         brokers = len(rack_of) if rack_of else brokers
         self._check_shape(brokers, racks, controllers, dedicated, dist)
+        if log_dirs_per_broker < 1:
+            raise UsageError(f"--log-dirs-per-broker must be at least 1, not {log_dirs_per_broker}")
         if tls and dist.zookeeper_mode:
             raise UsageError("--tls needs --engine kafka-4", hint="the TLS lab's SCRAM user lives in KRaft metadata")
         if self.exists():
@@ -132,7 +137,7 @@ class KafkaLab(LabFolder):
         self.directory.mkdir(parents=True, exist_ok=True)
         self._clear_previous()
         state = KafkaLabState(engine, dist.version, "", None, zookeeper is None and dist.zookeeper_mode, None,
-                              heap_mb=heap_mb, tls=tls)
+                              heap_mb=heap_mb, tls=tls, log_dirs_per_broker=log_dirs_per_broker)
         nodes = plan_nodes(brokers, racks, controllers, dedicated, kraft=not dist.zookeeper_mode, rack_of=rack_of,
                            tls=tls)
         if tls:
@@ -195,6 +200,12 @@ class KafkaLab(LabFolder):
     def node_dir(self, node_id: int) -> Path:
         return self.directory / "nodes" / str(node_id)
 
+    def log_dirs(self, node_id: int, state: KafkaLabState | None = None) -> list[Path]:
+        """The node's log dirs, as its `log.dirs` lists them (absolute: what the broker reports)."""
+        state = state or self.state()
+        node = state.node(node_id)
+        return cfg.log_dirs(self.node_dir(node_id).resolve(), state.log_dirs_per_broker if node.is_broker else 1)
+
     def server_log(self, node_id: int) -> Path:
         return self.directory / "logs" / f"node-{node_id}" / "server.log"
 
@@ -204,7 +215,7 @@ class KafkaLab(LabFolder):
         for node in nodes:
             folder = self.node_dir(node.id)
             folder.mkdir(parents=True, exist_ok=True)
-            data = folder / "data"
+            data = cfg.log_dirs(folder.resolve(), state.log_dirs_per_broker if node.is_broker else 1)
             if dist.zookeeper_mode:
                 assert state.connect is not None
                 props = cfg.zookeeper_mode_properties(node, data, state.connect, brokers)
