@@ -213,14 +213,14 @@ class _Planning:
 
     def plan(self, snapshot: Snapshot, cluster: str, declared: CapacityDeclaration | None,
              healing: tuple[int, ...] = ()) -> Rebalance:
-        """The bounded rebalance, or with `healing` (absent brokers past --heal-after) the healing instead."""
+        """The bounded rebalance, or with `healing` (absent brokers past --heal-after) the healing and then the
+        rebalance, within one budget."""
         known = self.known
         policy = Policy(throttle=self.rate, growth=known.growth, remote=known.remote, capacity=declared,
                         write=known.write)  # the plan reports capacity (planner/headroom.py)
         execution = Execution(throttle=self.rate, max_partitions=self.batch_size)
         if healing:
-            return heal(snapshot, healing, self.request.limits, known.bytes, policy, cluster, execution,
-                        self.request.goal)
+            return heal(snapshot, healing, self.request, known.bytes, policy, cluster, execution)
         return plan_rebalance(snapshot, self.request, known.bytes, policy, cluster=cluster, execution=execution)
 
 

@@ -7,6 +7,11 @@ lowered. The partition's current leader, a live in-sync replica, is put first, s
 a copy that has the data. The plan is an ordinary one (`plan_targets`): throttles, batches, record, rollback;
 Kafka drops the absent replica from the assignment only once the new one is in the ISR.
 
+Healing goes before balancing in the same plan: the run's budget (`--max-moves`, `--max-bytes`, `--max-duration`
+as bytes per broker port) is one `Budget` that healing spends first and the bounded rebalance's balancer
+(`bounded.balance`) then spends what is left of, on partitions healing left alone; the time fit
+(`bounded.fit`) gives up balancing moves before healing ones.
+
 Worked example: brokers 1-4, broker 3 absent; `t-0` on [3, 1] led by 1 → broker 3's place goes to the least
 loaded of 2 and 4 not sharing broker 1's rack, say 4 → [4, 1] → leader first: [1, 4]; one move [3,1] → [1,4].
 
@@ -20,17 +25,18 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from kops.model.absence import absent_brokers
 from kops.model.capacity import resolve
 from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
 from kops.model.problems import Problem
 from kops.model.snapshot import Snapshot
 from kops.planner import placement
-from kops.planner.bounded import Rebalance, imbalance, loads
-from kops.planner.budget import Limits
+from kops.planner.bounded import Rebalance, Replan, Request, balance, fit, imbalance, loads
+from kops.planner.budget import Budget
 from kops.planner.headroom import Headroom
 from kops.planner.layout import Layout
-from kops.planner.planner import PlanningError, Policy, plan_targets
+from kops.planner.planner import PlanningError, Policy
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,7 @@ class Healing(Rebalance):
     Worth doing whenever it moves anything: the replication factor comes back whatever the balance."""
 
     brokers: tuple[int, ...] = ()  # absent brokers with at least one replica re-homed by the plan
-    left: int = 0  # replicas of those brokers the budget left for the next run
+    left: int = 0  # replicas of the brokers being healed that the budget left for the next run
 
     @property
     def worthwhile(self) -> bool:
@@ -79,46 +85,77 @@ def _named(items: list[str]) -> str:
     return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
 
 
-def heal(snapshot: Snapshot, brokers: Collection[int], limits: Limits = Limits(),
+def heal(snapshot: Snapshot, brokers: Collection[int], request: Request = Request(),
          sizes: dict[TopicPartition, int] | None = None, policy: Policy = Policy(), cluster: str = "cluster",
-         execution: Execution | None = None, goal: str = "replicas") -> Healing:
-    """The plan re-homing the replicas of `brokers` (absent past the duration) within `limits`' moves and bytes.
-    Raises PlanningError naming the partition when no live broker can take a replica."""
+         execution: Execution | None = None) -> Healing:
+    """One plan that re-homes the replicas of `brokers` (absent past the duration) and then balances the live
+    brokers for `request.goal` with what is left of `request.limits`, which apply to the whole: one Budget counts
+    both (moves, bytes, bytes per broker port for time), and the time fit gives up balancing before healing.
+    Balancing is kept only when what the balancer made buys `request.min_improvement` (judged before the time
+    fit); it never moves a partition healing changed or one still on an absent broker. Raises PlanningError
+    naming the partition when no live broker can take a replica."""
     layout = Layout(snapshot, dict(sizes or {}), policy.write)
     caps = resolve(policy.capacity, snapshot)
     if caps.known:
         layout.headroom = Headroom(caps, layout)
-    live = sorted(snapshot.live_broker_ids)
-    rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
-    index = placement.LeastLoaded(layout, live)
+    live, goal, limits = sorted(snapshot.live_broker_ids), request.goal, request.limits
+    rate = policy.port_rate(execution.throttle if execution else None)
+    budget = Budget(limits, {tp: _serving(snapshot, tp, r) for tp, r in layout.replicas.items() if r}, rate)
     before = imbalance(loads(layout, goal), live)
     original = dict(layout.replicas)
-    healed: set[int] = set()
-    moves = copied = left = 0
-    for broker in sorted(brokers):
+    held = {b: len(layout.by_broker.get(b, {})) for b in brokers}
+    healed = _rehome(snapshot, layout, sorted(brokers), live, budget)
+    absent = frozenset(absent_brokers(snapshot))
+    kept = frozenset(healed) | {tp for tp, r in layout.replicas.items() if not absent.isdisjoint(r)}
+    named = "heal absent broker(s) " + ", ".join(map(str, sorted(b for b in brokers if b in healed.values())))
+    replan = Replan(snapshot, original, f"rebalance {goal}", policy, cluster, execution, dict.fromkeys(healed, named))
+    healing_only = dict(layout.replicas)
+    middle = imbalance(loads(layout, goal), live)
+    balance(snapshot, layout, live, goal, budget, kept)
+    if middle - imbalance(loads(layout, goal), live) < max(request.min_improvement, 1e-9):
+        for tp, replicas in healing_only.items():  # balancing not worth it: the healing alone
+            if layout.replicas[tp] != replicas:
+                layout.set(tp, replicas)
+    plan = fit(replan, layout, limits, rate, kept)
+    left = {b: len(layout.by_broker.get(b, {})) for b in brokers}
+    return Healing(plan, goal, before, imbalance(loads(layout, goal), live), request.min_improvement,
+                   tuple(sorted(b for b in brokers if left[b] < held[b])), sum(left.values()))
+
+
+def _rehome(snapshot: Snapshot, layout: Layout, brokers: list[int], live: list[int],
+            budget: Budget) -> dict[TopicPartition, int]:
+    """Each replica on `brokers` put, in its place, on the least loaded live broker that keeps racks distinct,
+    fits its capacity and, with --max-duration, whose port (and the serving leader's) the budget still allows;
+    those the budget cannot pay for stay for the next run. The partitions re-homed, with the broker each left."""
+    rack_aware = bool(snapshot.brokers) and all(b.rack for b in snapshot.brokers)
+    timed = budget.port_bytes is not None  # then each replica's eligible brokers depend on the ports' room
+    index = None if timed else placement.LeastLoaded(layout, live)
+    healed: dict[TopicPartition, int] = {}
+    for broker in brokers:
         for tp in sorted(layout.by_broker.get(broker, {})):
             size = layout.size(tp)
-            if not _affordable(limits, moves + 1, copied + size):
-                left += 1
+            eligible = [b for b in live if budget.allows(tp, size, b)] if timed else live
+            if not eligible or not budget.allows(tp, size, eligible[0]):
                 continue
+            first = layout.replicas[tp][0]
             try:
-                placement.replace(layout, tp, broker, live, rack_aware, index)
+                dest = placement.replace(layout, tp, broker, eligible, rack_aware, index)
             except ValueError as exc:
+                if timed and len(eligible) < len(live):
+                    continue  # perhaps a broker whose port is full could take it: the next run tries again
                 raise PlanningError([Problem(None, f"cannot re-home {tp} off absent broker {broker}: {exc}",
                                              "start the broker again, or add a broker that can take it")]) from None
-            if original[tp][0] == broker:  # the new copy took the preferred leader's place
+            budget.spend(tp, size, dest)
+            if first == broker:  # the new copy took the preferred leader's place
                 layout.set(tp, _leader_first(snapshot, tp, layout.replicas[tp]))
-            moves, copied = moves + 1, copied + size
-            healed.add(broker)
-    targets = {tp: r for tp, r in layout.replicas.items() if r != original[tp]}
-    plan = plan_targets(snapshot, targets, cluster, execution=execution, policy=policy, sizes=layout.sizes,
-                        reason="heal absent broker(s) " + ", ".join(map(str, sorted(healed))))  # refuses overfill
-    return Healing(plan, goal, before, imbalance(loads(layout, goal), live), 0.0, tuple(sorted(healed)), left)
+            healed[tp] = broker
+    return healed
 
 
-def _affordable(limits: Limits, moves: int, copied: int) -> bool:
-    return ((limits.max_moves is None or moves <= limits.max_moves)
-            and (limits.max_bytes is None or copied <= limits.max_bytes))
+def _serving(snapshot: Snapshot, tp: TopicPartition, replicas: tuple[int, ...]) -> int:
+    """The broker that serves the copy of a partition's data: its leader, as the plan's moves count it."""
+    part = snapshot.partition(tp)
+    return part.leader if part is not None and part.leader in replicas else replicas[0]
 
 
 def _leader_first(snapshot: Snapshot, tp: TopicPartition, replicas: tuple[int, ...]) -> tuple[int, ...]:

@@ -671,9 +671,11 @@ def _grown(group: list[Move], growth: Mapping[TopicPartition, float], start_seco
 def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ...]], cluster: str,
                  execution: Execution | None = None, policy: Policy = Policy(),
                  sizes: dict[TopicPartition, int] | None = None, where: str | None = None,
-                 reason: str = "imported from kafka-reassign-partitions JSON") -> Plan:
+                 reason: str = "imported from kafka-reassign-partitions JSON",
+                 reasons: Mapping[TopicPartition, str] | None = None) -> Plan:
     """A plan that moves partitions to given targets (`kops plan --import-kafka`, `kops rebalance`): throttles,
-    batches and rollback computed as for any plan. Checks what kafka-reassign-partitions.sh checks."""
+    batches and rollback computed as for any plan, each move for `reasons`' reason or `reason`. Checks what
+    kafka-reassign-partitions.sh checks."""
     location = SourceLocation(where, 1, 1) if where else None
     missing = sorted(str(tp) for tp in targets if snapshot.partition(tp) is None)
     if missing:
@@ -689,7 +691,7 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
     work = _Work(snapshot, desired, layout)
     for tp, replicas in sorted(targets.items()):
         layout.set(tp, tuple(replicas))
-        work.reason[tp] = reason
+        work.reason[tp] = reasons.get(tp, reason) if reasons else reason
         work.forced_moves += len(set(replicas) - set(original[tp]))
         work.forced_bytes += layout.size(tp) * len(set(replicas) - set(original[tp]))
     planned = _assemble(work, original, policy, sorted(snapshot.live_broker_ids))

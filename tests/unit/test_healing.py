@@ -12,6 +12,7 @@ from kops.model.capacity import CapacityDeclaration, Figure
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.plan import Move
 from kops.model.topics import Topic
+from kops.planner.bounded import Request
 from kops.planner.budget import Limits
 from kops.planner.heal import heal, refusals
 from kops.planner.planner import PlanningError, Policy
@@ -55,7 +56,7 @@ def test_every_replica_of_the_absent_broker_is_rehomed_rack_aware_and_the_factor
 
 def test_the_budget_cuts_the_healing_and_counts_what_is_left() -> None:
     snap = dead([(4, 1), (4, 2), (4, 3), (4, 5)], {4})
-    healing = heal(snap, [4], Limits(max_moves=2))
+    healing = heal(snap, [4], Request(limits=Limits(max_moves=2)))
     assert len(healing.plan.moves) == 2 and healing.left == 2 and healing.brokers == (4,)
 
 
