@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from kops.model.plan import Move
+from kops.planner.headroom import PeakRoom
 
 ZNODE_LIMIT = 1_000_000  # bytes of /admin/reassign_partitions JSON (ZooKeeper's jute.maxbuffer is 1 MiB)
 ZNODE_OVERHEAD = 30  # {"version":1,"partitions":[]}
@@ -166,11 +167,12 @@ def minimum_batches(moves: list[Move], limits: Limits, sized: bool, entry_bytes:
 
 
 def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, order: str = "size",
-                 declared: Sequence[str] = ()) -> list[list[Move]]:
+                 declared: Sequence[str] = (), room: PeakRoom | None = None) -> list[list[Move]]:
     """Group moves into batches (each a list of moves in a stable order). Deterministic.
 
     `order`: size (balanced batches, largest work first), topic (by name), as-declared (topics in `declared`
-    order, the playbook's; topics moved without being declared, by a decommission say, come after, by name)."""
+    order, the playbook's; topics moved without being declared, by a decommission say, come after, by name).
+    `room`: the brokers' limits, where any is known: every batch's peak is kept within them (`repair_peaks`)."""
     if not moves:
         return []
     data = [m for m in moves if m.adding]
@@ -189,7 +191,36 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
             target = _Batch(entry_bytes)
             batches.append(target)
         target.add(move, rate, rate, sized)
-    return [sorted(b.moves.values(), key=_by_partition) for b in batches if b.moves]
+    grouped = [sorted(b.moves.values(), key=_by_partition) for b in batches if b.moves]
+    return grouped if room is None else repair_peaks(grouped, room, limits, entry_bytes)
+
+
+def repair_peaks(grouped: list[list[Move]], room: PeakRoom, limits: Limits,
+                 entry_bytes: Mapping[tuple[str, int], int]) -> list[list[Move]]:
+    """The batches again, in order, with every batch's peak within the limits (docs/design/capacity.md §6.6):
+    while batch k copies, a destination holds the new copy and its source the old one, so a move whose
+    destination would go over waits for a later batch, after the sources of this one have freed their room
+    (batches are appended as needed). Moves that waited go first, then the batch's own; each batch keeps
+    `limits`. Once the batches made are done, a batch of waiting moves that takes none of them waits on room
+    no move frees: refused (PeaksRefused). With nothing over, the batches are unchanged."""
+    out: list[list[Move]] = []
+    waiting: list[Move] = []
+    k = 0
+    while k < len(grouped) or waiting:
+        batch, left = _Batch(entry_bytes), []
+        for move in [*waiting, *(grouped[k] if k < len(grouped) else [])]:
+            if batch.fits(move, limits, True) and room.short(move) is None:
+                batch.add(move, 1.0, 1.0, True)
+                room.take(move)
+            else:
+                left.append(move)
+        if batch.moves:
+            room.close()
+            out.append(sorted(batch.moves.values(), key=_by_partition) if left or waiting else grouped[k])
+        elif k >= len(grouped):
+            raise room.refusal(left[0], len(out) + 1)
+        waiting, k = left, k + 1
+    return out
 
 
 def _ranked(data: list[Move], order: str, declared: Sequence[str], sized: bool) -> list[Move]:

@@ -15,13 +15,22 @@ too, and stay constant through the plan.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kops.model.capacity import RESOURCES, Capacities, CapacityDeclaration, Resource, resolve
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Batch, CapacityReport, Plan, Usage
+from kops.model.plan import (
+    Batch,
+    CapacityReport,
+    Move,
+    PartitionAddition,
+    Plan,
+    TopicCreation,
+    TopicDeletion,
+    Usage,
+)
 from kops.model.snapshot import Snapshot
 from kops.units import format_rate, format_size
 
@@ -69,7 +78,16 @@ def _leader_of(snapshot: Snapshot, tp: TopicPartition, replicas: tuple[int, ...]
 Placed = dict[TopicPartition, tuple[tuple[int, ...], int | None]]  # replicas and leader of each partition
 
 
-def _changes_first(plan: Plan, snapshot: Snapshot, loads: Loads) -> tuple[PerResource, Placed]:
+@dataclass(frozen=True)
+class Changes:
+    """What a plan does before its batches (a Plan has the same three fields): the batches' first start."""
+
+    deletions: Sequence[TopicDeletion] = ()
+    creations: Sequence[TopicCreation] = ()
+    partition_additions: Sequence[PartitionAddition] = ()
+
+
+def _changes_first(plan: Plan | Changes, snapshot: Snapshot, loads: Loads) -> tuple[PerResource, Placed]:
     """The loads before the plan; then the topics it deletes, creates and grows, which come before its batches."""
     current: Placed = {}
     for name, topic in snapshot.topics.items():
@@ -284,13 +302,148 @@ def _gain(layout: Layout, resource: Resource, tp: TopicPartition) -> float:
     return layout.write.get(tp, 0.0) if resource == "network_in" else 1.0
 
 
-def violations(report: CapacityReport) -> list[str]:
-    """Brokers the plan leaves over a limit they were within, or above their start when already over (§6.5)."""
+def _cap(u: Usage) -> int:
+    """The most a broker may hold of a resource at any point of the plan: its limit, or where it already was
+    when it starts over it (a plan may only lower what is over)."""
+    return u.limit if u.before <= u.limit else u.before
+
+
+def violations(report: CapacityReport, peaks: bool = True) -> list[str]:
+    """Brokers the plan leaves over a limit they were within, or above their start when already over (§6.5), after
+    the plan or (`peaks`) at the peak of a batch (§6.6: the new copy written while the old one is still there)."""
     out = []
     for broker, usages in sorted(report.brokers.items()):
         for resource, u in usages.items():
-            if u.after > u.limit and (u.before <= u.limit or u.after > u.before):
-                out.append(f"broker {broker} would hold {_amount(resource, u.after)} of {resource} after the plan, "
-                           f"over its limit {_amount(resource, u.limit)} ({_amount(resource, u.capacity)} "
-                           f"{u.source}; before: {_amount(resource, u.before)})")
+            if u.after > _cap(u):
+                when, held = "after the plan", u.after
+            elif peaks and u.peak > _cap(u):
+                when, held = f"at the peak of batch {u.peak_batch}", u.peak
+            else:
+                continue
+            out.append(f"broker {broker} would hold {_amount(resource, held)} of {resource} {when}, over its limit "
+                       f"{_amount(resource, u.limit)} ({_amount(resource, u.capacity)} {u.source}; before: "
+                       f"{_amount(resource, u.before)})")
     return out
+
+
+@dataclass(frozen=True)
+class Overfill:
+    """One broker and resource over its cap at some point of a plan: the most it holds, where (`batch`: the peak
+    of that batch; None: after the plan) and the cap."""
+
+    broker: int
+    resource: str
+    held: int
+    batch: int | None
+    cap: int
+
+
+def hard_violations(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
+                    declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None,
+                    fanout: Mapping[str, int] | None = None) -> list[Overfill]:
+    """Every broker × resource that `plan` takes over its cap (its limit, or its start where it starts over) at
+    any batch boundary or batch peak, held to `declared` whatever the plan was made with: bench/capacity.py counts
+    a plan made without capacities with it, and the property test every plan kops writes."""
+    report = capacity_report(plan, snapshot, sizes, declared, write, fanout)
+    if report is None:
+        return []
+    return [Overfill(broker, resource, u.peak, u.peak_batch if u.peak > u.after else None, _cap(u))
+            for broker, usages in sorted(report.brokers.items()) for resource, u in usages.items()
+            if u.peak > _cap(u)]
+
+
+
+class PeaksRefused(Exception):
+    """No batching keeps every batch's peak within the limits (§6.6): the message names the broker, the resource
+    and the numbers; the hint what would help."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class PeakRoom:
+    """The loads at the current batch boundary, as `capacity_report` walks them, and each broker's cap of what a
+    copy in flight adds to its destination (disk, network in, replicas): batches.make_batches asks `short` of
+    each move, `take`s those that fit into the batch it is filling and `close`s the batch, so every batch's peak
+    (its start plus every new copy while the old ones are still there) stays within the caps (§6.6)."""
+
+    def __init__(self, at: PerResource, caps: PerResource, other: Mapping[int, float], capacities: Capacities,
+                 sizes: Mapping[TopicPartition, int], write: Mapping[TopicPartition, float]) -> None:
+        self.at, self.caps, self.other, self.capacities = at, caps, other, capacities
+        self.sizes, self.write = sizes, write
+        self.coming: PerResource = {r: {} for r in PEAKED}
+        self.taken: list[Move] = []
+
+    def _gains(self, move: Move) -> tuple[tuple[Resource, float], ...]:
+        tp = move.tp
+        return (("disk", float(self.sizes.get(tp, 0))), ("network_in", self.write.get(tp, 0.0)), ("replicas", 1.0))
+
+    def short(self, move: Move) -> tuple[int, Resource, float] | None:
+        """The first destination and resource `move` would take over its cap at the peak of the batch being
+        filled, with what it would hold there; None when it fits."""
+        for b in move.adding:
+            for resource, gain in self._gains(move):
+                cap = self.caps[resource].get(b)
+                if cap is not None and gain > 0:
+                    held = self.at[resource].get(b, 0.0) + self.coming[resource].get(b, 0.0) + gain
+                    if held > cap:
+                        return b, resource, held
+        return None
+
+    def take(self, move: Move) -> None:
+        """`move` joins the batch being filled: its new copies count at their destinations until the batch ends."""
+        for b in move.adding:
+            for resource, gain in self._gains(move):
+                per = self.coming[resource]
+                per[b] = per.get(b, 0.0) + gain
+        self.taken.append(move)
+
+    def close(self) -> None:
+        """The batch is done: its sources no longer hold the old copies, its destinations hold the new ones."""
+        for move in self.taken:
+            for sign, brokers in ((-1, move.removing), (1, move.adding)):
+                for b in brokers:
+                    for resource, gain in self._gains(move):
+                        per = self.at[resource]
+                        per[b] = per.get(b, 0.0) + sign * gain
+        self.taken = []
+        self.coming = {r: {} for r in PEAKED}
+
+    def refusal(self, move: Move, batch: int) -> PeaksRefused:
+        """Why `move` fits in no batch: the broker, the resource and the numbers (it waits on room no other move
+        frees: a cycle, or a broker that is full)."""
+        broker, resource, held = self.short(move) or (move.adding[0], "disk", 0.0)
+        extra = self.other.get(broker, 0.0) if resource == "disk" else 0.0
+        figure = self.capacities.figure(broker, resource)
+        fraction = "" if resource == "replicas" else f"limit {self.capacities.limits.get(resource, 0.8):g} of "
+        limit, capacity = self.caps[resource][broker] + extra, _amount(resource, figure.value or 0)
+        return PeaksRefused(
+            f"broker {broker} would hold {_amount(resource, held + extra)} of {resource} at the peak of batch "
+            f"{batch} (its new copy of {move.tp} written while the old one is still there), over its limit "
+            f"{_amount(resource, limit)} ({fraction}{capacity} {figure.source}), and no later batch frees room for it",
+            f"move {move.tp} through a third broker in a plan of its own, free room on broker {broker}, or raise "
+            f"capacity.limits.{resource}")
+
+
+def peak_room(changes: Changes, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
+              declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None
+              ) -> PeakRoom | None:
+    """The room at the first batch's start of the plan being made (after its deletions, creations and partition
+    additions), or None when no broker has a known limit of what a copy adds: batching is then today's."""
+    caps = resolve(declared, snapshot)
+    if not any(caps.limit(b, r) is not None for b in caps.brokers for r in PEAKED):
+        return None
+    loads = Loads(write or {}, sizes, {})
+    before = _changes_first(changes, snapshot, loads)[0]
+    at = {r: per for r, per in loads.snapshot().items() if r in PEAKED}
+    room: PerResource = {r: {} for r in PEAKED}
+    other: dict[int, float] = {}
+    for broker in caps.brokers:
+        other[broker] = max(0.0, caps.in_use.get(broker, 0) - before["disk"].get(broker, 0.0))
+        for resource in PEAKED:
+            limit = caps.limit(broker, resource)
+            if limit is not None:
+                limit -= other[broker] if resource == "disk" else 0.0
+                room[resource][broker] = max(limit, before[resource].get(broker, 0.0))
+    return PeakRoom(at, room, other, caps, sizes, write or {})

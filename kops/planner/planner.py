@@ -52,7 +52,7 @@ from kops.model.topics import Topic
 from kops.planner import batches as batching
 from kops.planner import placement, tiered
 from kops.planner.fingerprint import fingerprint
-from kops.planner.headroom import Headroom, violations, with_capacity_report
+from kops.planner.headroom import Changes, Headroom, PeaksRefused, peak_room, violations, with_capacity_report
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
 from kops.planner.rebalance import balance_bytes, balance_replicas, bounds, replica_lower_bound, smallest_on
@@ -109,6 +109,7 @@ class _Work:
     balance_bytes: int = 0
     warnings: list[str] = field(default_factory=list)
     reason: dict[TopicPartition, str] = field(default_factory=dict)
+    peaks_refused: PeaksRefused | None = None  # no batching keeps every batch's peak within the limits
     loads_before: tuple[dict[int, int], dict[int, int], dict[int, int]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -146,19 +147,25 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
         balance_leaders(layout, eligible, scope)
     if work.problems:
         raise PlanningError(work.problems)
+    return _assemble_within(work, original, policy, eligible,
+                            desired.brokers.location if desired.brokers.decommission or desired.brokers.add else None,
+                            "raise the capacity's limit, add brokers, or change less at once")
+
+
+def _assemble_within(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy,
+                     eligible: list[int], where: SourceLocation | None, hint: str) -> Plan:
+    """Every plan ends here (capacity.md §6.5, §6.6): batches whose peaks no order keeps within the limits, and a
+    plan that leaves a broker over a limit it was within (or fuller than it was when already over) after the plan
+    or at a batch's peak, are refused at `where`, whatever made its targets."""
     planned = _assemble(work, original, policy, eligible)
-    _refuse_overfill(planned, desired.brokers.location if desired.brokers.decommission or desired.brokers.add
-                     else None, "raise the capacity's limit, add brokers, or change less at once")
-    return planned
-
-
-def _refuse_overfill(planned: Plan, where: SourceLocation | None, hint: str) -> None:
-    """Every plan ends here (capacity.md §6.5): one that leaves a broker over a limit it was within, or fuller
-    than it was when already over, is refused, whatever made its targets."""
-    report = planned.summary.capacity
-    over = violations(report) if report is not None else []
-    if over:
+    report, refused = planned.summary.capacity, work.peaks_refused
+    over = violations(report, peaks=refused is None) if report is not None else []
+    if over:  # what the targets themselves overfill comes first: no batching helps there
         raise PlanningError([Problem(where, f"this plan would overfill a broker: {line}", hint) for line in over])
+    if refused is not None:
+        raise PlanningError([Problem(where, f"no batching keeps this plan within the limits: {refused}",
+                                     refused.hint)])
+    return planned
 
 
 def _eligible_brokers(work: _Work) -> list[int]:
@@ -554,7 +561,15 @@ def _batches(work: _Work, moves: list[Move], policy: Policy, rate: int | None, p
     desired = work.desired
     limits = batching.Limits(desired.execution.max_partitions, desired.execution.max_bytes,
                              desired.execution.max_moves_per_broker)
-    grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order, tuple(desired.topics))
+    room = peak_room(Changes(work.deletions, work.creations, work.additions), work.snapshot, work.layout.sizes,
+                     policy.capacity, policy.write)
+    try:
+        grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order,
+                                        tuple(desired.topics), room)
+    except PeaksRefused as refused:  # refused at the end, unless the targets themselves overfill a broker
+        work.peaks_refused = refused
+        grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order,
+                                        tuple(desired.topics))
     batch_list = []
     starts = 0.0
     for index, group in enumerate(grouped):
@@ -694,7 +709,6 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
         work.reason[tp] = reasons.get(tp, reason) if reasons else reason
         work.forced_moves += len(set(replicas) - set(original[tp]))
         work.forced_bytes += layout.size(tp) * len(set(replicas) - set(original[tp]))
-    planned = _assemble(work, original, policy, sorted(snapshot.live_broker_ids))
-    _refuse_overfill(planned, location, "change less at once or add brokers, or raise the capacity's limit "
-                                        "(--capacity, or the inventory's capacity) if the broker really has the room")
-    return planned
+    return _assemble_within(work, original, policy, sorted(snapshot.live_broker_ids), location,
+                            "change less at once or add brokers, or raise the capacity's limit (--capacity, or "
+                            "the inventory's capacity) if the broker really has the room")

@@ -1,0 +1,108 @@
+"""Batch peaks (issue 35, docs/design/capacity.md §6.6): while a batch copies, each destination holds the new copy
+and each source still the old one, so every batch's peak stays within each broker's limits: a move that would take
+its destination over waits for a later batch, after its sources have freed their room, and a plan no batching keeps
+inside is refused (exit 1) with the broker, the resource, the numbers and what would help."""
+
+from __future__ import annotations
+
+import pytest
+
+from kops.errors import ExitCode
+from kops.model.capacity import CapacityDeclaration, Figure
+from kops.model.desired import Execution
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Plan
+from kops.planner.headroom import hard_violations
+from kops.planner.planner import PlanningError, Policy, plan_targets
+from tests.builders import brokers, snapshot, topic
+
+INV = "declared inv.yml:3"
+DISK = CapacityDeclaration(default={"disk": Figure(100_000, INV)})  # limit 80,000 on every broker
+
+
+def batched(planned: Plan) -> list[list[str]]:
+    return [[str(m.tp) for m in b.moves] for b in planned.batches]
+
+
+def swap_through_a_full_broker():
+    """Broker 3 holds a-0 and a-1 (60,000 of its 80,000): a-0 leaves it for 1 and b-0 (30,000) comes from 2, so it
+    ends at 60,000 again, but holds 90,000 while both copy at once."""
+    snap = snapshot(brokers(3, racks=None), [topic("a", [(3,), (3,)]), topic("b", [(2,)])])
+    sizes = {TopicPartition("a", 0): 30_000, TopicPartition("a", 1): 30_000, TopicPartition("b", 0): 30_000}
+    return snap, sizes, {TopicPartition("a", 0): (1,), TopicPartition("b", 0): (3,)}
+
+
+def test_a_move_into_a_broker_waits_for_the_batch_that_frees_its_room() -> None:
+    snap, sizes, targets = swap_through_a_full_broker()
+    blind = plan_targets(snap, targets, "c", sizes=sizes)
+    assert batched(blind) == [["a-0", "b-0"]]
+    over = hard_violations(blind, snap, sizes, DISK)
+    assert [(o.broker, o.resource, o.held, o.batch, o.cap) for o in over] == [(3, "disk", 90_000, 1, 80_000)]
+    kept = plan_targets(snap, targets, "c", sizes=sizes, policy=Policy(capacity=DISK))
+    assert batched(kept) == [["a-0"], ["b-0"]]
+    assert hard_violations(kept, snap, sizes, DISK) == []
+    report = kept.summary.capacity
+    assert report is not None and report.brokers[3]["disk"].peak == 60_000
+
+
+def test_a_batch_peak_over_the_limit_of_a_plan_made_elsewhere_is_named() -> None:
+    """The same targets, with the peak check alone (`hard_violations` holds any plan to a declaration): what
+    the bench and the property test count."""
+    snap, sizes, targets = swap_through_a_full_broker()
+    blind = plan_targets(snap, targets, "c", sizes=sizes)
+    tighter = CapacityDeclaration(default={"disk": Figure(100_000, INV)}, limits={"disk": 0.95})
+    assert hard_violations(blind, snap, sizes, tighter) == []  # 90,000 ≤ 95,000
+
+
+def test_deferred_moves_keep_the_batch_limits() -> None:
+    snap = snapshot(brokers(4, racks=None), [topic("a", [(3,), (3,)]), topic("b", [(2,), (2,)])])
+    sizes = {tp: 30_000 for tp in (TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0),
+                                   TopicPartition("b", 1))}
+    targets = {TopicPartition("a", 0): (1,), TopicPartition("a", 1): (4,), TopicPartition("b", 0): (3,),
+               TopicPartition("b", 1): (3,)}
+    blind = plan_targets(snap, targets, "c", Execution(max_partitions=2), sizes=sizes)
+    assert hard_violations(blind, snap, sizes, DISK)  # some batch copies onto 3 before both a's have left it
+    kept = plan_targets(snap, targets, "c", Execution(max_partitions=2), sizes=sizes, policy=Policy(capacity=DISK))
+    assert hard_violations(kept, snap, sizes, DISK) == []
+    assert all(len(b.moves) <= 2 for b in kept.batches)
+    assert sorted(m for b in batched(kept) for m in b) == ["a-0", "a-1", "b-0", "b-1"]
+
+
+def test_a_swap_between_two_full_brokers_is_refused_with_the_numbers() -> None:
+    """A needs B's room and B needs A's: each move alone takes its destination over, in any batch."""
+    snap = snapshot(brokers(3, racks=None), [topic("a", [(1,)]), topic("b", [(2,)]), topic("c", [(1,), (2,)])])
+    sizes = {TopicPartition("a", 0): 40_000, TopicPartition("b", 0): 40_000, TopicPartition("c", 0): 35_000,
+             TopicPartition("c", 1): 35_000}
+    targets = {TopicPartition("a", 0): (2,), TopicPartition("b", 0): (1,)}
+    assert plan_targets(snap, targets, "c", sizes=sizes).moves  # without capacities: one batch, both at once
+    with pytest.raises(PlanningError) as refused:
+        plan_targets(snap, targets, "c", sizes=sizes, policy=Policy(capacity=DISK), where="moves.json")
+    line = refused.value.one_line()
+    assert line.startswith("moves.json:1:1: no batching keeps this plan within the limits: broker 2 would hold "
+                           "112.3 KiB of disk at the peak of batch 1 (its new copy of a-0 written while the old one "
+                           "is still there), over its limit 78.1 KiB (limit 0.8 of 97.7 KiB declared inv.yml:3)")
+    assert "through a third broker" in line and "capacity.limits.disk" in line
+    assert refused.value.exit_code == ExitCode.ERROR
+
+
+def test_targets_that_overfill_a_broker_at_the_end_are_named_as_such_not_as_a_peak() -> None:
+    snap = snapshot(brokers(2, racks=None), [topic("t", [(1,), (1,)])])
+    sizes = {TopicPartition("t", 0): 50_000, TopicPartition("t", 1): 50_000}
+    targets = {TopicPartition("t", 0): (2,), TopicPartition("t", 1): (2,)}
+    with pytest.raises(PlanningError, match="broker 2 would hold 97.7 KiB of disk after the plan"):
+        plan_targets(snap, targets, "c", sizes=sizes, policy=Policy(capacity=DISK))
+
+
+def test_network_in_and_replica_caps_peak_too() -> None:
+    """A replica cap of 2: broker 3 holds a-0 and a-1, a-0 leaves and b-0 comes: 3 replicas while both copy."""
+    snap, sizes, targets = swap_through_a_full_broker()
+    capped = CapacityDeclaration(default={"replicas": Figure(2.0, INV)})
+    assert [o.resource for o in hard_violations(plan_targets(snap, targets, "c", sizes=sizes), snap, sizes,
+                                                 capped)] == ["replicas"]
+    assert batched(plan_targets(snap, targets, "c", sizes=sizes, policy=Policy(capacity=capped))) == [["a-0"],
+                                                                                                        ["b-0"]]
+    rates = CapacityDeclaration(default={"network_in": Figure(1_000.0, INV)})  # limit 800 bytes/s
+    write = {tp: 300.0 for tp in sizes}
+    kept = plan_targets(snap, targets, "c", sizes=sizes, policy=Policy(capacity=rates, write=write))
+    assert batched(kept) == [["a-0"], ["b-0"]]
+    assert hard_violations(kept, snap, sizes, rates, write) == []
