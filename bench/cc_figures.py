@@ -14,6 +14,7 @@ import statistics
 from collections import defaultdict
 
 from bench.cc_cluster import MIB, Assignment, Cluster
+from kops.planner.lower_bounds import count_bound, fair_shares
 
 LIMIT = 0.8  # each capacity's limit: Cruise Control's default capacity thresholds, and kops's (capacity.md §1)
 
@@ -109,3 +110,32 @@ def figures(cluster: Cluster, after: Assignment) -> dict[str, float | int]:
         out |= _spread(name, values) | {name.rstrip("s") + "_spread": int(max(values) - min(values))}
     out["topic_replica_spread"], out["topic_replica_spread_max"] = _topic_spread(cluster, after)
     return out | _violations(cluster, after, load) | _moves(cluster, after)
+
+
+def bounds(cluster: Cluster) -> dict[str, float | int]:
+    """The lowest peak any valid assignment of `cluster` reaches per figure (kops/planner/lower_bounds.py): what
+    neither tool can beat, so each tool's figure reads against what racks and whole partitions allow. Network out
+    and leader bytes in follow leadership, which any replica may take: their bound is the mean utilization or the
+    largest partition over the largest capacity. Topic spread: a topic whose replicas do not divide evenly over
+    the brokers spreads by at least 1."""
+    factors = {tp: len(r) for tp, r in cluster.assignment.items()}
+    racks: dict[int, str | None] = dict(cluster.racks)
+    pool: dict[int, str | None] = dict.fromkeys(cluster.racks)
+
+    def peak(loads: dict, capacity: dict[int, int], by_racks: bool, replicated: bool) -> float:
+        items = [(float(loads[tp]), factors[tp] if replicated else 1) for tp in cluster.assignment]
+        found = fair_shares(items, racks if by_racks else pool, {b: float(c) for b, c in capacity.items()})
+        return round(100.0 * found.bound, 2)
+
+    out_load = {tp: cluster.nw_out_load(tp) for tp in cluster.assignment}
+    per_topic: dict[str, int] = defaultdict(int)
+    for (topic, _), f in factors.items():
+        per_topic[topic] += f
+    brokers = len(cluster.brokers)
+    return {"disk_max": peak(cluster.size, cluster.disk, True, True),
+            "network_in_max": peak(cluster.write, cluster.nw_in, True, True),
+            "network_out_max": peak(out_load, cluster.nw_out, False, False),
+            "leader_bytes_in_max": peak(cluster.write, cluster.nw_in, False, False),
+            "replicas_max": count_bound(factors.values(), racks),
+            "leaders_max": count_bound([1] * len(factors), pool),
+            "topic_replica_spread": round(sum(1 for n in per_topic.values() if n % brokers) / len(per_topic), 3)}

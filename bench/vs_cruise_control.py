@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.cc_cluster import Cluster, generate, read_assignment, write_cruise_control, write_kops  # noqa: E402 - after the sys.path line above
-from bench.cc_figures import figures, invalid  # noqa: E402 - after the sys.path line above
+from bench.cc_figures import bounds, figures, invalid  # noqa: E402 - after the sys.path line above
 
 SCALES = {"tiny": (6, 120), "small": (50, 5_000), "medium": (200, 50_000), "million": (1_000, 1_000_000)}
 VARIANTS = {"kops-replicas": ("replicas",), "kops-bytes": ("bytes",),
@@ -154,6 +154,8 @@ def compare(brokers: int, partitions: int, work: Path, cc_runs: int, timeout: fl
     write_kops(cluster, folder / "kops")
     write_cruise_control(cluster, folder / "cc")
     yield _row(cluster, "before", folder / "cc" / "replicas.csv", "ok", {"seconds": 0.0})
+    yield {"cluster": cluster.name, "tool": "lower-bound", "brokers": len(cluster.brokers),
+           "partitions": len(cluster.assignment), "status": "ok"} | bounds(cluster)
     for variant in VARIANTS:
         yield run_kops(cluster, folder, variant, timeout)
     for run in range(1, cc_runs + 1):
