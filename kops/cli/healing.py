@@ -69,3 +69,14 @@ def verdict(snapshot: Snapshot, found: tuple[Absence, ...], heal: Heal | None) -
         reasons.append(described(found, heal.after_seconds if heal is not None else None)
                        + ("" if heal is not None else "; --heal-after re-homes their replicas"))
     return Verdict(reasons)
+
+
+def offline_verdict(snapshot: Snapshot) -> Verdict:
+    """An offline run (--snapshot) never heals: it cannot tell since when a broker is absent (that is kept in the
+    cluster) nor note it. A rebalance's readiness, with the absent brokers said in one line."""
+    reasons = readiness(snapshot)
+    gone = sorted(absent_brokers(snapshot))
+    if gone:
+        reasons.append(f"broker(s) {', '.join(map(str, gone))} absent in the snapshot, not healed: an offline run "
+                       f"(--snapshot) never heals, a run that reaches the cluster does (--heal-after)")
+    return Verdict(reasons)

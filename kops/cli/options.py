@@ -27,6 +27,9 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+SnapshotFile = Annotated[Path | None, typer.Option(
+    "--snapshot", help="Plan offline from a kops-snapshot/1 file (kops state --out FILE): no cluster is "
+                       "reached.")]
 Zookeeper = Annotated[
     str | None,
     typer.Option(

@@ -14,7 +14,7 @@ from rich.table import Table
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options
 from kops.cli.fleet import declared_connection
-from kops.cli.options import CapacityFile, ExtraVars, Inventory, Limit, parse_throttle
+from kops.cli.options import CapacityFile, ExtraVars, Inventory, Limit, SnapshotFile, parse_throttle
 from kops.cli.state import AllowIncomplete, refuse_incomplete, write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
 from kops.declare.capacity import declared_capacity
@@ -158,8 +158,7 @@ def plan(
     inventory: Inventory = None,
     limit: Limit = None,
     extra_vars: ExtraVars = None,
-    snapshot: Annotated[Path | None, typer.Option("--snapshot", help="Plan offline from a kops-snapshot/1 "
-                                                                     "file.")] = None,
+    snapshot: SnapshotFile = None,
     sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize "
                                                                "output).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the plan (kops-plan/2 JSON) here.")] = None,

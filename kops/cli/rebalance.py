@@ -33,11 +33,30 @@ from kops.cli.execution import load_plan
 from kops.cli.fleet import failed, for_each_member, print_recap
 from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial
 from kops.cli.fleet_rebalance import apply_rebalanced, check_fleet_options, default_folder
-from kops.cli.healing import Heal, HealAfter, HealMaxBrokers, heal_of, note_absences, verdict
-from kops.cli.options import CapacityFile, Format, Inventory, Limit, OutputFormat, parse_option, parse_throttle
+from kops.cli.healing import (
+    Heal,
+    HealAfter,
+    HealMaxBrokers,
+    Verdict,
+    heal_of,
+    note_absences,
+    offline_verdict,
+    verdict,
+)
+from kops.cli.options import (
+    CapacityFile,
+    Format,
+    Inventory,
+    Limit,
+    OutputFormat,
+    SnapshotFile,
+    parse_option,
+    parse_throttle,
+)
 from kops.cli.plan import render_text
 from kops.cli.run_metrics import Run, metrics_option
 from kops.cli.state import write_atomically
+from kops.cli.targets import offline_snapshot
 from kops.declare.capacity import declared_capacity
 from kops.errors import ExitCode, NotReady, UsageError
 from kops.executor.executor import Outcome
@@ -47,6 +66,7 @@ from kops.fleet.selection import Member
 from kops.holder import describe
 from kops.metrics import Moves
 from kops.model import plan_format
+from kops.model.absence import absent_brokers
 from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import Execution
 from kops.model.plan import Plan
@@ -122,6 +142,7 @@ def rebalance(
     heal_after: HealAfter = None,
     heal_max_brokers: HealMaxBrokers = 1,
     capacity: CapacityFile = None,
+    snapshot_file: SnapshotFile = None,
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Plan a rebalance of every cluster -i/-l select (a fleet), one at a time: "
                           "DIR/CLUSTER.plan.json each, for kops apply DIR (or --apply).")] = None,
@@ -134,7 +155,8 @@ def rebalance(
     through the executor and stops at the next checkpoint on SIGTERM or SIGINT.
 
     With --heal-after 30m, a broker absent (not registered) that long has its replicas re-created on live
-    brokers first, while at most --heal-max-brokers are absent (docs/design/healing.md).
+    brokers first, while at most --heal-max-brokers are absent (docs/design/healing.md). With --snapshot FILE it
+    plans offline from a kops-snapshot/1 file and reaches no cluster (so it never heals nor applies).
 
     The imbalance is the share of the load above the live brokers' fair share (0 = even; 0.25 = a quarter
     of the replicas, leaders or bytes would have to move), so --min-improvement 0.05 asks for 5% of it.
@@ -149,6 +171,8 @@ def rebalance(
           --max-moves-per-broker 2
       kops rebalance -z zk1:2181/kafka --max-moves 50      # ZooKeeper mode
       kops rebalance -z zk1:2181/kafka --heal-after 30m --apply --yes  # heals
+      kops rebalance --snapshot snaps/prod-eu.json --max-moves 50 \
+          -o plans/prod-eu.json                  # offline: reaches no cluster
       kops rebalance -i inventories/example -l prod --max-moves 50 \\
           --out-dir plans/rebalance              # a fleet: kops apply DIR
       kops rebalance -i inventories/example -l prod --max-moves 50 \\
@@ -161,7 +185,10 @@ def rebalance(
     rate = parse_throttle(throttle)
     limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
     healing_options = heal_of(heal_after, heal_max_brokers)
-    out_dir = out_dir or default_folder(connection, inventory, limit, out, _state_dir())
+    out_dir = out_dir or (None if snapshot_file else default_folder(connection, inventory, limit, out, _state_dir()))
+    if snapshot_file is not None and (apply_now or out_dir is not None):
+        raise UsageError("--snapshot plans one cluster offline", hint="drop --apply and --out-dir; apply the plan it "
+                                                                      "writes with kops apply PLAN")
     if out_dir is not None and healing_options is not None:
         raise UsageError("--heal-after heals one cluster at a time", hint="drop --out-dir, or --heal-after")
     check_fleet_options(out_dir, apply_now, serial, max_fail_percentage)
@@ -176,20 +203,21 @@ def rebalance(
         raise typer.Exit(_rebalance_fleet(connection, inventory, limit, (out_dir, output_format), planning,
                                           capacity, run, (fleet, pacing)))
     declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
-    address = resolve(connection, inventory, limit)
     report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
-    snapshot, healing = _ready(connection, address, report, run, output_format, healing_options)
-    result = planning.plan(snapshot, limit or address.where, declared, healing)
+    snapshot, healing, address = _read(connection, (inventory, limit, snapshot_file), report, run, output_format,
+                                       healing_options)
+    where = address.where if address is not None else snapshot.connect or str(snapshot_file)
+    result = planning.plan(snapshot, limit or where, declared, healing)
     if not result.worthwhile:
         _finish(report | {"status": "noop", "reason": _below(result)}, result, run, output_format)
         return
-    plan_file = out or _default_out(snapshot.cluster_id, address.where)
+    plan_file = out or _default_out(snapshot.cluster_id, where)
     write_atomically(plan_file, plan_format.dumps(result.plan))
     report["plan"] = str(plan_file)
     if output_format is OutputFormat.text:
         render_text(result.plan, details=False)
         console.info(f"wrote plan to {plan_file}")
-    if not apply_now:
+    if not apply_now or address is None:
         _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, run,
                 output_format)
         return
@@ -273,6 +301,20 @@ def _ready_snapshot(connection: Connection, address: Address, report: dict[str, 
     return _ready(connection, address, report, run, output_format, None)[0]
 
 
+def _read(connection: Connection, what: tuple[Path | None, str | None, Path | None], report: dict[str, Any], run: Run,
+          output_format: OutputFormat, heal_options: Heal | None) -> tuple[Snapshot, tuple[int, ...], Address | None]:
+    """The cluster read and judged (`_ready`), or with --snapshot FILE the file, judged without reaching any
+    cluster: an offline run never heals (it says which brokers are absent) and has no address to apply at."""
+    inventory, limit, snapshot_file = what
+    if snapshot_file is None:
+        address = resolve(connection, inventory, limit)
+        return *_ready(connection, address, report, run, output_format, heal_options), address
+    snapshot = offline_snapshot(snapshot_file)
+    absent = [{"broker": b, "seconds": None} for b in sorted(absent_brokers(snapshot))]
+    _judged(offline_verdict(snapshot), absent, (report, run, output_format), str(snapshot_file))
+    return snapshot, (), None
+
+
 def _ready(connection: Connection, address: Address, report: dict[str, Any], run: Run, output_format: OutputFormat,
            heal_options: Heal | None) -> tuple[Snapshot, tuple[int, ...]]:
     """`_ready_snapshot`, with the absent brokers noted in the cluster (every run, docs/design/healing.md §1)
@@ -281,17 +323,26 @@ def _ready(connection: Connection, address: Address, report: dict[str, Any], run
         snapshot = cluster.snapshot()
         holder = cluster.holder()
         found = note_absences(cluster, snapshot)
-    run.brokers_absent = len(found)
-    report["absent"] = [{"broker": a.broker, "seconds": round(a.seconds, 3)} for a in found]
     judged = verdict(snapshot, found, heal_options)
-    reasons = judged.reasons
     if holder is not None:
-        reasons.insert(0, f"an execution is running ({describe(holder)})")
+        judged.reasons.insert(0, f"an execution is running ({describe(holder)})")
+    _judged(judged, [{"broker": a.broker, "seconds": round(a.seconds, 3)} for a in found],
+            (report, run, output_format), address.where)
+    return snapshot, judged.healing
+
+
+def _judged(judged: Verdict, absent: list[dict[str, Any]], said: tuple[dict[str, Any], Run, OutputFormat],
+            where: str) -> None:
+    """The absent brokers into the summary and the metrics; a refusal (exit 3) when there is a reason not to go
+    on: cron tries again later."""
+    report, run, output_format = said
+    run.brokers_absent = len(absent)
+    report["absent"] = absent
+    reasons = judged.reasons
     if reasons:
         _finish(report | {"status": "refused", "reason": "; ".join(reasons)}, None, run, output_format)
         raise NotReady(("not healing: " if judged.healing else "not rebalancing: ") + "; ".join(reasons),
-                       where=address.where, hint="nothing was done; the next run tries again")
-    return snapshot, judged.healing
+                       where=where, hint="nothing was done; the next run tries again")
 
 
 @dataclass(frozen=True)

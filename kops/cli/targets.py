@@ -42,12 +42,7 @@ def cluster_snapshot(desired: DesiredState | None, connection: Connection, snaps
     """The snapshot from a file (offline), or read live: -b/-z, else the inventory host's address; `sizes`,
     when given, gets the partition sizes a live read can take (the Admin API's DescribeLogDirs)."""
     if snapshot_file is not None:
-        try:
-            data = snapshot_file.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read the snapshot: {exc.strerror}", where=str(snapshot_file),
-                             hint="write one with `kops state -z CONNECT --out FILE`") from None
-        return snapshot_format.loads(data, str(snapshot_file))
+        return offline_snapshot(snapshot_file)
     if connection.given:
         return take_snapshot(connection, resolve(connection), sizes=sizes, quiet=quiet)
     if desired is None or not desired.connect:
@@ -56,3 +51,14 @@ def cluster_snapshot(desired: DesiredState | None, connection: Connection, snaps
                          hint="set its bootstrap_servers (or zookeeper) variable in the inventory, pass -b or -z, "
                               "or plan offline with --snapshot FILE")
     return take_snapshot(connection, from_connect(str(desired.connect)), sizes=sizes, quiet=quiet)
+
+
+def offline_snapshot(path: Path) -> Snapshot:
+    """The kops-snapshot/1 file an offline run plans from (`kops plan --snapshot`, `kops rebalance --snapshot`):
+    no cluster is reached, so nothing is written to one either."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read the snapshot: {exc.strerror}", where=str(path),
+                         hint="write one with `kops state -z CONNECT --out FILE`") from None
+    return snapshot_format.loads(data, str(path))
