@@ -1,6 +1,7 @@
 """Headroom: what a plan does to each broker's known capacities, for the plan to show (docs/design/capacity.md
 §6.1, §7), and the limits placement keeps (`Headroom`, §6.2, §6.4) and every declared plan is checked against
-(`violations`, §6.5). Rebalance, leaders and batch peaks do not consult the limits yet (§10, commits 7-9).
+(`violations`, §6.5), and every batch's peak (`PeakRoom`, which batches.make_batches keeps within them, and
+`hard_violations`, which counts what a plan takes over, §6.6).
 
 Per broker and resource the plan is walked as the executor runs it: creations, deletions and partition additions
 first, then batch after batch, the preferred-leader election last. Loads per partition (§4): disk is its local
