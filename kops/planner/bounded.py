@@ -6,6 +6,9 @@ then says how far the chosen goal's imbalance fell. The imbalance is the share o
 the brokers' fair share — Σ max(0, load − mean) / Σ load over live brokers: 0 is even, 0.25 means a quarter of
 the replicas (leaders, bytes) would have to move to even it out. Every move from a broker above the mean to
 one below it lowers it, so small bounded runs show their progress. Below `min_improvement` a run does nothing.
+Where every broker's disk capacity is known, `bytes` is evened by share of capacity and its fair share is
+u* × the broker's disk limit, u* = Σ bytes ÷ Σ limits (capacity.md §6.3); where any capacity is known every move
+keeps its destination within its limits (disk, network in, max_replicas; leaders: network out).
 
 `readiness` is why a run must not start now: a reassignment in flight, partitions offline or
 under-replicated, replicas on brokers that are gone, a snapshot that could not be read whole.
@@ -16,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kops.model.capacity import resolve
 from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.budget import Budget, Limits
+from kops.planner.headroom import Headroom
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
 from kops.planner.planner import Policy, plan_targets
-from kops.planner.rebalance import balance_bytes, balance_replicas
+from kops.planner.rebalance import balance_bytes, balance_replicas, disk_share
 from kops.planner.time_fit import moves_to_drop
 
 GOALS = ("replicas", "leaders", "bytes")
@@ -58,13 +63,16 @@ def loads(layout: Layout, goal: str) -> dict[int, int]:
     return {"replicas": layout.replica_count, "leaders": layout.leader_count, "bytes": layout.bytes}[goal]
 
 
-def imbalance(load: dict[int, int], brokers: list[int]) -> float:
-    """Σ max(0, load − mean) / Σ load over `brokers` (0 when there is nothing to balance)."""
+def imbalance(load: Mapping[int, float], brokers: list[int], scale: Mapping[int, float] | None = None) -> float:
+    """Σ max(0, load − fair share) / Σ load over `brokers` (0 when there is nothing to balance). The fair share is
+    the mean, or, given each broker's limit as `scale`, the load by share of capacity (disk utilization, as
+    `--goal bytes` evens it where every disk is known: capacity.md §6.3)."""
     total = sum(load.get(b, 0) for b in brokers)
     if not brokers or total == 0:
         return 0.0
-    mean = total / len(brokers)
-    return round(sum(max(0.0, load.get(b, 0) - mean) for b in brokers) / total, 6)
+    level = total / (sum(scale[b] for b in brokers) if scale is not None else len(brokers))
+    return round(sum(max(0.0, load.get(b, 0) - level * (scale[b] if scale is not None else 1))
+                     for b in brokers) / total, 6)
 
 
 def readiness(snapshot: Snapshot) -> list[str]:
@@ -105,14 +113,18 @@ def rebalance(snapshot: Snapshot, request: Request, sizes: dict[TopicPartition, 
     limits = request.limits
     brokers = sorted(snapshot.live_broker_ids)
     rate = policy.port_rate(execution.throttle if execution else None)
-    layout = Layout(snapshot, dict(sizes or {}))
-    before = imbalance(loads(layout, request.goal), brokers)
+    layout = Layout(snapshot, dict(sizes or {}), policy.write, policy.fanout)
+    caps = resolve(policy.capacity, snapshot)
+    if caps.known:  # every move keeps its destination within its limits (capacity.md §6.3)
+        layout.headroom = Headroom(caps, layout)
+    scale = disk_share(layout, brokers).scale if request.goal == "bytes" else None
+    before = imbalance(loads(layout, request.goal), brokers, scale)
     original = dict(layout.replicas)
     leaders = {tp: r[0] for tp, r in original.items() if r}
     balance(snapshot, layout, brokers, request.goal, Budget(limits, leaders, rate))
     replan = Replan(snapshot, original, f"rebalance {request.goal}", policy, cluster, execution)
     result = fit(replan, layout, limits, rate)
-    after = imbalance(loads(layout, request.goal), brokers)
+    after = imbalance(loads(layout, request.goal), brokers, scale)
     return Rebalance(result, request.goal, before, after, request.min_improvement)
 
 

@@ -124,11 +124,11 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
          policy: Policy = Policy()) -> Plan:
     """The plan, in order: brokers checked, every declared topic, decommissions, new brokers' share, the
     rebalance, leaders; then moves, batches, rollback and summary from the planned layout."""
-    layout = Layout(snapshot, dict(sizes or {}), policy.write)
+    policy = replace(policy, fanout={name: t.fanout for name, t in desired.topics.items()})
+    layout = Layout(snapshot, dict(sizes or {}), policy.write, policy.fanout)
     caps = resolve(policy.capacity, snapshot)
     if caps.known:
         layout.headroom = Headroom(caps, layout)
-    policy = replace(policy, fanout={name: t.fanout for name, t in desired.topics.items()})
     original = dict(layout.replicas)
     work = _Work(snapshot, desired, layout)
     eligible = _eligible_brokers(work)

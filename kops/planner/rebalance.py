@@ -3,7 +3,12 @@
 Goal `replicas`: replica counts within `tolerance` of the mean (tolerance 0 means ±1). Each step moves one
 replica from the most loaded broker to the least loaded one that can take it (not already a replica, racks
 kept distinct), choosing the smallest partition that fits, so the bytes moved stay near their lower bound.
-Goal `bytes`: the same over bytes, choosing the partition whose size best fills the gap without overshoot.
+Goal `bytes`: the same over bytes, choosing the partition whose size best fills the gap without overshoot. Where
+every broker's disk limit is known, bytes are evened by share of capacity (utilization: bytes ÷ the broker's disk
+limit), so a broker twice the size holds twice the bytes (docs/design/capacity.md §6.3); where write rates and
+every broker's network-in limit are known, a second pass evens network-in utilization the same way without raising
+the disk peak. Every move keeps the destination within its limits (disk, network in, `max_replicas`): a broker
+already over a limit takes nothing more of it, and moves off it are what lower it.
 Used for `rebalance:` plays, for `brokers.add` (destinations limited to the new brokers) and by `kops
 rebalance`. `replica_lower_bound` is the least number of replica moves any plan needs for the same bounds.
 
@@ -16,15 +21,18 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from kops.model.capacity import Resource
 from kops.model.partitions import TopicPartition
 from kops.planner.budget import Budget
 from kops.planner.layout import Layout
 
 DESTINATIONS_TRIED = 8
+NETWORK_IN_BAND = 0.05  # the network-in pass stops within 5% of the mean utilization (or the tolerance, if wider)
+Guard = Callable[[TopicPartition, int], bool]  # may this partition's replica go to this broker (beyond the limits)?
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,22 @@ def bounds(total: int, brokers: int, tolerance: float) -> Bounds:
     return Bounds(lower, upper)
 
 
+def _pool_bounds(layout: Layout, pool: list[int], tolerance: float) -> Bounds:
+    """Bounds over `pool`, less the brokers whose max_replicas keeps them below its lower bound: those end at their
+    cap and the others share the rest (the same bounds as `bounds` where no cap binds)."""
+    caps = layout.headroom.limits.get("replicas", {}) if layout.headroom is not None else {}
+    count = layout.replica_count
+    members, total = list(pool), sum(count[b] for b in pool)
+    while True:
+        limits = bounds(total, len(members), tolerance)
+        capped = [b for b in members if b in caps and caps[b] < limits.lower]
+        if not capped or len(capped) == len(members):
+            return limits
+        for b in capped:
+            members.remove(b)
+            total -= int(caps[b])
+
+
 def replica_lower_bound(counts: dict[int, int], brokers: list[int], b: Bounds) -> int:
     excess = sum(max(0, counts.get(x, 0) - b.upper) for x in brokers)
     deficit = sum(max(0, b.lower - counts.get(x, 0)) for x in brokers)
@@ -50,13 +74,15 @@ class _Candidates:
     """Each broker's movable partitions sorted by size (and their sizes, for bisecting), rebuilt only after the
     broker gained replicas."""
 
-    def __init__(self, layout: Layout, movable: set[TopicPartition] | None) -> None:
+    def __init__(self, layout: Layout, movable: set[TopicPartition] | None,
+                 weight: Mapping[TopicPartition, float] | None = None) -> None:
         self.layout = layout
         self.movable = movable
-        self.cache: dict[int, tuple[int, list[TopicPartition], list[int]]] = {}
+        self.weight = weight  # what a partition weighs when not its size (network in: its write rate)
+        self.cache: dict[int, tuple[int, list[TopicPartition], list[float]]] = {}
         self.stacks: dict[int, tuple[int, list[TopicPartition]]] = {}
 
-    def _entry(self, broker: int) -> tuple[int, list[TopicPartition], list[int]]:
+    def _entry(self, broker: int) -> tuple[int, list[TopicPartition], list[float]]:
         stamp = self.layout.gained[broker]
         cached = self.cache.get(broker)
         if cached is None or cached[0] != stamp:
@@ -64,7 +90,9 @@ class _Candidates:
             # By (size, partition): sorted by partition, then stably by size, so the sorts compare ints or
             # (topic, number) pairs, never (size, (topic, number)) tuples, which took twice as long.
             by_name = sorted(on if self.movable is None else on.keys() & self.movable)
-            sizes = list(map(on.__getitem__, by_name))
+            weight = self.weight
+            sizes: Sequence[float] = (list(map(on.__getitem__, by_name)) if weight is None
+                                      else [weight.get(tp, 0.0) for tp in by_name])
             order = sorted(range(len(by_name)), key=sizes.__getitem__)
             cached = (stamp, [by_name[i] for i in order], [sizes[i] for i in order])
             self.cache[broker] = cached
@@ -80,7 +108,7 @@ class _Candidates:
             self.stacks[broker] = cached
         return cached[1]
 
-    def with_sizes(self, broker: int) -> tuple[list[TopicPartition], list[int]]:
+    def with_sizes(self, broker: int) -> tuple[list[TopicPartition], list[float]]:
         _, items, sizes = self._entry(broker)
         return items, sizes
 
@@ -91,19 +119,28 @@ def _try_move(layout: Layout, source: int, first: int, more: Callable[[], int | 
     on_source = layout.by_broker[source]
     while stack and stack[-1] not in on_source:
         stack.pop()
+    room = layout.headroom
     dest: int | None = first
     while dest is not None:
         for tp in reversed(stack):
-            if tp in on_source and _move(layout, tp, source, dest, rack_aware, budget):
-                return True
+            if tp in on_source:
+                if _move(layout, tp, source, dest, rack_aware, budget):
+                    return True
+                if room is not None and room.blocked(layout, dest, tp) in ("disk", "replicas"):
+                    break  # the partitions still to try are larger: they do not fit its disk or its count either
         dest = more()
     return False
 
 
-def _move(layout: Layout, tp: TopicPartition, source: int, dest: int, rack_aware: bool, budget: Budget | None) -> bool:
-    """Move one replica of `tp` from `source` to `dest` if the partition, its racks and the budget allow it."""
+def _move(layout: Layout, tp: TopicPartition, source: int, dest: int, rack_aware: bool, budget: Budget | None,
+          guard: Guard | None = None) -> bool:
+    """Move one replica of `tp` from `source` to `dest` if the partition, its racks, the destination's limits
+    (capacity.md §6.1: disk, network in, max_replicas), `guard` and the budget allow it."""
     replicas = layout.replicas[tp]
     if dest in replicas or (rack_aware and not layout.rack_ok(replicas, source, dest)):
+        return False
+    room = layout.headroom
+    if (room is not None and not room.fits(layout, dest, tp)) or (guard is not None and not guard(tp, dest)):
         return False
     if budget is not None:
         if not budget.allows(tp, layout.size(tp), dest):
@@ -142,7 +179,7 @@ def balance_replicas(
 ) -> int:
     """Move replicas until counts are within bounds (or the budget is spent); returns the replica moves made."""
     total = sum(layout.replica_count[b] for b in brokers)
-    limits = bounds(total, len(brokers), tolerance)
+    limits = _pool_bounds(layout, brokers, tolerance)
     targets = set(destinations if destinations is not None else brokers)
     count = layout.replica_count
     sources = [(-count[b], b) for b in brokers]
@@ -174,32 +211,98 @@ def balance_replicas(
             stuck.add(source)
             pool = [b for b in brokers if b not in stuck]
             if pool:
-                limits = bounds(sum(count[b] for b in pool), len(pool), tolerance)
+                limits = _pool_bounds(layout, pool, tolerance)
         for d in taken:
             push(dests, (count[d], load[d], d))
     return moved
 
 
+@dataclass(frozen=True)
+class Share:
+    """One load evened by each broker's share of capacity (capacity.md §6.3): a broker's fair load is
+    u* × scale, where u* = Σ load ÷ Σ scale. Without a scale every broker is alike and the fair load is the mean:
+    bytes are evened as bytes, today's plans."""
+
+    load: Mapping[int, float]  # live: the layout's bytes or network in per broker
+    scale: Mapping[int, float] | None  # each broker's limit of that resource; None: every broker alike
+    weight: Mapping[TopicPartition, float] | None = None  # a partition's load when it is not its size
+
+    def level(self, brokers: list[int]) -> float:
+        """u*: the utilization every broker would have if the load were spread by share (the mean unscaled)."""
+        total = sum(self.load[b] for b in brokers)
+        return total / (sum(self.scale[b] for b in brokers) if self.scale is not None else len(brokers))
+
+    def key(self, broker: int, extra: float = 0) -> float:
+        """The broker's utilization (its load, unscaled), with `extra` more."""
+        load = self.load[broker] + extra
+        return load / self.scale[broker] if self.scale is not None else load
+
+    def fair(self, broker: int, level: float) -> float:
+        return level * self.scale[broker] if self.scale is not None else level
+
+    def of(self, layout: Layout, tp: TopicPartition) -> float:
+        return layout.size(tp) if self.weight is None else self.weight.get(tp, 0.0)
+
+
+def _known_limits(layout: Layout, brokers: list[int], resource: Resource) -> dict[int, float] | None:
+    """Every broker's limit of `resource`, or None unless all of them are known and positive."""
+    room = layout.headroom
+    if room is None:
+        return None
+    per = room.limits.get(resource, {})
+    return {b: per[b] for b in brokers} if all(per.get(b, 0.0) > 0 for b in brokers) else None
+
+
+def disk_share(layout: Layout, brokers: list[int]) -> Share:
+    """Bytes by share of each broker's disk limit where every one is known, else bytes as bytes."""
+    return Share(layout.bytes, _known_limits(layout, brokers, "disk"))
+
+
 def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable: set[TopicPartition] | None = None,
                   rack_aware: bool = True, max_moves: int | None = None, budget: Budget | None = None) -> int:
-    """Move replicas until every broker's bytes are within `tolerance` of the mean (best effort).
+    """Even disk, then network in where it is known: returns the replica moves made (best effort).
 
-    A move of s bytes from S to D is only made when s fits the gap of that very destination,
-    s <= min(S - mean, mean - D), so both ends stay on their side of the mean: the spread strictly shrinks
-    and the loop ends. The heaviest broker and the lightest few come from heaps with lazy updates, and the
-    largest partition that fits a gap is found by bisecting the source's size-sorted list.
-    """
-    total = sum(layout.bytes[b] for b in brokers)
-    if not brokers or total == 0:
+    Disk by utilization where every broker's disk limit is known (bytes otherwise). Network in, where write rates
+    and every broker's network-in limit are known, second and to within NETWORK_IN_BAND (or the tolerance): a move
+    for it may not take its destination's disk above the highest utilization the disk pass left, or the band
+    above disk's fair share when that is higher, so it never undoes disk's peak."""
+    if not brokers:
         return 0
-    mean = total / len(brokers)
     limit = max_moves if max_moves is not None else 4 * sum(layout.replica_count[b] for b in brokers)
+    disk = disk_share(layout, brokers)
+    moved = _even(layout, brokers, tolerance, disk, movable, rack_aware, limit, budget)
+    scale = _known_limits(layout, brokers, "network_in") if layout.write else None
+    if scale is None or moved >= limit or (budget is not None and budget.exhausted()):
+        return moved
+    band = max(tolerance, NETWORK_IN_BAND)
+    ceiling = max(max(disk.key(b) for b in brokers), disk.level(brokers) * (1 + band))
+
+    def below_ceiling(tp: TopicPartition, dest: int) -> bool:
+        return disk.key(dest, layout.size(tp)) <= ceiling
+
+    network = Share(layout.nw_in, scale, layout.write)
+    return moved + _even(layout, brokers, band, network, movable, rack_aware, limit - moved, budget, below_ceiling)
+
+
+def _even(layout: Layout, brokers: list[int], tolerance: float, share: Share, movable: set[TopicPartition] | None,
+          rack_aware: bool, limit: int, budget: Budget | None, guard: Guard | None = None) -> int:
+    """Move replicas until every broker's load is within `tolerance` of its fair share (best effort).
+
+    A move of w from S to D is only made when w fits the gap of that very destination,
+    w <= min(S − fair S, fair D − D), so both ends stay on their side of their fair share: the total distance
+    strictly shrinks and the loop ends. The most used broker and the least used few come from heaps with lazy
+    updates, and the largest partition that fits a gap is found by bisecting the source's weight-sorted list.
+    """
+    if sum(share.load[b] for b in brokers) <= 0:
+        return 0
+    level = share.level(brokers)
     if budget is not None and budget.limits.max_moves is not None:
-        return _largest_first(layout, brokers, mean, movable, rack_aware, budget, limit)
-    high, low = mean * (1 + tolerance), mean * (1 - tolerance)
-    candidates = _Candidates(layout, movable)
-    heavy = [(-layout.bytes[b], b) for b in brokers]
-    light = [(layout.bytes[b], b) for b in brokers]
+        return _largest_first(layout, brokers, share, level, movable, rack_aware, budget, limit, guard)
+    high, low = level * (1 + tolerance), level * (1 - tolerance)
+    candidates = _Candidates(layout, movable, share.weight)
+    key = share.key
+    heavy = [(-key(b), b) for b in brokers]
+    light = [(key(b), b) for b in brokers]
     heapq.heapify(heavy)
     heapq.heapify(light)
     moved = 0
@@ -210,75 +313,79 @@ def balance_bytes(layout: Layout, brokers: list[int], tolerance: float, movable:
                    default=0)
     full: set[int] = set()
     while moved < limit and not (budget and budget.exhausted()):
-        source = _pop_current(heavy, lambda b: -layout.bytes[b], stuck)
+        source = _pop_current(heavy, lambda b: -key(b), stuck)
         if source is None:
             break
-        pool = _lightest(layout, light, {source} | full)
-        if pool and layout.bytes[source] <= high and layout.bytes[pool[0]] >= low:
+        pool = _lightest(light, key, {source} | full)
+        if pool and key(source) <= high and key(pool[0]) >= low:
             break  # balanced within tolerance
-        done = any(_move_into_gap(layout, source, dest, mean, candidates, rack_aware, budget) for dest in pool)
+        done = any(_move_into_gap(layout, source, dest, share, level, candidates, rack_aware, budget, guard)
+                   for dest in pool)
         for d in pool:
             if budget is not None and budget.room(d) < smallest:
                 full.add(d)
             else:
-                heapq.heappush(light, (layout.bytes[d], d))
-        heapq.heappush(light, (layout.bytes[source], source))
+                heapq.heappush(light, (key(d), d))
+        heapq.heappush(light, (key(source), source))
         if not done:
             stuck.add(source)
             continue
         moved += 1
-        heapq.heappush(heavy, (-layout.bytes[source], source))
+        heapq.heappush(heavy, (-key(source), source))
     return moved
 
 
-def _largest_first(layout: Layout, brokers: list[int], mean: float, movable: set[TopicPartition] | None,
-                   rack_aware: bool, budget: Budget, limit: int) -> int:
-    """balance_bytes under `--max-moves`: every move should buy the most, so the largest replicas on brokers above
-    the mean go first, each to one of the lightest brokers whose gap it fits (both ends stay on their side of
-    the mean). Draining the heaviest broker first spent the count on megabytes where it was heavy with a
-    partition no gap could take (bench/rebalance.py: budget fill 0.18 at 200,000 partitions)."""
+def _largest_first(layout: Layout, brokers: list[int], share: Share, level: float,
+                   movable: set[TopicPartition] | None, rack_aware: bool, budget: Budget, limit: int,
+                   guard: Guard | None) -> int:
+    """_even under `--max-moves`: every move should buy the most, so the largest replicas on brokers above
+    their fair share go first, each to one of the least used brokers whose gap it fits (both ends stay on their
+    side of their fair share). Draining the heaviest broker first spent the count on megabytes where it was heavy
+    with a partition no gap could take (bench/rebalance.py: budget fill 0.18 at 200,000 partitions)."""
     moved = 0
-    light = [(layout.bytes[b], b) for b in brokers if layout.bytes[b] < mean]
+    load, key = share.load, share.key
+    fair = {b: share.fair(b, level) for b in brokers}
+    light = [(key(b), b) for b in brokers if load[b] < fair[b]]
     heapq.heapify(light)
     progress = True
     while progress and moved < limit and not budget.exhausted():
         progress = False
-        ranked = sorted(((layout.size(tp), tp, b) for b in brokers if layout.bytes[b] > mean
+        ranked = sorted(((share.of(layout, tp), tp, b) for b in brokers if load[b] > fair[b]
                          for tp in layout.by_broker[b] if movable is None or tp in movable), reverse=True)
-        for size, tp, source in ranked:
-            if moved >= limit or budget.exhausted() or size <= 0:
+        for weight, tp, source in ranked:
+            if moved >= limit or budget.exhausted() or weight <= 0:
                 break
-            if layout.bytes[source] - size < mean or tp not in layout.by_broker[source]:
+            if load[source] - weight < fair[source] or tp not in layout.by_broker[source]:
                 continue
-            pool = _lightest(layout, light, {source})
-            done = any(mean - layout.bytes[d] >= size and _move(layout, tp, source, d, rack_aware, budget)
+            pool = _lightest(light, key, {source})
+            done = any(fair[d] - load[d] >= weight and _move(layout, tp, source, d, rack_aware, budget, guard)
                        for d in pool)
             for d in pool:
-                if layout.bytes[d] < mean:
-                    heapq.heappush(light, (layout.bytes[d], d))
+                if load[d] < fair[d]:
+                    heapq.heappush(light, (key(d), d))
             moved += done
             progress = progress or done
     return moved
 
 
-def _lightest(layout: Layout, light: list[tuple[int, int]], skip: set[int]) -> list[int]:
-    """Up to DESTINATIONS_TRIED of the lightest brokers, taken off the heap (the caller puts them back)."""
+def _lightest(light: list[tuple[float, int]], key: Callable[[int], float], skip: set[int]) -> list[int]:
+    """Up to DESTINATIONS_TRIED of the least used brokers, taken off the heap (the caller puts them back)."""
     pool: list[int] = []
     while light and len(pool) < DESTINATIONS_TRIED:
-        d = _pop_current(light, lambda b: layout.bytes[b], skip | set(pool))
+        d = _pop_current(light, key, skip | set(pool))
         if d is None:
             break
         pool.append(d)
     return pool
 
 
-def _move_into_gap(layout: Layout, source: int, dest: int, mean: float, candidates: _Candidates, rack_aware: bool,
-                   budget: Budget | None) -> bool:
-    gap = min(layout.bytes[source] - mean, mean - layout.bytes[dest])
-    return gap > 0 and _move_largest_fitting(layout, source, dest, candidates, gap, rack_aware, budget)
+def _move_into_gap(layout: Layout, source: int, dest: int, share: Share, level: float, candidates: _Candidates,
+                   rack_aware: bool, budget: Budget | None, guard: Guard | None) -> bool:
+    gap = min(share.load[source] - share.fair(source, level), share.fair(dest, level) - share.load[dest])
+    return gap > 0 and _move_largest_fitting(layout, source, dest, candidates, gap, rack_aware, budget, guard)
 
 
-def _pop_current(heap: list[tuple[int, int]], key: Callable[[int], int], skip: set[int]) -> int | None:
+def _pop_current(heap: list[tuple[float, int]], key: Callable[[int], float], skip: set[int]) -> int | None:
     """Pop the best broker whose entry is current (lazy deletion); entries of `skip` are dropped."""
     while heap:
         value, broker = heapq.heappop(heap)
@@ -292,15 +399,19 @@ def _pop_current(heap: list[tuple[int, int]], key: Callable[[int], int], skip: s
 
 
 def _move_largest_fitting(layout: Layout, source: int, dest: int, candidates: _Candidates, gap: float,
-                          rack_aware: bool, budget: Budget | None) -> bool:
-    """Move the largest replica of `source` no bigger than `gap` that `dest` may take."""
+                          rack_aware: bool, budget: Budget | None, guard: Guard | None = None) -> bool:
+    """Move the largest replica of `source` no heavier than `gap` that `dest` may take."""
     items, sizes = candidates.with_sizes(source)
     on_source = layout.by_broker[source]
+    room = layout.headroom
     for i in range(bisect.bisect_right(sizes, gap) - 1, -1, -1):
         if sizes[i] <= 0:
             return False
-        if items[i] in on_source and _move(layout, items[i], source, dest, rack_aware, budget):
-            return True
+        if items[i] in on_source:
+            if _move(layout, items[i], source, dest, rack_aware, budget, guard):
+                return True
+            if room is not None and room.blocked(layout, dest, items[i]) == "replicas":
+                return False  # at its max_replicas: it takes no replica of any partition
     return False
 
 

@@ -107,6 +107,11 @@ SCENARIOS = {
   execution:
     batch: {max_partitions: 6}
 """,
+    "capacity-over": """- name: broker 1 over its disk limit, disks evened by share, moving only what lowers it
+  hosts: golden
+  rebalance: {goal: bytes, tolerance: 0.1}
+  execution: {throttle: 20MiB/s}
+""",
     "destructive-guard": """- name: retire the legacy topic
   hosts: golden
   allow_delete: true
@@ -155,7 +160,14 @@ def capacity_snapshot():
                                                     total - held.get(b.id, 0) - 100 * 2**20) for b in base.brokers))
 
 
-SNAPSHOTS = {"decommission-tiered": tiered_snapshot, "capacity-report": capacity_snapshot}
+def six_brokers_snapshot():
+    """The base cluster without its two empty brokers: every broker holds data."""
+    base = base_snapshot()
+    return replace(base, brokers=tuple(b for b in base.brokers if b.id <= 6))
+
+
+SNAPSHOTS = {"decommission-tiered": tiered_snapshot, "capacity-report": capacity_snapshot,
+             "capacity-over": six_brokers_snapshot}
 INVENTORIES = {"capacity-report": INVENTORY + """\
       capacity:
         network_in: 8MiB/s
@@ -172,6 +184,16 @@ INVENTORIES["capacity-decommission"] = INVENTORY + """\
           6: {disk: 6GiB}           # broker 3's rack-mate: without limits it would take most of 3's bytes
           7: {disk: 2GiB}           # a small new broker: by count it would take as much as 8
           8: {disk: 16GiB}
+"""
+INVENTORIES["capacity-over"] = INVENTORY + """\
+      capacity:
+        disk: 9GiB
+        brokers:
+          1: {disk: 5GiB}           # over: it holds 4.8 GiB, and its limit is 0.8 of 5 GiB
+          3: {disk: 11GiB}
+          4: {disk: 10GiB}          # broker 1's rack-mate, with room: most of 1's partitions span every rack
+          5: {disk: 7GiB}
+          6: {disk: 4GiB}
 """
 WRITES = {"capacity-report": {"clicks": 512 * 2**10, "orders": 256 * 2**10}}  # bytes/s per partition of these topics
 
