@@ -22,7 +22,7 @@ from kops.errors import KopsError
 from kops.executor.events import CapacityUnknown, Reporter
 from kops.model.capacity import DEFAULT_LIMIT, LogDirUsage, reported_disks
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Move, Plan
+from kops.model.plan import CapacityReport, Move, Plan
 from kops.units import format_size
 
 NOT_REPORTED = "usable bytes not reported (ZooKeeper without KIP-179, Kafka before 3.3, or a log dir offline)"
@@ -83,6 +83,7 @@ class DiskGate:
         self.read = read
         self.emit = emit
         self.limit = limit
+        self.planned: CapacityReport | None = None  # the plan's figures, for rolling's planned room
         self._unknown_said: set[int] = set()
 
     def rooms(self, brokers: Iterable[int]) -> dict[int, Room]:

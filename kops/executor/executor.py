@@ -140,7 +140,7 @@ class Executor:
         """Run `plan` (batches, or rolling: `rolling`, else the plan's own `rolling`). An incomplete snapshot
         (brokers' views still disagreeing) is refused before anything is written, unless `allow_incomplete`.
         Destinations' disks are held to the plan's `limits.disk` (kops.executor.disks)."""
-        self.gate.limit = disk_limit(plan)
+        self.gate.limit, self.gate.planned = disk_limit(plan), plan.summary.capacity
         snapshot = self.read_snapshot()
         if not allow_incomplete:
             snapshot.refuse_incomplete()

@@ -44,7 +44,8 @@ from kops.holder import LockLost
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move, Rolling
 from kops.model.snapshot import Snapshot
-from kops.planner.rolling import admissible, leader_of
+from kops.planner.rolling import Room, Source, admissible, leader_of, planned_room
+from kops.units import format_size
 
 
 class _Clock(Protocol):
@@ -306,6 +307,28 @@ def _within_disks(ex: Executor, record: ExecutionRecord, ready: list[Move], in_f
     return chosen
 
 
+def _within_plan(ex: Executor, record: ExecutionRecord, ready: list[Move], in_flight: list[Move], state: _State,
+                 leaders: Source) -> tuple[list[Move], Room | None]:
+    """The caps' choice among the ready moves whose destinations have room under the plan's own disk limits
+    (kops.planner.rolling.planned_room: what the plan knew, less the moves done and in flight), and that room. A
+    move without it waits for the moves in flight; with none in flight the run stops, as a `kops cancel` does."""
+    done = [m for b in record.batches if b.status == DONE for m in b.moves]
+    room = planned_room(ex.gate.planned, done, in_flight)
+    chosen = admissible(ready, in_flight, state.limits, leaders, room)
+    if chosen or room is None or in_flight or not admissible(ready, in_flight, state.limits, leaders):
+        return chosen, room
+    for m in ready:
+        short = [(b, free) for b in m.adding if (free := room(b)) is not None and m.bytes > free]
+        if short:
+            broker, free = short[0]
+            state.stopping = True
+            state.stop_reason = (f"{m.tp}: broker {broker} has {format_size(max(0.0, free))} of room left under "
+                                 f"the plan's disk limit, needs {format_size(m.bytes)} for its new replica, and no "
+                                 f"move in flight to free space; {what_to_do(record.kind)}")
+            break
+    return chosen, room
+
+
 def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecord], state: _State) -> Snapshot:
     """The checkpoint, then the next moves that fit the caps. Returns the snapshot read for it."""
     running = record.in_flight
@@ -328,10 +351,10 @@ def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecor
             batch.status, batch.finished_at = DONE, ex.clock.now()
     ready = [b for b in pending if b.moves[0].tp in todo]
     leaders = leader_of(snapshot)
-    chosen_moves = admissible([b.moves[0] for b in ready], in_flight, state.limits, leaders)
-    if chosen_moves:  # the caps allow some: which fit the disks
+    chosen_moves, room = _within_plan(ex, record, [b.moves[0] for b in ready], in_flight, state, leaders)
+    if chosen_moves:  # the caps and the plan's room allow some: which fit the disks now
         chosen_moves = _within_disks(ex, record, [b.moves[0] for b in ready], in_flight, state,
-                                     lambda moves: admissible(moves, in_flight, state.limits, leaders))
+                                     lambda moves: admissible(moves, in_flight, state.limits, leaders, room))
     if not chosen_moves:
         return snapshot
     gone = sorted({b for m in chosen_moves for b in health.needed(m, snapshot)} - snapshot.live_broker_ids)

@@ -5,7 +5,9 @@ those are the brokers it "touches". At most `max_moves_per_broker` moves in flig
 at most `max_moves` be in flight in all. The order is largest and most constrained first: moves through the
 busiest port (the broker with the most bytes to send or receive) come first, largest first among them, so the
 port that bounds the makespan never idles while smaller work waits elsewhere (longest-processing-time first on
-the critical port, as Cruise Control's and Redpanda's per-broker concurrency caps do it).
+the critical port, as Cruise Control's and Redpanda's per-broker concurrency caps do it). Given each broker's
+room (`planned_room`: the plan's limits less what is on the broker and on its way), a move starts only where its
+destinations have room for it then, beside the moves in flight.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
-from kops.model.plan import Move, Rolling
+from kops.model.plan import CapacityReport, Move, Rolling
 from kops.model.snapshot import Snapshot
 
 Source = Callable[[Move], int | None]  # a move's current leader (None: unknown, the first original replica)
+Room = Callable[[int], float | None]  # the bytes a broker may still take now (None: unknown, not checked)
 
 
 def leader_of(snapshot: Snapshot) -> Source:
@@ -54,21 +57,53 @@ def rolling_order(moves: Sequence[Move], source: Source) -> list[Move]:
     return sorted(moves, key=key)
 
 
-def admissible(pending: Iterable[Move], in_flight: Iterable[Move], limits: Rolling, source: Source) -> list[Move]:
-    """The moves of `pending` (in their order) that may start now beside `in_flight` within `limits`."""
+def admissible(pending: Iterable[Move], in_flight: Iterable[Move], limits: Rolling, source: Source,
+               room: Room | None = None) -> list[Move]:
+    """The moves of `pending` (in their order) that may start now beside `in_flight` within `limits`, and, given
+    `room`, whose destinations have room now for their new copies beside those chosen before them."""
     per_broker: Counter[int] = Counter()
     running = 0
     for m in in_flight:
         running += 1
         per_broker.update(touched(m, source))
     chosen: list[Move] = []
+    taking: Counter[int] = Counter()  # bytes the moves chosen here bring each destination
     for m in pending:
         if limits.max_moves is not None and running >= limits.max_moves:
             break
         brokers = touched(m, source)
         if any(per_broker[b] >= limits.max_moves_per_broker for b in brokers):
             continue
+        if room is not None and any((free := room(b)) is not None and taking[b] + m.bytes > free for b in m.adding):
+            continue
         chosen.append(m)
         running += 1
         per_broker.update(brokers)
+        taking.update({b: m.bytes for b in m.adding})
     return chosen
+
+
+def planned_room(report: CapacityReport | None, done: Iterable[Move], in_flight: Iterable[Move]) -> Room | None:
+    """The disk room the plan's own figures leave each broker now (docs/design/capacity.md §6.7): its limit (or
+    where it started, when it started over) less what it held before the plan, what the moves done brought and
+    took away, and the new copies of the moves in flight (whole until they finish). A broker without a known disk
+    has no planned room (None). Deletions the plan makes first are not counted: the safe side. None without a
+    report: nothing is checked."""
+    if report is None:
+        return None
+    held = {b: float(u["disk"].before) for b, u in report.brokers.items() if "disk" in u}
+    cap = {b: float(max(u["disk"].limit, u["disk"].before)) for b, u in report.brokers.items() if "disk" in u}
+    if not cap:
+        return None
+    for m in done:
+        for b in m.adding:
+            held[b] = held.get(b, 0.0) + m.bytes
+        for b in m.removing:
+            held[b] = held.get(b, 0.0) - m.bytes
+    for m in in_flight:
+        for b in m.adding:
+            held[b] = held.get(b, 0.0) + m.bytes
+
+    def room(broker: int) -> float | None:
+        return cap[broker] - held.get(broker, 0.0) if broker in cap else None
+    return room

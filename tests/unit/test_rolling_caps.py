@@ -14,8 +14,8 @@ from kops.executor import record as record_format
 from kops.executor import steps
 from kops.executor.record import ExecutionRecord
 from kops.model import plan_format, snapshot_format
-from kops.model.plan import Move, Rolling
-from kops.planner.rolling import admissible, rolling_order, touched
+from kops.model.plan import CapacityReport, Move, Rolling, Usage
+from kops.planner.rolling import admissible, planned_room, rolling_order, touched
 from tests.examples import examples
 from tests.unit.test_declare_playbooks import load, messages
 
@@ -83,6 +83,28 @@ def test_admission_fills_every_free_broker() -> None:
     reorder = Move("t", 3, (1, 2), (2, 1), 0)  # no data: touches nothing, counts toward the total only
     assert touched(reorder, source) == frozenset()
     assert admissible([reorder], found, Rolling(1, 4), source) == [reorder]
+
+
+def test_a_move_starts_only_where_its_destination_has_room_now() -> None:
+    """Broker 3 has 250 bytes of room: two 100-byte moves to it start, the third waits, a move elsewhere goes."""
+    to_3 = [Move("t", p, (1,), (3,), 100) for p in range(3)]
+    elsewhere = Move("u", 0, (1,), (4,), 500)
+    room = {3: 250.0}.get
+    assert admissible([*to_3, elsewhere], [], Rolling(5), source, room) == [to_3[0], to_3[1], elsewhere]
+    assert admissible([*to_3, elsewhere], [], Rolling(5), source) == [*to_3, elsewhere]
+
+
+def test_the_planned_room_is_the_limit_less_what_is_held_done_and_in_flight() -> None:
+    """Broker 3 (limit 1,000, 600 held before the plan): a move done brought it 200 and one took 100 away, a move
+    in flight brings 150 more: 150 left. Broker 2 started over (1,200 of a 1,000 limit): room to its start."""
+    report = CapacityReport({"disk": 0.8}, {
+        3: {"disk": Usage(1_250, 1_000, "declared inv.yml:1", 600, 700, 700)},
+        2: {"disk": Usage(1_250, 1_000, "declared inv.yml:1", 1_200, 900, 1_200)}})
+    done = [Move("t", 0, (1,), (3,), 200), Move("t", 1, (3,), (2,), 100)]
+    room = planned_room(report, done, [Move("t", 2, (1,), (3,), 150)])
+    assert room is not None and (room(3), room(2), room(4)) == (150.0, -100.0, None)
+    assert planned_room(None, done, []) is None
+    assert planned_room(CapacityReport({"disk": 0.8}, {}), done, []) is None
 
 
 def test_playbook_mode_rolling(tmp_path: Path) -> None:
