@@ -4,17 +4,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 import typer
 
+from kops.cli import console
+from kops.cli.connection import Connection, open_cluster
 from kops.cli.options import parse_option
+from kops.cli.targets import cluster_address
 from kops.cluster.port import Cluster
+from kops.errors import NotReady
 from kops.model.absence import Absence, absences, absent_brokers, described, due
+from kops.model.desired import DesiredState
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
-from kops.planner.bounded import readiness
-from kops.planner.heal import refusals
+from kops.planner.bounded import Request, readiness
+from kops.planner.heal import heal, refusals
+from kops.planner.planner import Policy
 from kops.units import parse_duration
 
 HealAfter = Annotated[str | None, typer.Option(
@@ -80,3 +88,37 @@ def offline_verdict(snapshot: Snapshot) -> Verdict:
         reasons.append(f"broker(s) {', '.join(map(str, gone))} absent in the snapshot, not healed: an offline run "
                        f"(--snapshot) never heals, a run that reaches the cluster does (--heal-after)")
     return Verdict(reasons)
+
+
+def healed_declared(desired: DesiredState, snapshot: Snapshot, connection: Connection | None,
+                    sizes: dict[TopicPartition, int], policy: Policy) -> Plan | None:
+    """`kops plan` of a playbook whose `rebalance:` section sets `heal_after`: the absent brokers noted in the
+    cluster as every kops rebalance notes them and, once one has been absent that long, the healing plan
+    (kops/planner/heal.py, as `kops rebalance --heal-after` plans it) in place of the playbook's, which the next
+    plan makes on the healed cluster. None: plan the playbook. Offline (`connection` None) never heals."""
+    declared = desired.rebalance
+    if declared is None or declared.heal_after is None:
+        return None
+    if connection is None:
+        gone = sorted(absent_brokers(snapshot))
+        if gone:
+            console.warning(f"broker(s) {', '.join(map(str, gone))} absent in the snapshot, not healed: an offline "
+                            f"plan (--snapshot) never heals, a plan that reaches the cluster does")
+        return None
+    address = cluster_address(desired, connection)
+    with open_cluster(connection, address) as cluster:
+        found = note_absences(cluster, snapshot)
+    judged = verdict(snapshot, found, Heal(declared.heal_after))
+    if not judged.healing:
+        if found:
+            console.info(described(found, declared.heal_after))
+        return None
+    if judged.reasons:
+        raise NotReady("not healing: " + "; ".join(judged.reasons), where=address.where,
+                       hint="nothing was planned; the next plan tries again (docs/design/healing.md §3)")
+    healing = heal(snapshot, judged.healing, Request(declared.goal), sizes, policy, desired.cluster,
+                   desired.execution, balancing=False)
+    note = (f"this plan only heals absent broker(s) {', '.join(map(str, healing.brokers))} (absent longer than "
+            f"rebalance.heal_after, {declared.heal_after:g} s): plan again once it is applied for the playbook's "
+            f"other changes")
+    return replace(healing.plan, warnings=(*healing.plan.warnings, note))

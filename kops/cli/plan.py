@@ -14,6 +14,7 @@ from rich.table import Table
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options
 from kops.cli.fleet import declared_connection
+from kops.cli.healing import healed_declared
 from kops.cli.options import CapacityFile, ExtraVars, Inventory, Limit, SnapshotFile, parse_throttle
 from kops.cli.state import AllowIncomplete, refuse_incomplete, write_atomically
 from kops.cli.targets import cluster_snapshot, one_cluster
@@ -185,7 +186,9 @@ def plan(
 ) -> None:
     """Compute what would change: topic creations and deletions, partition additions, replication-factor and
     placement changes, config changes, decommissions, rebalancing and leader balance, as batches of moves with
-    throttles, estimates and a rollback. Nothing is written to the cluster.
+    throttles, estimates and a rollback. Nothing is written to the cluster (but for a playbook whose rebalance
+    section sets heal_after: which brokers are absent, noted as kops rebalance notes them; past heal_after the
+    plan heals them first, docs/design/healing.md §5).
 
     Examples:
 
@@ -203,7 +206,8 @@ def plan(
           --out-dir plans/prod --snapshot-dir snaps/prod --detailed-exitcode
 
     Exit codes: 0 planned (with --detailed-exitcode: no changes), 2 changes (only with --detailed-exitcode), 1 error,
-    3 the snapshot is incomplete (cluster metadata still propagating; --allow-incomplete plans anyway).
+    3 the snapshot is incomplete (cluster metadata still propagating; --allow-incomplete plans anyway), or a
+    healing the playbook asks for (rebalance.heal_after) is due and refused.
     Over a fleet (--out-dir, several clusters): 0 nothing changes anywhere, 2 something changes somewhere
     (with --detailed-exitcode), 1 any cluster failed, each named.
     """
@@ -245,8 +249,10 @@ def plan_declared(desired: DesiredState, digest: str, reading: _Reading, policy:
     capacity_file, known = capacity
     desired = replace(desired, capacity=declared_capacity(capacity_file, desired.capacity))
     snap = reading.snapshot(desired)
-    result = make_plan(desired, snap, reading.sizes(), replace(policy, playbook_digest=digest,
-                                                               capacity=desired.capacity, write=known.write))
+    sizes = reading.sizes()
+    policy = replace(policy, playbook_digest=digest, capacity=desired.capacity, write=known.write)
+    live = None if reading.snapshot_file is not None else reading.connection  # offline never heals
+    result = healed_declared(desired, snap, live, sizes, policy) or make_plan(desired, snap, sizes, policy)
     return replace(result, serial=desired.serial)
 
 

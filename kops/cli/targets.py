@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kops.cli import console
-from kops.cli.connection import Connection, from_connect, resolve
+from kops.cli.connection import Address, Connection, from_connect, resolve
 from kops.cli.state import take_snapshot
 from kops.declare.loader import Declarations, load_declarations
 from kops.declare.problems import DeclarationError
@@ -43,14 +43,19 @@ def cluster_snapshot(desired: DesiredState | None, connection: Connection, snaps
     when given, gets the partition sizes a live read can take (the Admin API's DescribeLogDirs)."""
     if snapshot_file is not None:
         return offline_snapshot(snapshot_file)
+    return take_snapshot(connection, cluster_address(desired, connection), sizes=sizes, quiet=quiet)
+
+
+def cluster_address(desired: DesiredState | None, connection: Connection) -> Address:
+    """Where a live read goes: -b/-z, else the inventory host's address."""
     if connection.given:
-        return take_snapshot(connection, resolve(connection), sizes=sizes, quiet=quiet)
+        return resolve(connection)
     if desired is None or not desired.connect:
         name = desired.cluster if desired else "the cluster"
         raise UsageError(f"no address for {name}",
                          hint="set its bootstrap_servers (or zookeeper) variable in the inventory, pass -b or -z, "
                               "or plan offline with --snapshot FILE")
-    return take_snapshot(connection, from_connect(str(desired.connect)), sizes=sizes, quiet=quiet)
+    return from_connect(str(desired.connect))
 
 
 def offline_snapshot(path: Path) -> Snapshot:

@@ -44,7 +44,7 @@ PLAY_KEYS = (
     "allow_delete", "serial",
 )
 BROKER_KEYS = ("decommission", "add")
-REBALANCE_KEYS = ("goal", "tolerance")
+REBALANCE_KEYS = ("goal", "tolerance", "heal_after")
 EXECUTION_KEYS = ("throttle", "batch", "order", "stall_timeout", "mode", "max_moves_per_broker", "max_moves")
 MODES = ("batches", "rolling")
 BATCH_KEYS = ("max_partitions", "max_bytes", "max_moves_per_broker")
@@ -420,10 +420,15 @@ def _apply_rebalance(section: dict[str, Any], loc: SourceLocation, cluster: _Clu
     if section.get("tolerance") is not None:
         parsed = fields.as_fraction(section["tolerance"], "rebalance.tolerance", loc, problems)
         tolerance = tolerance if parsed is None else parsed
-    rebalance = Rebalance(goal, tolerance, loc)
-    if cluster.rebalance is not None and (cluster.rebalance.goal, cluster.rebalance.tolerance) != (goal, tolerance):
+    heal_after = None
+    if section.get("heal_after") is not None:
+        heal_after = fields.as_duration(section["heal_after"], "rebalance.heal_after", loc, problems)
+    rebalance = Rebalance(goal, tolerance, loc, heal_after)
+    previous = cluster.rebalance
+    if previous is not None and (previous.goal, previous.tolerance, previous.heal_after) != (goal, tolerance,
+                                                                                          heal_after):
         problems.error(loc, f"{label}: a different rebalance is already declared for cluster {cluster.name}",
-                       f"at {cluster.rebalance.location}")
+                       f"at {previous.location}")
         return
     cluster.rebalance = rebalance
 

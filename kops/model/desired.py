@@ -84,6 +84,7 @@ class Rebalance:
     goal: str = "replicas"
     tolerance: float = 0.1  # allowed relative deviation from the mean
     location: SourceLocation | None = None
+    heal_after: float | None = None  # seconds a broker may be absent before kops plan heals it (healing.md)
 
 
 @dataclass(frozen=True)

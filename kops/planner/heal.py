@@ -87,13 +87,14 @@ def _named(items: list[str]) -> str:
 
 def heal(snapshot: Snapshot, brokers: Collection[int], request: Request = Request(),
          sizes: dict[TopicPartition, int] | None = None, policy: Policy = Policy(), cluster: str = "cluster",
-         execution: Execution | None = None) -> Healing:
+         execution: Execution | None = None, balancing: bool = True) -> Healing:
     """One plan that re-homes the replicas of `brokers` (absent past the duration) and then balances the live
     brokers for `request.goal` with what is left of `request.limits`, which apply to the whole: one Budget counts
     both (moves, bytes, bytes per broker port for time), and the time fit gives up balancing before healing.
     Balancing is kept only when what the balancer made buys `request.min_improvement` (judged before the time
     fit); it never moves a partition healing changed or one still on an absent broker. Raises PlanningError
-    naming the partition when no live broker can take a replica."""
+    naming the partition when no live broker can take a replica. Without `balancing` (kops plan: a playbook
+    balances within its own tolerance), the healing alone."""
     layout = Layout(snapshot, dict(sizes or {}), policy.write)
     caps = resolve(policy.capacity, snapshot)
     if caps.known:
@@ -111,11 +112,12 @@ def heal(snapshot: Snapshot, brokers: Collection[int], request: Request = Reques
     replan = Replan(snapshot, original, f"rebalance {goal}", policy, cluster, execution, dict.fromkeys(healed, named))
     healing_only = dict(layout.replicas)
     middle = imbalance(loads(layout, goal), live)
-    balance(snapshot, layout, live, goal, budget, kept)
-    if middle - imbalance(loads(layout, goal), live) < max(request.min_improvement, 1e-9):
-        for tp, replicas in healing_only.items():  # balancing not worth it: the healing alone
-            if layout.replicas[tp] != replicas:
-                layout.set(tp, replicas)
+    if balancing:
+        balance(snapshot, layout, live, goal, budget, kept)
+        if middle - imbalance(loads(layout, goal), live) < max(request.min_improvement, 1e-9):
+            for tp, replicas in healing_only.items():  # balancing not worth it: the healing alone
+                if layout.replicas[tp] != replicas:
+                    layout.set(tp, replicas)
     plan = fit(replan, layout, limits, rate, kept)
     left = {b: len(layout.by_broker.get(b, {})) for b in brokers}
     return Healing(plan, goal, before, imbalance(loads(layout, goal), live), request.min_improvement,
