@@ -23,7 +23,9 @@ the same run the baseline, the same plan without capacities: `baseline_moves`, `
 `hard_violations`, as the property test counts them (tests/unit/test_capacity_property.py).
 Targets at 1,000 brokers and 1,000,000 partitions (--million): plan_seconds ≤ 60, peak_rss_mb ≤ 4096.
 
-Usage: python bench/capacity.py [--brokers 200] [--partitions 200000] [--million] [--scenario NAME]
+A scenario that runs past --timeout seconds (default 1800) is killed and its line says `timed_out`.
+
+Usage: python bench/capacity.py [--brokers 200] [--partitions 200000] [--million] [--scenario NAME] [--timeout S]
 """
 
 from __future__ import annotations
@@ -176,6 +178,7 @@ def main() -> None:
     parser.add_argument("--racks", type=int, default=10)
     parser.add_argument("--million", action="store_true", help="1,000 brokers in 20 racks, 1,000,000 partitions")
     parser.add_argument("--scenario", choices=SCENARIOS)
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a scenario may take (default 1800)")
     args = parser.parse_args()
     if args.million:
         args.brokers, args.racks, args.partitions = 1000, 20, 1_000_000
@@ -183,9 +186,14 @@ def main() -> None:
         print(json.dumps(run(args.scenario, args.brokers, args.partitions, args.racks)))
         return
     for scenario in SCENARIOS:
-        out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--partitions", str(args.partitions),
-                              "--brokers", str(args.brokers), "--racks", str(args.racks)],
-                             check=True, capture_output=True, text=True).stdout
+        try:
+            out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--partitions",
+                                  str(args.partitions), "--brokers", str(args.brokers), "--racks", str(args.racks)],
+                                 check=True, capture_output=True, text=True, timeout=args.timeout).stdout
+        except subprocess.TimeoutExpired:  # a scenario that does not finish is a finding too: said, not hidden
+            print(json.dumps({"scenario": scenario, "brokers": args.brokers, "partitions": args.partitions,
+                              "timed_out": True, "timeout_seconds": args.timeout}), flush=True)
+            continue
         print(out.strip().splitlines()[-1], flush=True)
 
 
