@@ -88,7 +88,7 @@ class Changes:
     partition_additions: Sequence[PartitionAddition] = ()
 
 
-def _changes_first(plan: Plan | Changes, snapshot: Snapshot, loads: Loads) -> tuple[PerResource, Placed]:
+def _changes_first(plan: Plan, snapshot: Snapshot, loads: Loads) -> tuple[PerResource, Placed]:
     """The loads before the plan; then the topics it deletes, creates and grows, which come before its batches."""
     current: Placed = {}
     for name, topic in snapshot.topics.items():
@@ -427,6 +427,22 @@ class PeakRoom:
             f"capacity.limits.{resource}")
 
 
+def _copies(assignments: Iterable[tuple[str, Mapping[int, tuple[int, ...]]]], sizes: Mapping[TopicPartition, int],
+            write: Mapping[TopicPartition, float], per: PerResource, sign: int) -> None:
+    """Adds (`sign` 1) or takes away (-1) what every replica of `assignments` puts on its broker, of the resources
+    a copy adds to: the loads `Loads.place` keeps, for these three only and without a map of every partition
+    (a million partitions: seconds saved where the report walks the plan anyway)."""
+    disk, nw_in, count = per["disk"], per["network_in"], per["replicas"]
+    for name, assignment in assignments:
+        for number, replicas in assignment.items():
+            tp = TopicPartition(name, number)
+            size, rate = sign * sizes.get(tp, 0), sign * write.get(tp, 0.0)
+            for b in replicas:
+                disk[b] = disk.get(b, 0.0) + size
+                nw_in[b] = nw_in.get(b, 0.0) + rate
+                count[b] = count.get(b, 0.0) + sign
+
+
 def peak_room(changes: Changes, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
               declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None
               ) -> PeakRoom | None:
@@ -435,9 +451,16 @@ def peak_room(changes: Changes, snapshot: Snapshot, sizes: Mapping[TopicPartitio
     caps = resolve(declared, snapshot)
     if not any(caps.limit(b, r) is not None for b in caps.brokers for r in PEAKED):
         return None
-    loads = Loads(write or {}, sizes, {})
-    before = _changes_first(changes, snapshot, loads)[0]
-    at = {r: per for r, per in loads.snapshot().items() if r in PEAKED}
+    write = write or {}
+    before: PerResource = {r: {} for r in PEAKED}
+    _copies(((name, {n: p.replicas for n, p in t.partitions.items()}) for name, t in snapshot.topics.items()),
+            sizes, write, before, 1)
+    at = {r: dict(per) for r, per in before.items()}
+    deleted = {d.topic for d in changes.deletions}
+    _copies(((name, {n: p.replicas for n, p in t.partitions.items()}) for name, t in snapshot.topics.items()
+             if name in deleted), sizes, write, at, -1)
+    _copies([*((c.topic, c.assignment) for c in changes.creations),
+             *((a.topic, a.assignment) for a in changes.partition_additions)], sizes, write, at, 1)
     room: PerResource = {r: {} for r in PEAKED}
     other: dict[int, float] = {}
     for broker in caps.brokers:
@@ -447,4 +470,4 @@ def peak_room(changes: Changes, snapshot: Snapshot, sizes: Mapping[TopicPartitio
             if limit is not None:
                 limit -= other[broker] if resource == "disk" else 0.0
                 room[resource][broker] = max(limit, before[resource].get(broker, 0.0))
-    return PeakRoom(at, room, other, caps, sizes, write or {})
+    return PeakRoom(at, room, other, caps, sizes, write)
