@@ -30,6 +30,7 @@ from kops.model.partitions import TopicPartition
 from kops.planner.layout import Layout
 
 NETWORK_OUT_BAND = 0.05  # brokers within 5% of their fair network out are left alone
+SMALLEST_STEP = 0.005  # of the broker's fair network out: a change that moves less is not worth an election
 Fits = Callable[[int, TopicPartition], bool]  # may this broker lead this partition (its network-out limit)?
 
 
@@ -189,10 +190,10 @@ def _shed(layout: Layout, broker: int, led: dict[int, list[TopicPartition]], cha
     partition F leads and `broker` follows; the load moved fits both gaps (so both stay on their side of their
     fair share). The follower, or None."""
     nw_out, count = layout.nw_out, layout.leader_count
-    excess = nw_out[broker] - fair[broker]
+    excess, floor = nw_out[broker] - fair[broker], SMALLEST_STEP * fair[broker]
     for tp in sorted(led.get(broker, ()), key=lambda t: (-layout.out_term(t, len(layout.replicas[t])), t)):
         term = layout.out_term(tp, len(layout.replicas[tp]))
-        if term <= 0:
+        if term < floor or term <= 0:
             return None
         for other in sorted(b for b in layout.replicas[tp][1:] if b in fair):
             gap = min(excess, fair[other] - nw_out[other])
@@ -201,7 +202,7 @@ def _shed(layout: Layout, broker: int, led: dict[int, list[TopicPartition]], cha
             if count[other] + 1 < count[broker] and term <= gap:  # the leader counts' spread does not widen
                 _switch(layout, tp, broker, other, led, changed)
                 return other
-            back = _swap_for(layout, broker, other, led, term, gap) if room >= 2 else None
+            back = _swap_for(layout, broker, other, led, term, gap, floor) if room >= 2 else None
             if back is not None:
                 _switch(layout, tp, broker, other, led, changed)
                 _switch(layout, back, other, broker, led, changed)
@@ -210,14 +211,15 @@ def _shed(layout: Layout, broker: int, led: dict[int, list[TopicPartition]], cha
 
 
 def _swap_for(layout: Layout, broker: int, other: int, led: dict[int, list[TopicPartition]], term: float,
-              gap: float) -> TopicPartition | None:
-    """The partition `other` leads and `broker` follows whose swap moves the most network out within `gap`."""
+              gap: float, floor: float) -> TopicPartition | None:
+    """The partition `other` leads and `broker` follows whose swap moves the most network out within `gap` (and
+    at least `floor`)."""
     best, best_moved = None, 0.0
     for tp in led.get(other, ()):
         replicas = layout.replicas[tp]
         if broker in replicas:
             moved = term - layout.out_term(tp, len(replicas))
-            if best_moved < moved <= gap:
+            if moved >= floor and best_moved < moved <= gap:
                 best, best_moved = tp, moved
     return best
 
