@@ -1,0 +1,157 @@
+"""Each goal's figure for an assignment, and its lower bound: what a plan reports per goal, before and after.
+
+Every figure is a percentage so that "5 percentage points" reads the same for every goal (docs/design/goals.md §3):
+resources (disk, network in, network out, leader bytes in) as the peak broker's utilization of its capacity; counts
+(replicas, leaders) as the peak broker's count over the mean; `topic_replicas` as the replicas that sit above their
+topic's per-broker ceiling ceil(replicas / brokers), over all replicas; `preferred_leaders` as the partitions led by
+another replica than their first, over all partitions. A resource whose capacity some broker lacks is read with
+equal capacities: its unit says "% of mean". A goal whose load is unknown (no sizes, no write rates) is skipped with
+the reason, never guessed. The lower bound is the same figure for the best assignment racks and whole partitions
+allow (kops/planner/lower_bounds.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from kops.model.goals import GOAL_NAMES
+from kops.model.partitions import TopicPartition
+from kops.planner.lower_bounds import count_bound, fair_shares, topic_excess_bound
+
+Assignment = Mapping[TopicPartition, tuple[int, ...]]
+OF_CAPACITY, OF_MEAN, OF_REPLICAS, OF_PARTITIONS = "% of capacity", "% of mean", "% of replicas", "% of partitions"
+
+
+@dataclass(frozen=True)
+class GoalInputs:
+    """What the figures read besides the assignment: the brokers with their racks, each partition's size and
+    write rate (empty: unknown), consumer fan-out per topic (1 when not declared), capacities per resource and
+    broker (a broker missing: unknown), and the in-sync replicas where known (for the preferred-leader bound)."""
+
+    racks: Mapping[int, str | None]
+    sizes: Mapping[TopicPartition, int] = field(default_factory=dict)
+    write: Mapping[TopicPartition, float] = field(default_factory=dict)
+    fanout: Mapping[str, int] = field(default_factory=dict)
+    capacity: Mapping[str, Mapping[int, float]] = field(default_factory=dict)  # disk, network_in, network_out
+    isr: Mapping[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+
+    def out_load(self, tp: TopicPartition, replicas: int) -> float:
+        """What leading `tp` sends: to each follower and to each consumer group (capacity.md §4)."""
+        return self.write.get(tp, 0.0) * (replicas - 1 + self.fanout.get(tp.topic, 1))
+
+
+@dataclass(frozen=True)
+class GoalFigure:
+    name: str
+    unit: str
+    value: float
+    lower_bound: float
+    skipped: str | None = None
+
+
+def _capacities(inputs: GoalInputs, resource: str) -> tuple[dict[int, float], str]:
+    """Each broker's capacity of `resource` and the unit its utilization is read in: equal capacities where some
+    broker's is unknown."""
+    known = inputs.capacity.get(resource, {})
+    if all(known.get(b, 0) > 0 for b in inputs.racks):
+        return {b: float(known[b]) for b in inputs.racks}, OF_CAPACITY
+    return dict.fromkeys(inputs.racks, 1.0), OF_MEAN
+
+
+def _utilization(name: str, held: Mapping[int, float], items: list[tuple[float, int]], inputs: GoalInputs,
+                 resource: str, by_racks: bool) -> GoalFigure:
+    """Peak utilization and its bound; as a share of the mean where capacities are unknown."""
+    caps, unit = _capacities(inputs, resource)
+    racks = inputs.racks if by_racks else dict.fromkeys(inputs.racks)
+    bound = fair_shares(items, racks, caps).bound
+    peak = max((held.get(b, 0.0) / caps[b] for b in caps), default=0.0)
+    if unit == OF_MEAN:
+        mean = sum(held.values()) / len(caps) if caps else 0.0
+        scale = 100.0 / mean if mean else 0.0
+    else:
+        scale = 100.0
+    return GoalFigure(name, unit, round(peak * scale, 2), round(bound * scale, 2))
+
+
+def _count(name: str, held: Mapping[int, float], bound: int, brokers: int) -> GoalFigure:
+    mean = sum(held.values()) / brokers if brokers else 0.0
+    scale = 100.0 / mean if mean else 0.0
+    return GoalFigure(name, OF_MEAN, round(max(held.values(), default=0.0) * scale, 2), round(bound * scale, 2))
+
+
+def _per_broker(assignment: Assignment, leaders: Mapping[TopicPartition, int], inputs: GoalInputs,
+                ) -> dict[str, dict[int, float]]:
+    """Each broker's load per goal under `assignment`, leadership from `leaders` (else the first replica)."""
+    held: dict[str, dict[int, float]] = {k: defaultdict(float) for k in
+                                         ("disk", "network_in", "network_out", "replicas", "leaders", "leader_in")}
+    for tp, replicas in assignment.items():
+        if not replicas:
+            continue
+        size, rate = inputs.sizes.get(tp, 0), inputs.write.get(tp, 0.0)
+        for b in replicas:
+            held["disk"][b] += size
+            held["network_in"][b] += rate
+            held["replicas"][b] += 1
+        leader = leaders.get(tp, replicas[0])
+        held["leaders"][leader] += 1
+        held["leader_in"][leader] += rate
+        held["network_out"][leader] += inputs.out_load(tp, len(replicas))
+    return held
+
+
+def _topic_replicas(assignment: Assignment, inputs: GoalInputs) -> GoalFigure:
+    per_topic: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    factors: dict[str, list[int]] = defaultdict(list)
+    for tp, replicas in assignment.items():
+        factors[tp.topic].append(len(replicas))
+        for b in replicas:
+            per_topic[tp.topic][b] += 1
+    brokers, total = len(inputs.racks), sum(sum(f) for f in factors.values())
+    above = bound = 0
+    for topic, counts in per_topic.items():
+        ceiling = -(-sum(factors[topic]) // brokers)
+        above += sum(max(0, n - ceiling) for n in counts.values())
+        bound += topic_excess_bound(factors[topic], inputs.racks)
+    scale = 100.0 / total if total else 0.0
+    return GoalFigure("topic_replicas", OF_REPLICAS, round(above * scale, 2), round(bound * scale, 2))
+
+
+def _preferred(assignment: Assignment, leaders: Mapping[TopicPartition, int], inputs: GoalInputs) -> GoalFigure:
+    """Partitions led elsewhere than their first replica; bound: those whose first replica is out of sync."""
+    led = sum(1 for tp, r in assignment.items() if r and leaders.get(tp, r[0]) != r[0])
+    stuck = sum(1 for tp, r in assignment.items() if r and tp in inputs.isr and r[0] not in inputs.isr[tp])
+    scale = 100.0 / len(assignment) if assignment else 0.0
+    return GoalFigure("preferred_leaders", OF_PARTITIONS, round(led * scale, 2), round(stuck * scale, 2))
+
+
+def goal_figures(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, ...] = GOAL_NAMES,
+                 leaders: Mapping[TopicPartition, int] | None = None) -> tuple[GoalFigure, ...]:
+    """Each of `goals`' figure for `assignment` (leaders: the partitions led by another replica than their first)."""
+    leaders = leaders or {}
+    held = _per_broker(assignment, leaders, inputs)
+    brokers = len(inputs.racks)
+    replicated = [(float(inputs.sizes.get(tp, 0)), len(r)) for tp, r in assignment.items()]
+    rated = [(inputs.write.get(tp, 0.0), len(r)) for tp, r in assignment.items()]
+    figures: dict[str, Callable[[], GoalFigure]] = {
+        "disk": lambda: _utilization("disk", held["disk"], replicated, inputs, "disk", True),
+        "network_in": lambda: _utilization("network_in", held["network_in"], rated, inputs, "network_in", True),
+        "network_out": lambda: _utilization("network_out", held["network_out"],
+                                            [(inputs.out_load(tp, len(r)), 1) for tp, r in assignment.items()],
+                                            inputs, "network_out", False),
+        "leader_bytes_in": lambda: _utilization("leader_bytes_in", held["leader_in"], [(w, 1) for w, _ in rated],
+                                                inputs, "network_in", False),
+        "replicas": lambda: _count("replicas", held["replicas"], count_bound([f for _, f in replicated],
+                                                                             inputs.racks), brokers),
+        "leaders": lambda: _count("leaders", held["leaders"], -(-len(assignment) // brokers) if brokers else 0,
+                                  brokers),
+        "topic_replicas": lambda: _topic_replicas(assignment, inputs),
+        "preferred_leaders": lambda: _preferred(assignment, leaders, inputs),
+    }
+    needs = {"disk": inputs.sizes, "network_in": inputs.write, "network_out": inputs.write,
+             "leader_bytes_in": inputs.write}
+    reasons = {"disk": "no sizes", "network_in": "no write rates", "network_out": "no write rates",
+               "leader_bytes_in": "no write rates"}
+    return tuple(GoalFigure(g, "", 0.0, 0.0, reasons[g]) if g in needs and not needs[g] else figures[g]()
+                 for g in goals)
