@@ -5,8 +5,12 @@ nothing; `capacity.max_replicas` holds in every balancer as in placement."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from kops.cli.main import main
 from kops.model import plan_format
 from kops.model.capacity import CapacityDeclaration, Figure, Resource
 from kops.model.desired import Rebalance
@@ -136,3 +140,23 @@ def test_the_capacity_over_golden_plan_moves_only_what_lowers_the_broker_over_it
     assert all(u.after <= u.limit for u in disk.values())
     # by share of capacity: the brokers that took its replicas end no fuller than it
     assert max(disk, key=lambda b: disk[b].after / disk[b].limit) == 1
+
+
+def test_kops_rebalance_with_a_cruise_control_capacity_file_evens_utilization(tmp_path: Path, capsys) -> None:
+    # the capacity-over cluster, its disks given as Cruise Control's file (MiB): broker 1 over, the others uneven
+    folder = GOLDEN / "capacity-over"
+    mib = {-1: 9 * 1024, 1: 5 * 1024, 3: 11 * 1024, 4: 10 * 1024, 5: 7 * 1024, 6: 4 * 1024}
+    cc = tmp_path / "capacity.json"
+    cc.write_text(json.dumps({"brokerCapacities": [
+        {"brokerId": str(b), "capacity": {"DISK": str(v), "CPU": "100", "NW_IN": "100000", "NW_OUT": "100000"}}
+        for b, v in mib.items()]}))
+    out = tmp_path / "plan.json"
+    code = main(["rebalance", "--snapshot", str(folder / "snapshot.json"), "--sizes", str(folder / "sizes.json"),
+                 "--capacity", str(cc), "--goal", "bytes", "--format", "json", "-o", str(out)])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc["status"] == "planned" and doc["imbalance_after"] < doc["imbalance_before"]
+    report = plan_format.loads(out.read_bytes(), str(out)).summary.capacity
+    assert report is not None and report.over_before == (1,)
+    use = {b: usages["disk"].after / usages["disk"].limit for b, usages in report.brokers.items()}
+    assert use[1] <= 1.0 and max(use.values()) - min(use.values()) < 0.2  # by share: 0.32 to 1.21 before
