@@ -14,6 +14,7 @@ from rich.table import Table
 from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.options import Format, Inventory, Limit, OutputFormat
+from kops.cluster.admin.adapter import AdminCluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
 from kops.model import snapshot_format
@@ -50,7 +51,8 @@ def take_snapshot(connection: Connection, address: Address, offers: dict[str, st
     """The whole cluster through the address's transport, with its brokers' log dirs (their disks' size), with a
     spinner saying what it waits for (none when `quiet`: a fleet reads several clusters at once, and a terminal
     shows one spinner); `offers` is filled with what the cluster lets kops do (ApiVersions, features) and `sizes`
-    with the partition sizes the transport can read (DescribeLogDirs), when given."""
+    with the partition sizes the transport can read (DescribeLogDirs), when given. Through the Admin API, which
+    dir holds each replica of the brokers with several log dirs too (docs/design/jbod.md §2)."""
     what = "reading the cluster through the Admin API" if address.transport == "admin" else "connecting to ZooKeeper"
     spinner = _Silent() if quiet else console.err.status(what, spinner="dots")
     with spinner as status, open_cluster(connection, address) as cluster:
@@ -63,7 +65,10 @@ def take_snapshot(connection: Connection, address: Address, offers: dict[str, st
         else:
             snap = cluster.snapshot()
         status.update("reading the brokers' log dirs")
-        return replace(snap, log_dirs=cluster.log_dirs())
+        dirs = cluster.log_dirs()
+        if not isinstance(cluster, AdminCluster):  # no znode says which dir holds a replica
+            return replace(snap, log_dirs=dirs)
+        return replace(snap, log_dirs=dirs, replica_dirs=cluster.replica_dirs(dirs), replica_dirs_read=True)
 
 
 class _Silent:
@@ -185,6 +190,11 @@ def render(snapshot: Snapshot) -> None:
         out.print(throttles)
     if snapshot.log_dirs:
         out.print(_log_dirs_table(snapshot))
+    if snapshot.dir_moves():
+        out.print(_dir_moves_table(snapshot))
+    if not snapshot.replica_dirs_read and any(len(snapshot.broker_dirs(b.id)) != 1 for b in snapshot.brokers):
+        out.print("[dim]Replica log dirs: not read through ZooKeeper (no znode says which dir holds a replica; "
+                  "kops state -b reads them through the Admin API)[/]")
     if snapshot.pending_deletions:
         out.print(f"[dim]Pending deletions:[/] {', '.join(snapshot.pending_deletions)}")
     if snapshot.preferred_election:
@@ -214,14 +224,42 @@ def _brokers_table(snapshot: Snapshot) -> Table:
 
 
 def _log_dirs_table(snapshot: Snapshot) -> Table:
-    """Each broker's log dirs as DescribeLogDirs reports them; dirs found on one filesystem say so."""
-    table = console.table("Log dirs", ">Broker", "Dir", ">Total", ">Usable", "Volume", "Error")
+    """Each broker's log dirs as DescribeLogDirs reports them, with how many replicas each holds ("?" where kops
+    cannot tell: several dirs read through ZooKeeper); dirs found on one filesystem say so, an offline dir too."""
+    table = console.table("Log dirs", ">Broker", "Dir", ">Total", ">Usable", ">Replicas", "Volume", "Error")
     shared = {(v.broker, p): v.paths for v in volumes(snapshot.log_dirs) if len(v.paths) > 1 for p in v.paths}
+    held = _replicas_per_dir(snapshot)
     for d in snapshot.log_dirs:
         group = shared.get((d.broker, d.path))
+        count = str(held.get((d.broker, d.path), 0)) if snapshot.placement_known(d.broker) else "?"
         table.add_row(str(d.broker), d.path, "-" if d.total_bytes is None else format_size(d.total_bytes),
-                      "-" if d.usable_bytes is None else format_size(d.usable_bytes),
-                      " + ".join(group) + ": one volume" if group else "-", d.error or "-")
+                      "-" if d.usable_bytes is None else format_size(d.usable_bytes), count,
+                      " + ".join(group) + ": one volume" if group else "-",
+                      f"[red]offline: {d.error}[/]" if d.error else "-")
+    return table
+
+
+def _replicas_per_dir(snapshot: Snapshot) -> dict[tuple[int, str], int]:
+    """(broker, dir) -> replicas in it: a broker's only dir holds all it hosts, several are counted as read."""
+    out: dict[tuple[int, str], int] = {}
+    for topic in snapshot.topics.values():
+        for part in topic.partitions.values():
+            for broker in part.replicas:
+                dirs = snapshot.broker_dirs(broker)
+                if len(dirs) == 1:
+                    out[(broker, dirs[0])] = out.get((broker, dirs[0]), 0) + 1
+    for r in snapshot.replica_dirs:
+        if not r.future:
+            out[(r.broker, r.path)] = out.get((r.broker, r.path), 0) + 1
+    return out
+
+
+def _dir_moves_table(snapshot: Snapshot) -> Table:
+    """Intra-broker moves in flight (future replicas, KIP-113), by any tool: from which dir to which."""
+    table = console.table("Log-dir moves in flight", "Partition", ">Broker", "From", "To")
+    for r in snapshot.dir_moves():
+        tp = TopicPartition(r.topic, r.partition)
+        table.add_row(str(tp), str(r.broker), snapshot.dir_of(tp, r.broker) or "?", r.path)
     return table
 
 

@@ -23,6 +23,7 @@ from kops.model.topics import Topic
 
 FORMAT = "kops-snapshot/1"
 ConfigMap = dict[Text, Text]
+ReplicaDirRow = tuple[Text, Id, Id, Text, Flag]  # topic, partition, broker, path, future
 
 
 class FeatureDoc(Doc):
@@ -179,7 +180,8 @@ class SnapshotDoc(Doc):
         "reassigning": Snapshot.in_flight, "cluster_features": Snapshot.cluster_features, "summary": _summary}
     ordered: ClassVar[dict[str, str | None]] = {"brokers": "id", "fenced_brokers": None, "requested_moves": None,
                                                 "pending_deletions": None, "preferred_election": None,
-                                                "log_dirs": None}
+                                                "log_dirs": None, "replica_dirs": None}
+    rows: ClassVar[dict[str, tuple[str, ...]]] = {"replica_dirs": ("topic", "partition", "broker", "path", "future")}
 
     format: Literal["kops-snapshot/1"]
     connect: Text | None = Field(description="where it was read from (no credentials)")
@@ -204,6 +206,14 @@ class SnapshotDoc(Doc):
     log_dirs: list[LogDirDoc] = Field(default_factory=list, exclude_if=lambda v: not v,
                                       description="each broker's log dirs with their filesystem's total and usable "
                                                   "bytes, sorted by broker and path; absent when not read")
+    replica_dirs_read: Flag = Field(default=False, exclude_if=lambda v: not v,
+                                    description="true when `replica_dirs` was read (through the Admin API); absent "
+                                                "through ZooKeeper, where no znode says which dir holds a replica")
+    replica_dirs: list[ReplicaDirRow] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="`[topic, partition, broker, path, future]`: the log dir holding each replica of every broker "
+                    "with more than one log dir (JBOD; a broker with one holds every replica there), and with "
+                    "`future` true the copy an intra-broker move in flight is writing; sorted")
     summary: SummaryDoc | None = None
 
     @model_validator(mode="after")
@@ -213,5 +223,22 @@ class SnapshotDoc(Doc):
             raise fail("lists a broker id twice", "brokers")
         if set(ids) & set(self.fenced_brokers) or len(set(self.fenced_brokers)) != len(self.fenced_brokers):
             raise fail("lists a broker both live and fenced, or fenced twice", "fenced_brokers")
+        return self
+
+    @model_validator(mode="after")
+    def _replicas_in_known_dirs(self) -> SnapshotDoc:
+        """Each row names a dir its broker reported, once per replica and kind (current or future)."""
+        if self.replica_dirs and not self.replica_dirs_read:
+            raise fail("lists replicas but replica_dirs_read is not true", "replica_dirs")
+        dirs = {(d.broker, d.path) for d in self.log_dirs}
+        seen: set[tuple[str, int, int, bool]] = set()
+        for i, (topic, partition, broker, path, future) in enumerate(self.replica_dirs):
+            if (broker, path) not in dirs:
+                raise fail("names log dir {path} on broker {broker}, which is not one of its log_dirs",
+                           f"replica_dirs[{i}]", path=path, broker=broker)
+            if (topic, partition, broker, future) in seen:
+                raise fail("lists {topic}-{partition} on broker {broker} twice", f"replica_dirs[{i}]",
+                           topic=topic, partition=partition, broker=broker)
+            seen.add((topic, partition, broker, future))
         return self
 

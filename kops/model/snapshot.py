@@ -14,6 +14,7 @@ from kops.errors import NotReady
 from kops.model.brokers import Broker
 from kops.model.capacity import LogDirUsage
 from kops.model.partitions import Partition, TopicPartition
+from kops.model.placement import ReplicaDir, dirs_by_broker, index
 from kops.model.topics import Topic
 
 
@@ -77,6 +78,11 @@ class Snapshot:
     connect: str | None = None
     fenced: tuple[int, ...] = ()  # registered but fenced (KRaft, DescribeCluster v2): not serving, not in `brokers`
     log_dirs: tuple[LogDirUsage, ...] = ()  # what the cluster reported of its disks; empty when not read
+    # which dir holds each replica of the brokers with several log dirs (JBOD), and the future replicas of
+    # intra-broker moves in flight; read through the Admin API only (`replica_dirs_read`), ZooKeeper has no
+    # znode for it (docs/design/jbod.md §2)
+    replica_dirs: tuple[ReplicaDir, ...] = ()
+    replica_dirs_read: bool = False
 
     @property
     def complete(self) -> bool:
@@ -123,6 +129,38 @@ class Snapshot:
         topics = {name: replace(t, partitions={p: part for p, part in t.partitions.items() if p in wanted[name]})
                   for name, t in self.topics.items() if name in wanted}
         return replace(self, topics=topics)
+
+    @cached_property
+    def _dirs(self) -> dict[int, tuple[str, ...]]:
+        return dirs_by_broker((d.broker, d.path) for d in self.log_dirs)
+
+    @cached_property
+    def _replica_dir_index(self) -> dict[tuple[str, int, int, bool], str]:
+        return index(self.replica_dirs)
+
+    def broker_dirs(self, broker: int) -> tuple[str, ...]:
+        """The broker's log dirs as it reported them, sorted; () when not read."""
+        return self._dirs.get(broker, ())
+
+    def placement_known(self, broker: int) -> bool:
+        """Whether kops knows which dir holds each replica of `broker`: its only dir, or read (Admin API)."""
+        return len(self.broker_dirs(broker)) == 1 or (self.replica_dirs_read and broker in self._dirs)
+
+    def dir_of(self, tp: TopicPartition, broker: int) -> str | None:
+        """The log dir holding `broker`'s replica of `tp`; None where unknown (through ZooKeeper, or the replica
+        came after the read) or where the broker holds none."""
+        dirs = self.broker_dirs(broker)
+        if len(dirs) == 1:
+            return dirs[0]
+        return self._replica_dir_index.get((tp.topic, tp.partition, broker, False))
+
+    def future_dir_of(self, tp: TopicPartition, broker: int) -> str | None:
+        """Where an intra-broker move in flight is copying `broker`'s replica of `tp`; None when none is known."""
+        return self._replica_dir_index.get((tp.topic, tp.partition, broker, True))
+
+    def dir_moves(self) -> list[ReplicaDir]:
+        """The future replicas: intra-broker moves in flight, by any tool."""
+        return [r for r in self.replica_dirs if r.future]
 
     def partition(self, tp: TopicPartition) -> Partition | None:
         topic = self.topics.get(tp.topic)

@@ -39,12 +39,13 @@ from kops.cluster.admin import kip860
 from kops.cluster.admin.connection import AdminSettings, connect, servers
 from kops.cluster.admin.kops_log import KopsLog, LogRecords
 from kops.cluster.admin.lease import Claims, LeaseLock, current_holder
-from kops.cluster.admin.log_dirs import describe_disks, describe_log_dirs
+from kops.cluster.admin.log_dirs import describe_disks, describe_log_dirs, describe_replica_dirs
 from kops.cluster.admin.reader import Listings, read_snapshot
 from kops.cluster.port import Capabilities
 from kops.errors import ConnectionFailed, KopsError, Refused
 from kops.model.capacity import LogDirUsage
 from kops.model.partitions import TopicPartition
+from kops.model.placement import ReplicaDir, dirs_by_broker, jbod_brokers
 from kops.model.snapshot import Snapshot
 
 T = TypeVar("T")
@@ -221,6 +222,15 @@ class AdminCluster:
     def log_dirs(self) -> tuple[LogDirUsage, ...]:
         """Each broker's log dirs with total and usable bytes (DescribeLogDirs v4 without partitions)."""
         return self._ask("DescribeLogDirs", lambda c: describe_disks(c, self.where))
+
+    def replica_dirs(self, dirs: tuple[LogDirUsage, ...]) -> tuple[ReplicaDir, ...]:
+        """Which dir holds each replica, asked only of the brokers `dirs` shows with several log dirs (on one with
+        a single dir the placement is implied, and every replica costs a line of the answer): docs/design/jbod.md
+        §2. A cluster without JBOD pays nothing."""
+        brokers = jbod_brokers(dirs_by_broker((d.broker, d.path) for d in dirs))
+        if not brokers:
+            return ()
+        return self._ask("DescribeLogDirs", lambda c: describe_replica_dirs(c, self.where, brokers))
 
     def _replica_sizes(self, partitions: dict[str, list[int]] | None = None) -> dict[TopicPartition, dict[int, int]]:
         """Bytes of each replica (future replicas of an intra-broker move left out), by partition and broker."""

@@ -1,6 +1,7 @@
 """DescribeLogDirs from a live cluster: partition sizes, as the kafka-log-dirs document that Kafka's own
-`kafka-log-dirs.sh --describe` prints (plus a `timestamp`), so `kops sizes summarize` reads it unchanged; and the
-dirs' own sizes (`TotalBytes`, `UsableBytes`: v4, KIP-827, Kafka 3.3+), the reported capacity."""
+`kafka-log-dirs.sh --describe` prints (plus a `timestamp`), so `kops sizes summarize` reads it unchanged; the
+dirs' own sizes (`TotalBytes`, `UsableBytes`: v4, KIP-827, Kafka 3.3+), the reported capacity; and which dir
+holds each replica of the brokers with several dirs (JBOD, docs/design/jbod.md §2)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from kafka.errors import KafkaError, for_code
 
 from kops.errors import ConnectionFailed
 from kops.model.capacity import LogDirUsage
+from kops.model.placement import ReplicaDir
 from kops.zk_layout.codecs.log_dirs import BrokerLogDirs, LogDir, LogDirsReport, ReplicaSize
 
 
@@ -31,9 +33,23 @@ def describe_disks(client: KafkaAdminClient, where: str) -> tuple[LogDirUsage, .
                         for answer in _asked(client, where, {}) for d in answer.get("log_dirs", [])))
 
 
-def _asked(client: KafkaAdminClient, where: str, partitions: dict[str, list[int]] | None) -> list[dict[str, Any]]:
+def describe_replica_dirs(client: KafkaAdminClient, where: str, brokers: list[int]) -> tuple[ReplicaDir, ...]:
+    """Which log dir holds each replica of `brokers` (every partition: null topics), future replicas of
+    intra-broker moves included, sorted. An offline dir lists none (its replicas are offline), and a broker the
+    client does not know yet answers nothing: the snapshot then lacks its rows, and `dir_of` says unknown."""
+    if not brokers:
+        return ()
+    return tuple(sorted(ReplicaDir(t["name"], int(p["partition_index"]), int(answer["broker"]), d["log_dir"],
+                                   bool(p.get("is_future_key", False)))
+                        for answer in _asked(client, where, None, brokers) for d in answer.get("log_dirs", [])
+                        if d.get("error_code", 0) == 0
+                        for t in d.get("topics", []) for p in t["partitions"]))
+
+
+def _asked(client: KafkaAdminClient, where: str, partitions: dict[str, list[int]] | None,
+           brokers: list[int] | None = None) -> list[dict[str, Any]]:
     try:
-        return client.describe_log_dirs(partitions)
+        return client.describe_log_dirs(partitions, brokers)
     except KafkaError as exc:
         raise ConnectionFailed(f"DescribeLogDirs failed: {exc}", where=where,
                                hint="the principal needs DESCRIBE on the cluster") from None
