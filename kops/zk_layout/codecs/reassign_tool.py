@@ -1,7 +1,12 @@
 """kafka-reassign-partitions.sh JSON (`--reassignment-json-file`, `--generate` output), spec §3.1.
 
 This is the file operators already have; kops reads it (`plan --import-kafka`) and writes it
-(`plan --export-kafka`). Unlike the znode it carries `log_dirs` ("any" = no placement).
+(`plan --export-kafka`). Unlike the znode it carries `log_dirs`: per replica, "any" (no placement) or the
+absolute path of the broker's log dir the replica is to live in, which Kafka's tool sends as AlterReplicaLogDirs
+(KIP-113) after the reassignment. Read as the tool reads it (ReassignPartitionsCommand
+`parsePartitionReassignmentData`), and refused earlier than the broker would refuse it (a path that is not
+absolute is never one of a broker's dirs: LOG_DIR_NOT_FOUND). Until kops executes disk moves, a file naming a dir
+is refused on import (docs/design/jbod.md §4).
 """
 
 from __future__ import annotations
@@ -33,9 +38,28 @@ class ToolReassignment:
     replicas: tuple[int, ...]
     log_dirs: tuple[str, ...] | None = None
 
+    @property
+    def placed(self) -> list[tuple[int, str]]:
+        """(broker, log dir) of each replica the entry places in a dir, in replica order."""
+        return [(b, d) for b, d in zip(self.replicas, self.log_dirs or (), strict=False) if d != ANY_LOG_DIR]
 
-def read_reassignment_json(text: bytes | str, where: str) -> list[ToolReassignment]:
-    """Parse and validate as the tool does; errors name the file and the entry."""
+
+def read_reassignment_json(text: bytes | str, where: str, disk_moves: bool = False) -> list[ToolReassignment]:
+    """Parse and validate as the tool does; errors name the file and the entry. Unless the caller can carry
+    them out (`disk_moves`), entries that name log dirs are refused in one line (exit 1)."""
+    entries = _read(text, where)
+    placed = [(e, broker, path) for e in entries for broker, path in e.placed]
+    if placed and not disk_moves:
+        entry, broker, path = placed[0]
+        raise DocumentError(f"disk moves are planned but not executed yet: {len(placed)} replica(s) of this file "
+                            f"name a log dir, first {entry.topic}-{entry.partition} on broker {broker} to {path}",
+                            where=where, hint="kops moves replicas between brokers for now (docs/design/jbod.md "
+                                              "§12): write \"any\" for them, or run this file with "
+                                              "kafka-reassign-partitions")
+    return entries
+
+
+def _read(text: bytes | str, where: str) -> list[ToolReassignment]:
     try:
         doc = as_object(parse_json(text), "document")
         version = doc.get("version", 1)
@@ -67,8 +91,9 @@ def read_reassignment_json(text: bytes | str, where: str) -> list[ToolReassignme
 
 
 def _log_dirs(entry: dict, at: str, topic: str, partition: int, replicas: tuple[int, ...]) -> tuple[str, ...] | None:
-    """Absent, or "any" for every replica: kops moves replicas between brokers, not between a broker's disks.
-    `null` is refused as Kafka's tool refuses it; a real path would be silently lost, so it is refused too."""
+    """Absent (every replica "any"), or one entry per replica: "any" or an absolute path. `null` and a size
+    that differs from the replicas' are refused as Kafka's tool refuses them; a path that is not absolute as the
+    broker would (LOG_DIR_NOT_FOUND), here with the entry."""
     if "log_dirs" not in entry:
         return None
     if entry["log_dirs"] is None:
@@ -78,11 +103,10 @@ def _log_dirs(entry: dict, at: str, topic: str, partition: int, replicas: tuple[
     if len(log_dirs) != len(replicas):
         raise ShapeError(f"{at}: Size of replicas list {list(replicas)} is different from size of log dirs list "
                          f"{list(log_dirs)} for partition {topic}-{partition}")
-    placed = [d for d in log_dirs if d != ANY_LOG_DIR]
-    if placed:
-        raise ShapeError(f"{at}.log_dirs names {placed[0]!r} for {topic}-{partition}: kops moves replicas between "
-                         f"brokers, not between a broker's disks; use \"any\" (or kafka-reassign-partitions for "
-                         f"a disk move)")
+    for i, d in enumerate(log_dirs):
+        if d != ANY_LOG_DIR and not d.startswith("/"):
+            raise ShapeError(f"{at}.log_dirs[{i}] is {d!r} for {topic}-{partition}: a broker knows its log dirs by "
+                             f"absolute path (kops state -b shows them), or write \"any\"")
     return log_dirs
 
 
