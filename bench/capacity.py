@@ -20,7 +20,7 @@ over their limit at any batch boundary or batch peak, or above their start where
 1.10), `plan_seconds` and `peak_rss_mb` of the plan with capacities (measured before the baseline is made), and in
 the same run the baseline, the same plan without capacities: `baseline_moves`, `baseline_hard_violations`,
 `baseline_max_disk_usage_after`. Both plans' violations are counted by one function, kops.planner.headroom's
-`hard_violations`, as the property test counts them (tests/unit/test_capacity_property.py).
+`overfills` (what its `hard_violations` counts, as the property test does: tests/unit/test_capacity_property.py).
 Targets at 1,000 brokers and 1,000,000 partitions (--million): plan_seconds ≤ 60, peak_rss_mb ≤ 4096.
 
 A scenario that runs past --timeout seconds (default 1800) is killed and its line says `timed_out`.
@@ -48,7 +48,7 @@ from kops.model.desired import BrokerChanges, DesiredState, Rebalance, SourceLoc
 from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
 from kops.model.plan import Plan  # noqa: E402 - after the sys.path line above
 from kops.model.snapshot import Snapshot  # noqa: E402 - after the sys.path line above
-from kops.planner.headroom import capacity_report, hard_violations  # noqa: E402 - after the sys.path line above
+from kops.planner.headroom import capacity_report, overfills  # noqa: E402 - after the sys.path line above
 from kops.planner.planner import PlanningError, Policy, plan  # noqa: E402 - after the sys.path line above
 
 SCENARIOS = ("decommission-full-rack", "add", "rebalance-bytes", "rebalance-hot")
@@ -122,15 +122,18 @@ def scenario_cluster(scenario: str, brokers: int, partitions: int, racks: int):
     return snap, sizes, DesiredState("bench", None, {}, BrokerChanges(location=loc), Rebalance(goal, 0.05, loc))
 
 
-def max_usage(result: Plan, snap: Snapshot, sizes: Mapping[TopicPartition, int], declared: CapacityDeclaration,
-              write: Mapping[TopicPartition, float], resource_name: str) -> float | None:
-    """The largest load ÷ capacity of `resource_name` after the plan, over the brokers."""
+def judged(result: Plan, snap: Snapshot, sizes: Mapping[TopicPartition, int], declared: CapacityDeclaration,
+           write: Mapping[TopicPartition, float]) -> dict[str, float | int | None]:
+    """A plan held to `declared` (one walk of it): its hard violations, counted by kops.planner.headroom's
+    `overfills` (what `hard_violations` counts), and the largest load ÷ capacity after it of disk and network in."""
     report = capacity_report(result, snap, sizes, declared, write)
-    if report is None:
-        return None
-    ratios = [u[resource_name].after / u[resource_name].capacity for u in report.brokers.values()
-              if resource_name in u and u[resource_name].capacity > 0]
-    return round(max(ratios), 4) if ratios else None
+    out: dict[str, float | int | None] = {"hard_violations": len(overfills(report))}
+    brokers = report.brokers.values() if report is not None else []
+    for resource_name in ("disk", "network_in"):
+        ratios = [u[resource_name].after / u[resource_name].capacity for u in brokers
+                  if resource_name in u and u[resource_name].capacity > 0]
+        out[f"max_{resource_name}_usage_after"] = round(max(ratios), 4) if ratios else None
+    return out
 
 
 def run(scenario: str, brokers: int, partitions: int, racks: int) -> dict:
@@ -146,27 +149,25 @@ def run(scenario: str, brokers: int, partitions: int, racks: int) -> dict:
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     baseline = plan(desired, snap, sizes, Policy(write=write))
-    baseline_violations = len(hard_violations(baseline, snap, sizes, declared, write))
+    base = judged(baseline, snap, sizes, declared, write)
     out: dict = {"scenario": scenario, "brokers": len(snap.brokers), "partitions": snap.partition_count,
                  "refused": kept is None}
     if kept is None:
         out |= {"refusal": reason, "max_disk_usage_after": None, "max_network_in_usage_after": None,
                 "hard_violations": 0, "moves": None, "moves_ratio": None}
     else:
-        out |= {"max_disk_usage_after": max_usage(kept, snap, sizes, declared, write, "disk"),
-                "max_network_in_usage_after": max_usage(kept, snap, sizes, declared, write, "network_in"),
-                "hard_violations": len(hard_violations(kept, snap, sizes, declared, write)),
-                "moves": kept.summary.moves,
-                "moves_ratio": (round(kept.summary.moves / max(1, baseline.summary.moves), 4)
-                                if baseline_violations == 0 else None),
-                "batches": len(kept.batches)}
+        out |= judged(kept, snap, sizes, declared, write) | {
+            "moves": kept.summary.moves,
+            "moves_ratio": (round(kept.summary.moves / max(1, baseline.summary.moves), 4)
+                            if base["hard_violations"] == 0 else None),
+            "batches": len(kept.batches)}
     return out | {
         "plan_seconds": round(seconds, 2),
         "peak_rss_mb": round(peak, 1),
         "baseline_moves": baseline.summary.moves,
-        "baseline_hard_violations": baseline_violations,
-        "baseline_max_disk_usage_after": max_usage(baseline, snap, sizes, declared, write, "disk"),
-        "baseline_max_network_in_usage_after": max_usage(baseline, snap, sizes, declared, write, "network_in"),
+        "baseline_hard_violations": base["hard_violations"],
+        "baseline_max_disk_usage_after": base["max_disk_usage_after"],
+        "baseline_max_network_in_usage_after": base["max_network_in_usage_after"],
         "baseline_batches": len(baseline.batches),
     }
 

@@ -345,7 +345,11 @@ def hard_violations(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartitio
     """Every broker × resource that `plan` takes over its cap (its limit, or its start where it starts over) at
     any batch boundary or batch peak, held to `declared` whatever the plan was made with: bench/capacity.py counts
     a plan made without capacities with it, and the property test every plan kops writes."""
-    report = capacity_report(plan, snapshot, sizes, declared, write, fanout)
+    return overfills(capacity_report(plan, snapshot, sizes, declared, write, fanout))
+
+
+def overfills(report: CapacityReport | None) -> list[Overfill]:
+    """What `hard_violations` counts, read off a report already made (one walk of the plan serves every figure)."""
     if report is None:
         return []
     return [Overfill(broker, resource, u.peak, u.peak_batch if u.peak > u.after else None, _cap(u))
