@@ -41,3 +41,19 @@ def jbod_brokers(dirs: Mapping[int, tuple[str, ...]]) -> list[int]:
 def index(rows: Iterable[ReplicaDir]) -> dict[tuple[str, int, int, bool], str]:
     """(topic, partition, broker, future) -> path, for lookups at a million replicas."""
     return {(r.topic, r.partition, r.broker, r.future): r.path for r in rows}
+
+
+@dataclass(frozen=True)
+class DirCopy:
+    """A replica on its broker and, while an intra-broker move copies it, its future replica: the move's
+    progress is `future_size` of `size` (docs/design/jbod.md §6). `path` is None when the broker holds no
+    current replica (the future one alone, for a moment, or neither)."""
+
+    path: str | None
+    size: int
+    future_path: str | None = None
+    future_size: int = 0
+
+    @property
+    def moving(self) -> bool:
+        return self.future_path is not None

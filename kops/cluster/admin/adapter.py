@@ -39,13 +39,19 @@ from kops.cluster.admin import kip860
 from kops.cluster.admin.connection import AdminSettings, connect, servers
 from kops.cluster.admin.kops_log import KopsLog, LogRecords
 from kops.cluster.admin.lease import Claims, LeaseLock, current_holder
-from kops.cluster.admin.log_dirs import describe_disks, describe_log_dirs, describe_replica_dirs
+from kops.cluster.admin.log_dirs import (
+    alter_replica_dirs,
+    describe_dir_copies,
+    describe_disks,
+    describe_log_dirs,
+    describe_replica_dirs,
+)
 from kops.cluster.admin.reader import Listings, read_snapshot
 from kops.cluster.port import Capabilities
 from kops.errors import ConnectionFailed, KopsError, Refused
 from kops.model.capacity import LogDirUsage
 from kops.model.partitions import TopicPartition
-from kops.model.placement import ReplicaDir, dirs_by_broker, jbod_brokers
+from kops.model.placement import DirCopy, ReplicaDir, dirs_by_broker, jbod_brokers
 from kops.model.snapshot import Snapshot
 
 T = TypeVar("T")
@@ -231,6 +237,16 @@ class AdminCluster:
         if not brokers:
             return ()
         return self._ask("DescribeLogDirs", lambda c: describe_replica_dirs(c, self.where, brokers))
+
+    def dir_copies(self, replicas: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], DirCopy]:
+        """Where each replica is and, for a disk move in flight, how much of it the future replica holds."""
+        return self._ask("DescribeLogDirs", lambda c: describe_dir_copies(c, self.where, list(replicas)))
+
+    def alter_replica_dirs(self, wanted: Mapping[tuple[TopicPartition, int], str]
+                           ) -> dict[tuple[TopicPartition, int], str | None]:
+        """Move (or place, for a replica its broker does not host yet) each replica into a dir of its broker:
+        AlterReplicaLogDirs, per replica None or Kafka's error (docs/design/jbod.md §1, §6)."""
+        return self._ask("AlterReplicaLogDirs", lambda c: alter_replica_dirs(c, self.where, wanted))
 
     def _replica_sizes(self, partitions: dict[str, list[int]] | None = None) -> dict[TopicPartition, dict[int, int]]:
         """Bytes of each replica (future replicas of an intra-broker move left out), by partition and broker."""

@@ -1,0 +1,179 @@
+"""Log dirs on real Kafka (issue 37, docs/design/jbod.md §9): one lab per engine, Kafka 4 (KRaft) and 3.9
+(ZooKeeper mode), three brokers with two log dirs each (`kops lab up --log-dirs-per-broker 2`).
+
+What `kops state -b` records of each replica's dir is what Kafka's own tool reports (LogDirsCommand from the
+kafka-tools jar, what kafka-log-dirs.sh runs), the future replica of an intra-broker move in flight included:
+the move is started with kafka-python's AlterReplicaLogDirs under a tight
+`replica.alter.log.dirs.io.max.bytes.per.second`, so it is still copying while both read. Through ZooKeeper the
+placement is unknown, and kops says so.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kops.cli.main import main
+from kops.lab.kafka_client import admin_client, create_topics
+from kops.zk_layout.codecs.log_dirs import parse_log_dirs
+from tests.engines import EngineLab, fill_real, require_real
+from tests.labtools import wait_until
+
+pytestmark = pytest.mark.lab
+LOG_DIRS_TOOL = "org.apache.kafka.tools.LogDirsCommand"
+BROKERS = 3
+TOPIC = "jbod"
+LAYOUT = {p: ((p % 3) + 1, ((p + 1) % 3) + 1) for p in range(6)}
+MOVING = 0  # the partition whose replica on broker 1 changes dir while the test reads
+ALTER_THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
+Row = tuple[str, int, int, str, bool]  # topic, partition, broker, path, future
+
+
+@pytest.fixture(scope="module", params=["kafka-4", "kafka-3.9"])
+def jbod_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineLab]:
+    """Three brokers of two log dirs each; Kafka 3.9 on the session's ZooKeeper under a chroot of its own."""
+    engine = str(request.param)
+    require_real(engine)
+    from kops.lab.kafka_lab import KafkaLab
+
+    lab = KafkaLab(tmp_path_factory.mktemp(f"jbod-{engine}"), detached=False)
+    zookeeper = None
+    if engine == "kafka-3.9":
+        zookeeper = f"{request.getfixturevalue('zookeeper_server')}/jbod-{uuid.uuid4().hex[:8]}"
+    state = lab.up(engine, brokers=BROKERS, zookeeper=zookeeper, log_dirs_per_broker=2)
+    try:
+        yield EngineLab(engine, lab, state.connect or "", state.bootstrap)
+    finally:
+        lab.down()
+        assert not lab.pids_alive(), "a Kafka process survived lab.down()"
+
+
+@pytest.fixture(scope="module")
+def filled(jbod_cluster: EngineLab) -> EngineLab:
+    """The topic, 256 KiB in each partition and 8 MiB in the one that moves: eight 1 MiB segments, each a fetch
+    of the alter-log-dirs thread, which the throttle then holds back for its quota window (seconds)."""
+    from kafka.admin import NewTopic
+
+    from kops.lab.kafka_client import fill
+
+    bootstrap = jbod_cluster.bootstrap
+    assert bootstrap is not None
+    create_topics(bootstrap, [NewTopic(TOPIC, replica_assignments={p: list(r) for p, r in LAYOUT.items()})])
+    fill_real(bootstrap, {TOPIC: LAYOUT}, 0.25)
+    fill(bootstrap, {TOPIC: {MOVING: 8 * 2**20}})
+    return jbod_cluster
+
+
+def kops_state(cluster: EngineLab, out: Path, *address: str) -> dict[str, Any]:
+    assert main(["state", *(address or ("-b", str(cluster.bootstrap))), "--out", str(out)]) == 0
+    doc: dict[str, Any] = json.loads(out.read_text())
+    return doc
+
+
+def kops_rows(doc: dict[str, Any]) -> set[Row]:
+    return {(t, p, b, path, future) for t, p, b, path, future in doc.get("replica_dirs", []) if t == TOPIC}
+
+
+def tool_rows(cluster: EngineLab) -> tuple[set[Row], dict[int, set[str]]]:
+    """Each replica's dir of the topic, and each broker's dirs, as Kafka's LogDirsCommand prints them."""
+    lab = cluster.lab
+    out = lab.run_tool(lab.distribution(), LOG_DIRS_TOOL, "--bootstrap-server", str(cluster.bootstrap),
+                       "--describe", "--topic-list", TOPIC)
+    report = parse_log_dirs(out, LOG_DIRS_TOOL)
+    for broker in report.brokers:
+        assert all(d.error is None for d in broker.log_dirs), broker
+    rows = {(r.topic, r.partition, broker.broker, d.path, r.is_future)
+            for broker in report.brokers for d in broker.log_dirs for r in d.replicas}
+    return rows, {b.broker: {d.path for d in b.log_dirs} for b in report.brokers}
+
+
+def start_dir_move(cluster: EngineLab, doc: dict[str, Any]) -> str:
+    """Throttle broker 1's alter-log-dirs thread to 1 KiB/s, then move its replica of the moving partition to
+    its other dir (kafka-python's AlterReplicaLogDirs); the dir it goes to."""
+    from kafka.admin import ConfigResource
+    from kafka.errors import NoError
+
+    current = next(path for t, p, b, path, future in doc["replica_dirs"] if (t, p, b) == (TOPIC, MOVING, 1))
+    target = next(str(d) for d in cluster.lab.log_dirs(1) if str(d) != current)
+    with admin_client(str(cluster.bootstrap)) as client:
+        client.alter_configs([ConfigResource("BROKER", "1", configs={ALTER_THROTTLE: ("SET", "1024")})],
+                             incremental=True, raise_on_unknown=False)  # kafka-python does not list it
+        answer = client.alter_replica_log_dirs({(TOPIC, MOVING, 1): target})
+    assert list(answer.values()) == [NoError], answer
+    return target
+
+
+def test_kops_reads_each_replica_s_dir_as_kafka_s_own_tool_reports_it(filled: EngineLab, tmp_path: Path,
+                                                                       capsys: Any) -> None:
+    cluster = filled
+    doc = kops_state(cluster, tmp_path / "before.json")
+    assert doc["replica_dirs_read"] is True
+    dirs = {b: {d["path"] for d in doc["log_dirs"] if d["broker"] == b} for b in range(1, BROKERS + 1)}
+    assert dirs == {b: {str(d) for d in cluster.lab.log_dirs(b)} for b in dirs}
+    before = kops_rows(doc)
+    assert {(t, p, b) for t, p, b, _, _ in before} >= {(TOPIC, p, b) for p, r in LAYOUT.items() for b in r}
+    used = {b: {path for _, _, broker, path, _ in before if broker == b} for b in dirs}
+    assert any(len(paths) == 2 for paths in used.values()), f"no broker holds replicas in both dirs: {used}"
+    tool, tool_dirs = tool_rows(cluster)
+    assert before == tool
+    assert tool_dirs == dirs
+
+    target = start_dir_move(cluster, doc)
+    moving = kops_rows(kops_state(cluster, tmp_path / "moving.json"))
+    assert (TOPIC, MOVING, 1, target, True) in moving
+    assert moving == tool_rows(cluster)[0]
+    assert main(["state", "-b", str(cluster.bootstrap)]) == 0
+    shown = capsys.readouterr().out
+    assert "Log-dir moves in flight" in shown and f"{TOPIC}-{MOVING}" in shown
+
+
+def test_through_zookeeper_the_placement_is_unknown_and_said(filled: EngineLab, tmp_path: Path,
+                                                             capsys: Any) -> None:
+    if not filled.zk_connect:
+        pytest.skip("KRaft has no ZooKeeper")
+    doc = kops_state(filled, tmp_path / "zk.json", "-z", filled.zk_connect)
+    assert "replica_dirs_read" not in doc and "replica_dirs" not in doc
+    assert main(["state", "-z", filled.zk_connect]) == 0
+    assert "not read through ZooKeeper" in " ".join(capsys.readouterr().out.split())
+
+
+def settled_dir(port: Any, tp: Any, broker: int, path: str) -> bool:
+    """The replica is in `path` and no future replica is left (the move's swap done)."""
+    copy = port.dir_copies([(tp, broker)]).get((tp, broker))
+    return copy is not None and copy.path == path and not copy.moving
+
+
+def test_kops_moves_a_replica_between_dirs_and_places_one_a_reassignment_brings(filled: EngineLab) -> None:
+    """Through kops's Admin adapter: a hosted replica moves to its broker's other dir (AlterReplicaLogDirs, then
+    the swap); for a replica its broker does not host, the broker answers REPLICA_NOT_AVAILABLE and keeps the
+    dir as preferred, so the replica a reassignment then brings is born there (docs/design/jbod.md §1)."""
+    from kops.cluster.admin.adapter import AdminCluster
+    from kops.cluster.admin.connection import AdminSettings
+    from kops.model.partitions import TopicPartition
+
+    port = AdminCluster(AdminSettings(str(filled.bootstrap)))
+    try:
+        tp = TopicPartition(TOPIC, 3)  # on brokers 1 and 2
+        now = port.dir_copies([(tp, 2)])[(tp, 2)].path
+        other = next(str(d) for d in filled.lab.log_dirs(2) if str(d) != now)
+        assert port.alter_replica_dirs({(tp, 2): other}) == {(tp, 2): None}
+        wait_until(lambda: settled_dir(port, tp, 2, other), timeout=60, what=f"{tp} on broker 2 in {other}")
+
+        target = str(filled.lab.log_dirs(3)[1])  # made the fuller of broker 3's dirs, so Kafka would not pick it
+        held = port.dir_copies([(TopicPartition(TOPIC, p), 3) for p, r in LAYOUT.items() if 3 in r])
+        for (other_tp, _), copy in held.items():
+            if copy.path != target:
+                assert port.alter_replica_dirs({(other_tp, 3): target}) == {(other_tp, 3): None}
+                wait_until(lambda t=other_tp: settled_dir(port, t, 3, target), timeout=60,
+                           what=f"{other_tp} in {target}")
+        assert port.alter_replica_dirs({(tp, 3): target}) == {(tp, 3): "ReplicaNotAvailableError"}
+        port.submit([(tp, (1, 2, 3))], port.snapshot())
+        wait_until(lambda: settled_dir(port, tp, 3, target), timeout=60, what=f"{tp}'s new replica in {target}")
+        assert port.alter_replica_dirs({(tp, 2): "/nowhere"}) == {(tp, 2): "LogDirNotFoundError"}
+    finally:
+        port.close()
