@@ -160,3 +160,15 @@ def test_kops_rebalance_with_a_cruise_control_capacity_file_evens_utilization(tm
     assert report is not None and report.over_before == (1,)
     use = {b: usages["disk"].after / usages["disk"].limit for b, usages in report.brokers.items()}
     assert use[1] <= 1.0 and max(use.values()) - min(use.values()) < 0.2  # by share: 0.32 to 1.21 before
+
+
+def test_under_max_moves_each_replica_goes_where_it_raises_utilization_least() -> None:
+    # brokers 3 and 4 have three times broker 2's disk: by share they take three replicas for each of 2's
+    snap = snapshot(brokers(4, racks=None), [topic("t", [(1,)] * 24)])
+    sizes = {TopicPartition("t", p): 1_000 for p in range(24)}
+    capacity = declared({"disk": 60_000}, b1={"disk": 20_000}, b2={"disk": 20_000})
+    result = rebalance(snap, Request("bytes", Limits(max_moves=6), 0.0), sizes, Policy(capacity=capacity))
+    assert result.plan.summary.moves == 6
+    after = held(result.plan)
+    assert (after[2], after[3], after[4]) == (1_000, 3_000, 2_000)  # equal bytes would be 2,000 each
+    assert result.imbalance_after < result.imbalance_before
