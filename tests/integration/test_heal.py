@@ -3,9 +3,10 @@ the broker absent but not long enough and moves nothing; a second run, in anothe
 common, heals it once the duration has passed (the first sighting is kept in the cluster: `/kops/absent/<id>`
 through ZooKeeper, `absent/<id>` in `__kops` through the Admin API); every partition is back at its replication
 factor and in sync, as Kafka itself reports; a rollback while the broker is still gone is refused; the broker
-started again gets nothing back, and the next run forgets it. Through ZooKeeper on the kops engine and real Kafka
-3.9 (`engine_lab`); through the Admin API on real Kafka 4 (and 3.9) under acks=all produce load, no acknowledged
-record lost (`admin_cluster`)."""
+started again gets nothing back, and the next run forgets it. The healing run's one plan also balances the live
+brokers with what healing left alone (docs/design/healing.md §3b). Through ZooKeeper on the kops engine and real
+Kafka 3.9 (`engine_lab`); through the Admin API on real Kafka 4 and 3.9 under acks=all produce load, no
+acknowledged record lost (`admin_cluster`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from kops.cli.main import main
+from kops.model import plan_format
 from kops.zk_layout import paths
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
@@ -61,8 +63,9 @@ def first_run_waits(args: list[str], tmp_path: Path, capsys: Any) -> None:
 
 
 def second_run_heals(args: list[str], tmp_path: Path, before: Layouts, current: Callable[[], Layouts]) -> Layouts:
-    """After the duration, another process with another state folder (another cron host): heals broker 4's
-    partitions only, each back at its replication factor without broker 4. The layout it reached."""
+    """After the duration, another process with another state folder (another cron host): one plan heals broker
+    4's partitions, each back at its replication factor without broker 4, then balances the live brokers with
+    partitions healing left alone (docs/design/healing.md §3b); Kafka reaches the plan's targets. The layout."""
     time.sleep(HEAL_AFTER)
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "other-host")}
     done = subprocess.run([sys.executable, "-m", "kops.cli.main", *args, "-o", str(tmp_path / "heal.json")],
@@ -71,12 +74,17 @@ def second_run_heals(args: list[str], tmp_path: Path, before: Layouts, current: 
     doc = summary(done.stdout)
     assert doc["status"] == "applied" and doc["healed"] == [4] and doc["absent"][0]["seconds"] >= HEAL_AFTER
     (topic,) = before
-    assert doc["moves"] == sum(4 in r for r in before[topic].values())
+    plan = plan_format.loads((tmp_path / "heal.json").read_bytes(), "heal.json")
+    heals = {m.partition for m in plan.moves if m.reason == "heal absent broker(s) 4"}
+    assert heals == {p for p, r in before[topic].items() if 4 in r} and doc["moves"] == plan.summary.moves
+    balanced = {m.partition: m for m in plan.moves if m.partition not in heals}
+    assert all(m.reason.startswith("rebalance ") for m in balanced.values())
     healed = current()
     for p, replicas in healed[topic].items():
         assert 4 not in replicas and len(replicas) == len(before[topic][p]), (p, replicas)
-        if 4 not in before[topic][p]:
-            assert replicas == before[topic][p]  # only broker 4's partitions moved
+        if 4 not in before[topic][p] and p not in balanced:
+            assert replicas == before[topic][p]  # nothing else moved
+    assert all(set(healed[topic][m.partition]) == set(m.to_replicas) for m in plan.moves)
     assert healing_metrics(Path(args[args.index("--metrics-file") + 1])) == (0, 1, 1)
     return healed
 
