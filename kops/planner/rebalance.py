@@ -31,6 +31,10 @@ from kops.planner.budget import Budget
 from kops.planner.layout import Layout
 
 DESTINATIONS_TRIED = 8
+# Where limits (or the network-in pass's disk guard) may refuse a destination, at most this many of a source's
+# partitions are tried on it before the next destination: a broker over its network-in limit refuses every
+# partition that carries writes, and scanning all of a source's thousands for it made the balancer quadratic.
+CANDIDATES_TRIED = 64
 NETWORK_IN_BAND = 0.05  # the network-in pass stops within 5% of the mean utilization (or the tolerance, if wider)
 Guard = Callable[[TopicPartition, int], bool]  # may this partition's replica go to this broker (beyond the limits)?
 
@@ -122,11 +126,14 @@ def _try_move(layout: Layout, source: int, first: int, more: Callable[[], int | 
     room = layout.headroom
     dest: int | None = first
     while dest is not None:
+        tried = 0
         for tp in reversed(stack):
             if tp in on_source:
                 if _move(layout, tp, source, dest, rack_aware, budget):
                     return True
-                if room is not None and room.blocked(layout, dest, tp) in ("disk", "replicas"):
+                tried += 1
+                if room is not None and (tried >= CANDIDATES_TRIED
+                                         or room.blocked(layout, dest, tp) in ("disk", "replicas")):
                     break  # the partitions still to try are larger: they do not fit its disk or its count either
         dest = more()
     return False
@@ -404,12 +411,17 @@ def _move_largest_fitting(layout: Layout, source: int, dest: int, candidates: _C
     items, sizes = candidates.with_sizes(source)
     on_source = layout.by_broker[source]
     room = layout.headroom
+    limited = room is not None or guard is not None
+    tried = 0
     for i in range(bisect.bisect_right(sizes, gap) - 1, -1, -1):
         if sizes[i] <= 0:
             return False
         if items[i] in on_source:
             if _move(layout, items[i], source, dest, rack_aware, budget, guard):
                 return True
+            tried += 1
+            if limited and tried >= CANDIDATES_TRIED:
+                return False
             if room is not None and room.blocked(layout, dest, items[i]) == "replicas":
                 return False  # at its max_replicas: it takes no replica of any partition
     return False
