@@ -34,7 +34,7 @@ DESTINATIONS_TRIED = 8
 # Where limits (or the network-in pass's disk guard) may refuse a destination, at most this many of a source's
 # partitions are tried on it before the next destination: a broker over its network-in limit refuses every
 # partition that carries writes, and scanning all of a source's thousands for it made the balancer quadratic.
-CANDIDATES_TRIED = 64
+CANDIDATES_TRIED = 16
 NETWORK_IN_BAND = 0.05  # the network-in pass stops within 5% of the mean utilization (or the tolerance, if wider)
 Guard = Callable[[TopicPartition, int], bool]  # may this partition's replica go to this broker (beyond the limits)?
 
@@ -412,6 +412,7 @@ def _move_largest_fitting(layout: Layout, source: int, dest: int, candidates: _C
     on_source = layout.by_broker[source]
     room = layout.headroom
     limited = room is not None or guard is not None
+    capped = room is not None and dest in room.limits.get("replicas", {})  # has a max_replicas
     tried = 0
     for i in range(bisect.bisect_right(sizes, gap) - 1, -1, -1):
         if sizes[i] <= 0:
@@ -422,7 +423,7 @@ def _move_largest_fitting(layout: Layout, source: int, dest: int, candidates: _C
             tried += 1
             if limited and tried >= CANDIDATES_TRIED:
                 return False
-            if room is not None and room.blocked(layout, dest, items[i]) == "replicas":
+            if capped and room is not None and room.blocked(layout, dest, items[i]) == "replicas":
                 return False  # at its max_replicas: it takes no replica of any partition
     return False
 
