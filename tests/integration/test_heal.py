@@ -6,7 +6,7 @@ factor and in sync, as Kafka itself reports; a rollback while the broker is stil
 started again gets nothing back, and the next run forgets it. The healing run's one plan also balances the live
 brokers with what healing left alone (docs/design/healing.md §3b). Through ZooKeeper on the kops engine and real
 Kafka 3.9 (`engine_lab`); through the Admin API on real Kafka 4 and 3.9 under acks=all produce load, no
-acknowledged record lost (`admin_cluster`)."""
+acknowledged record lost, and with a broker paused (SIGSTOP) instead of killed (`admin_cluster`)."""
 
 from __future__ import annotations
 
@@ -180,4 +180,54 @@ def test_through_the_admin_api_under_produce_load_no_acknowledged_record_is_lost
 
     healed = replicas()
     rollback_refused_then_forgotten(args, tmp_path, capsys, restart)
+    assert replicas() == healed  # broker 4 got nothing back
+
+
+# Replication factor 2 over brokers 1-4, broker 4 in half of them: no load, the point is how it goes away.
+PAUSED = {0: [4, 1], 1: [2, 4], 2: [3, 1], 3: [4, 3]}
+
+
+def ids(value: object) -> tuple[int, ...]:
+    """Broker ids from a JSON row's list."""
+    return tuple(int(b) for b in value) if isinstance(value, list | tuple) else ()
+
+
+def test_a_paused_broker_is_absent_once_kafka_drops_it_and_is_healed(admin_cluster: EngineLab, tmp_path: Path,
+                                                                     capsys) -> None:
+    """SIGSTOP: alive, sockets open, answering nothing. Kafka's own failure detection drops it (KRaft fences it
+    after broker.session.timeout.ms; through ZooKeeper its session expires after zookeeper.session.timeout.ms,
+    6 s in the lab), and from then on it is absent like a dead broker: noted, healed past the duration, while
+    the runs' clients keep finding the brokers that answer; resumed, it registers again, is forgotten, and gets
+    nothing back (docs/design/healing.md §6)."""
+    from kops.lab.kafka_client import create_topics, live_brokers
+    from kops.lab.kafka_client import layout as kafka_layout
+
+    bootstrap = admin_cluster.bootstrap
+    assert bootstrap is not None
+
+    def replicas() -> Layouts:
+        found = kafka_layout(bootstrap).get("paused", {})
+        return {"paused": {p: ids(row["replicas"]) for p, row in found.items()}}
+
+    create_topics(bootstrap, {"paused": {"assignments": PAUSED}})
+    wait_until(lambda: len(replicas()["paused"]) == 4, what="the topic known")
+    lab = admin_cluster.lab
+    lab.pause_broker(4)
+    try:
+        wait_until(lambda: 4 not in (live_brokers(bootstrap) or {4}), timeout=90, what="broker 4 dropped by Kafka")
+        wait_until(lambda: not any(4 in ids(row["isr"]) for row in kafka_layout(bootstrap).get("paused", {}).values()),
+                   timeout=90, what="broker 4 out of every ISR")
+        before = replicas()
+        args = rebalance_args("-b", bootstrap, tmp_path)
+        first_run_waits(args, tmp_path, capsys)
+        healed = second_run_heals(args, tmp_path, before, replicas)
+
+        def resume() -> None:
+            lab.resume_broker(4)
+            wait_until(lambda: 4 in (live_brokers(bootstrap) or set()), timeout=120, what="broker 4 back")
+
+        rollback_refused_then_forgotten(args, tmp_path, capsys, resume)
+    finally:
+        if lab.paused(4):
+            lab.resume_broker(4)
     assert replicas() == healed  # broker 4 got nothing back

@@ -6,6 +6,7 @@ the environment, never from the command line. TLS stores are read by `kops.clust
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Iterator
@@ -116,6 +117,11 @@ def connect(settings: AdminSettings, through: str | None = None) -> KafkaAdminCl
                                    hint="check the credentials in --command-config (sasl.jaas.config) "
                                         "and sasl.mechanism") from None
         _raise_tls_problem(settings, where)
+        for server in servers(where) if len(servers(where)) > 1 else []:
+            # kafka-python gives up when the server it picks first is silent (a paused broker, still listening,
+            # whose handshake outlasts the bootstrap timeout) instead of trying the next: each alone, in turn
+            with contextlib.suppress(ConnectionFailed):
+                return connect(settings, server)
         raise ConnectionFailed("no broker answered", where=where,
                                hint="check the bootstrap servers and --command-config (security.protocol)") from None
     except KafkaError as exc:

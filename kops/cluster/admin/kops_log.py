@@ -13,12 +13,12 @@ import contextlib
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaError, TopicAlreadyExistsError
+from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
-from kops.cluster.admin.connection import AdminSettings
+from kops.cluster.admin.connection import AdminSettings, servers
 from kops.errors import ConnectionFailed
 
 TOPIC = "__kops"
@@ -27,6 +27,7 @@ MAX_REPLICAS = 3  # as Kafka's own __consumer_offsets: one more would leave no b
 SEND_TIMEOUT = 30.0
 ABSENT, ABSENT_CLOCK = "absent/", "absent-clock"  # docs/design/healing.md §1
 READ_PATIENCE = 30.0  # seconds a read retries through a leader election of __kops
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,17 @@ class KopsLog:
     def _client_arguments(self, allowed: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in self.settings.client_arguments().items() if k in allowed}
 
+    def _bootstrapped(self, make: Callable[[dict[str, Any]], C], allowed: dict[str, Any]) -> C:
+        """A producer or consumer bootstrapped through each bootstrap server alone in turn: kafka-python gives up
+        when the first server it picks is silent (a paused broker, still listening: its handshake outlasts the
+        bootstrap timeout) instead of trying the next, as AdminCluster._ask does for the admin client."""
+        arguments = self._client_arguments(allowed)
+        for server in servers(self.settings.bootstrap):
+            with contextlib.suppress(KafkaTimeoutError):
+                return make({**arguments, "bootstrap_servers": [server]})
+        raise ConnectionFailed(f"no broker answered to reach {TOPIC}", where=self.settings.bootstrap,
+                               hint="check the brokers (kops status) and --command-config")
+
     def ensure_topic(self) -> None:
         client = self._admin()
         try:
@@ -77,8 +89,9 @@ class KopsLog:
     def append(self, key: str, value: bytes | None) -> Entry:
         if self._producer is None:
             self.ensure_topic()
-            self._producer = KafkaProducer(acks="all", retries=5, linger_ms=0, max_block_ms=int(SEND_TIMEOUT * 1000),
-                                           **self._client_arguments(KafkaProducer.DEFAULT_CONFIG))
+            self._producer = self._bootstrapped(lambda arguments: KafkaProducer(
+                acks="all", retries=5, linger_ms=0, max_block_ms=int(SEND_TIMEOUT * 1000), **arguments),
+                KafkaProducer.DEFAULT_CONFIG)
         try:
             meta = self._producer.send(TOPIC, key=key.encode(), value=value, partition=0).get(timeout=SEND_TIMEOUT)
         except KafkaError as exc:
@@ -115,8 +128,8 @@ class KopsLog:
         if self._consumer is None:
             if TOPIC not in self._admin().list_topics():
                 self.ensure_topic()
-            self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False,
-                                           **self._client_arguments(KafkaConsumer.DEFAULT_CONFIG))
+            self._consumer = self._bootstrapped(lambda arguments: KafkaConsumer(
+                group_id=None, enable_auto_commit=False, **arguments), KafkaConsumer.DEFAULT_CONFIG)
             self._consumer.assign([PARTITION])
             self._consumer.seek(PARTITION, self._next)
         return self._consumer
