@@ -1,0 +1,144 @@
+"""Each goal's band per broker: its fair share, a slack around it, and how far a broker lies outside.
+
+A goal is met when every broker lies in its band. The fair share is what the best spread gives the broker
+(kops/planner/lower_bounds.py: racks and whole partitions, not simply the mean). The slack makes the band
+reachable with whole replicas and keeps the walk from trading bytes for noise: for utilization, the lesser of
+2 points and 9% of the mean (Cruise Control's band is 1.10 x 0.9 around the mean), never less than the median
+replica's share of a median broker; for counts, 2% of the share beyond its floor and ceiling; for topic replicas,
+TOPIC_SLACK above the topic's per-broker ceiling. A band never reaches above the run's starting peak (even where
+a fair share lies above it: the current layout breaks the even spread over racks) or below its starting trough, so
+no goal ends worse than it started. docs/design/goals.md §5.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from kops.planner.goal_state import LEADER_LOADS, GoalState
+from kops.planner.lower_bounds import fair_shares
+
+UTILIZATION_SLACK = 0.02  # 2 points of utilization
+MEAN_SLACK = 0.088  # of the mean: a shade inside Cruise Control's band (1.10 x 0.9 = 9%)
+LEADERSHIP_SLACK = 0.05  # goals that leadership moves: cheaper, so held closer
+COUNT_SLACK = 0.09  # 9% of a count's fair share, as Cruise Control's balance band
+TOPIC_SLACK = 2  # replicas above the topic's per-broker ceiling
+NEEDS = {"disk": "disk", "network_in": "network_in", "network_out": "network_in", "leader_bytes_in": "network_in"}
+CAPACITY_OF = {"disk": "disk", "network_in": "network_in", "network_out": "network_out",
+               "leader_bytes_in": "network_in"}
+COUNTS = ("replicas", "leaders")
+
+
+@dataclass(frozen=True)
+class Band:
+    """One goal's band per broker, in load units; `scale` turns a load into the goal's unit (1 / capacity)."""
+
+    name: str
+    lo: dict[int, float]
+    hi: dict[int, float]
+    scale: dict[int, float]
+    peak: float  # the run's starting peak, in the goal's unit: no action of another goal raises a broker above it
+
+    @property
+    def leadership(self) -> bool:
+        return self.name in LEADER_LOADS
+
+    def raises_peak(self, state: GoalState, broker: int, before: float) -> bool:
+        """Did an action take `broker` above the starting peak (and above where it was)?"""
+        now = state.load[self.name][broker]
+        return now > before + 1e-9 and now * self.scale[broker] > self.peak + 1e-9
+
+    def distance(self, state: GoalState, broker: int) -> float:
+        x = state.load[self.name][broker]
+        return (max(0.0, x - self.hi[broker]) + max(0.0, self.lo[broker] - x)) * self.scale[broker]
+
+    def parts(self, state: GoalState, broker: int) -> tuple[float, float]:
+        """How far above and how far below its band the broker lies: apart, so that a broker taken from below its
+        band to above it counts as growing, not as a smaller distance."""
+        x = state.load[self.name][broker]
+        return max(0.0, x - self.hi[broker]) * self.scale[broker], max(0.0, self.lo[broker] - x) * self.scale[broker]
+
+
+@dataclass(frozen=True)
+class TopicBand:
+    """topic_replicas: per topic, at most ceil(replicas / brokers) + TOPIC_SLACK on any broker. The goal's figure
+    counts the replicas above ceil(replicas / brokers) itself (`base`), which no other goal may raise."""
+
+    ceiling: dict[str, int]
+    base: dict[str, int]
+    name: str = "topic_replicas"
+    leadership: bool = False
+
+    def over(self, state: GoalState, topic: str, broker: int) -> float:
+        return float(max(0, state.topic[topic].get(broker, 0) - self.ceiling[topic]))
+
+    def excess(self, state: GoalState, topics: tuple[str, ...], brokers: tuple[int, ...]) -> int:
+        """Replicas above their topic's base ceiling on these brokers: the goal's figure, where an action acts."""
+        return sum(max(0, state.topic[t].get(b, 0) - self.base[t]) for t in set(topics) for b in brokers)
+
+    def total(self, state: GoalState) -> int:
+        return sum(max(0, n - self.base[t]) for t, counts in state.topic.items() for n in counts.values())
+
+
+def _capacities(state: GoalState, resource: str) -> dict[int, float]:
+    known = state.inputs.capacity.get(resource, {})
+    if all(known.get(b, 0) > 0 for b in state.brokers):
+        return {b: float(known[b]) for b in state.brokers}
+    return dict.fromkeys(state.brokers, 1.0)
+
+
+def _utilization_band(state: GoalState, name: str) -> Band:
+    caps = _capacities(state, CAPACITY_OF[name])
+    by_racks = name in ("disk", "network_in")
+    items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
+    shares = fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares
+    util = {b: state.load[name][b] / caps[b] for b in state.brokers}
+    mean = sum(state.load[name].values()) / sum(caps.values())
+    values = sorted(v for tp, v in state.value[name].items() if v > 0)
+    floor = statistics.median(values) / statistics.median(caps.values()) if values else 0.0
+    share = LEADERSHIP_SLACK if name in LEADER_LOADS else MEAN_SLACK  # leadership changes copy no data
+    slack = max(share * mean, floor)
+    peak, trough = max(util.values()), min(util.values())
+    hi = {b: min(shares[b] + slack, peak) * caps[b] for b in state.brokers}
+    lo = {b: min(max(shares[b] - slack, min(shares[b], trough)) * caps[b], hi[b]) for b in state.brokers}
+    return Band(name, lo, hi, {b: 1.0 / caps[b] for b in state.brokers}, peak)
+
+
+def _count_band(state: GoalState, name: str) -> Band:
+    ones = dict.fromkeys(state.brokers, 1.0)
+    if name == "replicas":
+        shares = fair_shares(((1.0, len(r)) for r in state.replicas.values()), state.racks, ones).shares
+    else:
+        shares = dict.fromkeys(state.brokers, len(state.replicas) / len(state.brokers))
+    counts = state.load[name]
+    peak, trough = max(counts.values()), min(counts.values())
+    hi = {b: min(math.ceil(s - 1e-9) + math.floor(COUNT_SLACK * s), peak) for b, s in shares.items()}
+    lo = {b: min(max(math.floor(s + 1e-9) - math.floor(COUNT_SLACK * s), min(math.floor(s + 1e-9), trough)), hi[b])
+          for b, s in shares.items()}
+    return Band(name, {b: float(v) for b, v in lo.items()}, {b: float(v) for b, v in hi.items()}, ones, float(peak))
+
+
+def _topic_band(state: GoalState) -> TopicBand:
+    brokers = len(state.brokers)
+    base = {t: -(-sum(c.values()) // brokers) for t, c in state.topic.items()}
+    return TopicBand({t: n + TOPIC_SLACK for t, n in base.items()}, base)
+
+
+def bands(state: GoalState, goals: tuple[str, ...]) -> tuple[tuple[Band | TopicBand, ...], dict[str, str]]:
+    """The bands of `goals` the optimizer can work on, in order, and why each other goal is skipped."""
+    made: list[Band | TopicBand] = []
+    skipped: dict[str, str] = {}
+    for name in goals:
+        needs = NEEDS.get(name)
+        if needs is not None and not any(state.value[needs].values()):
+            skipped[name] = "no sizes" if needs == "disk" else "no write rates"
+        elif name == "preferred_leaders":
+            skipped[name] = "measured, not optimized yet: the plan elects each moved partition's first replica"
+        elif name == "topic_replicas":
+            made.append(_topic_band(state))
+        elif name in COUNTS:
+            made.append(_count_band(state, name))
+        else:
+            made.append(_utilization_band(state, name))
+    return tuple(made), skipped

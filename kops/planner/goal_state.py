@@ -1,0 +1,170 @@
+"""The optimizer's working copy of an assignment: every load the goals read, kept current action by action.
+
+An action is a replica move (the replica on one broker goes to another, in its position, so a moved leader's
+leadership goes with it) or a leadership change (a replica becomes first; the plan elects it). Each costs O(RF) plus
+a bisection into the two brokers' sorted lists, so the optimizer can try, apply and undo actions by the hundred
+thousand. Leadership is the first replica's: the plan elects preferred leaders where it changes them
+(docs/design/goals.md §1, §3).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Mapping
+
+from kops.model.partitions import TopicPartition
+from kops.planner.goal_values import Assignment, GoalInputs
+
+REPLICA_LOADS = ("disk", "network_in", "replicas")  # carried by every replica
+LEADER_LOADS = ("leaders", "leader_bytes_in", "network_out")  # carried by the leader
+LOADS = REPLICA_LOADS + LEADER_LOADS
+Ranked = list[tuple[float, TopicPartition]]
+
+
+class GoalState:
+    """`limits`: per resource (disk, network_in, network_out, replicas) and broker, the most it may hold; a broker
+    or resource missing is unlimited. A broker already over a limit may take nothing more of it."""
+
+    def __init__(self, assignment: Assignment, inputs: GoalInputs,
+                 limits: Mapping[str, Mapping[int, float]] | None = None) -> None:
+        self.inputs = inputs
+        self.brokers: tuple[int, ...] = tuple(sorted(inputs.racks))
+        self.racks = inputs.racks
+        self.limits = limits or {}
+        self.replicas: dict[TopicPartition, tuple[int, ...]] = {tp: tuple(r) for tp, r in assignment.items() if r}
+        self.value: dict[str, dict[TopicPartition, float]] = {
+            "disk": {tp: float(inputs.sizes.get(tp, 0)) for tp in self.replicas},
+            "network_in": {tp: float(inputs.write.get(tp, 0.0)) for tp in self.replicas},
+            "network_out": {tp: inputs.out_load(tp, len(r)) for tp, r in self.replicas.items()}}
+        self.value["leader_bytes_in"] = self.value["network_in"]
+        self.weight = self._weights()
+        self.load: dict[str, dict[int, float]] = {name: dict.fromkeys(self.brokers, 0.0) for name in LOADS}
+        self.topic: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        self.held: dict[int, set[TopicPartition]] = {b: set() for b in self.brokers}
+        self.led: dict[int, set[TopicPartition]] = {b: set() for b in self.brokers}
+        self._ranked: dict[tuple[str, int], Ranked] = {}
+        for tp, replicas in self.replicas.items():
+            for b in replicas:
+                self._gain(tp, b)
+            self._take_lead(tp, replicas[0])
+
+    def per(self, name: str, tp: TopicPartition) -> float:
+        """What one replica (or, for leader loads, the leadership) of `tp` adds to a broker's `name` load."""
+        return 1.0 if name in ("replicas", "leaders") else self.value[name][tp]
+
+    def ranked(self, name: str, broker: int) -> Ranked:
+        """The broker's replicas (leader loads: the partitions it leads) by their `name` value, then bytes, then
+        partition: the candidates a goal bisects. Built once, then kept sorted as actions change the broker."""
+        key = (name, broker)
+        found = self._ranked.get(key)
+        if found is None:
+            pool = self.led[broker] if name in LEADER_LOADS else self.held[broker]
+            found = self._ranked[key] = sorted((self._rank(name, tp), tp) for tp in pool)
+        return found
+
+    def _weights(self) -> dict[TopicPartition, float]:
+        """How heavy a replica is for every load at once: its largest value over the mean of that value. A count
+        goal moves the lightest first, so evening counts disturbs the bytes and rates above it least."""
+        means = {n: sum(v.values()) / len(v) for n, v in self.value.items() if v and any(v.values())}
+        return {tp: max((self.value[n][tp] / m for n, m in means.items()), default=0.0) for tp in self.replicas}
+
+    def _rank(self, name: str, tp: TopicPartition) -> float:
+        return self.weight[tp] if name in ("replicas", "leaders") else self.value[name][tp]
+
+    def _listed(self, names: tuple[str, ...], broker: int, tp: TopicPartition, add: bool) -> None:
+        for name in names:
+            ranked = self._ranked.get((name, broker))
+            if ranked is None:
+                continue
+            entry = (self._rank(name, tp), tp)
+            if add:
+                bisect.insort(ranked, entry)
+            else:
+                del ranked[bisect.bisect_left(ranked, entry)]
+
+    def _gain(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
+        load = self.load
+        load["disk"][b] += sign * self.value["disk"][tp]
+        load["network_in"][b] += sign * self.value["network_in"][tp]
+        load["replicas"][b] += sign
+        self.topic[tp.topic][b] += sign
+        if sign > 0:
+            self.held[b].add(tp)
+        else:
+            self.held[b].discard(tp)
+        self._listed(REPLICA_LOADS, b, tp, sign > 0)
+
+    def _take_lead(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
+        load = self.load
+        load["leaders"][b] += sign
+        load["leader_bytes_in"][b] += sign * self.value["network_in"][tp]
+        load["network_out"][b] += sign * self.value["network_out"][tp]
+        if sign > 0:
+            self.led[b].add(tp)
+        else:
+            self.led[b].discard(tp)
+        self._listed(LEADER_LOADS, b, tp, sign > 0)
+
+    def move(self, tp: TopicPartition, source: int, dest: int) -> None:
+        """The replica on `source` goes to `dest`, in its position (a leader's leadership with it)."""
+        replicas = self.replicas[tp]
+        leading = replicas[0] == source
+        if leading:
+            self._take_lead(tp, source, -1)
+        self._gain(tp, source, -1)
+        self.replicas[tp] = tuple(dest if b == source else b for b in replicas)
+        self._gain(tp, dest)
+        if leading:
+            self._take_lead(tp, dest)
+
+    def lead(self, tp: TopicPartition, broker: int) -> int:
+        """`broker` (a replica) leads `tp`: it goes first, the others keep their order. Returns the old leader."""
+        replicas = self.replicas[tp]
+        old = replicas[0]
+        self._take_lead(tp, old, -1)
+        self.replicas[tp] = (broker, *(b for b in replicas if b != broker))
+        self._take_lead(tp, broker)
+        return old
+
+    def rack_ok(self, tp: TopicPartition, source: int, dest: int) -> bool:
+        """Racks stay distinct where they were: `dest`'s rack is not among the other replicas' (kops's rule)."""
+        rack = self.racks.get(dest)
+        if rack is None or self.racks.get(source) == rack:
+            return True
+        return all(self.racks.get(b) != rack for b in self.replicas[tp] if b != source)
+
+    def _within(self, resource: str, broker: int, extra: float) -> bool:
+        limit = self.limits.get(resource, {}).get(broker)
+        return limit is None or extra <= 0 or self.load[resource][broker] + extra <= limit
+
+    def fits(self, tp: TopicPartition, source: int, dest: int) -> bool:
+        """May the replica on `source` go to `dest`: not already a replica, racks kept, every limit of `dest` kept."""
+        replicas = self.replicas[tp]
+        if dest in replicas or not self.rack_ok(tp, source, dest):
+            return False
+        out = self.value["network_out"][tp] if replicas[0] == source else 0.0
+        return (self._within("disk", dest, self.value["disk"][tp])
+                and self._within("network_in", dest, self.value["network_in"][tp])
+                and self._within("replicas", dest, 1.0) and self._within("network_out", dest, out))
+
+    def free(self, tp: TopicPartition, source: int, dest: int) -> bool:
+        """`dest` holds no replica of `tp` and racks stay distinct: a move that only limits could still refuse."""
+        return dest not in self.replicas[tp] and self.rack_ok(tp, source, dest)
+
+    def limited(self, brokers: tuple[int, ...], before: dict[tuple[str, int], float]) -> bool:
+        """After an action: every broker within each limit, or no fuller than `before` it (a swap's two halves
+        are judged together)."""
+        for resource, per_broker in self.limits.items():
+            for b in brokers:
+                limit = per_broker.get(b)
+                now = self.load[resource][b]
+                if limit is not None and now > limit and now > before[(resource, b)] + 1e-9:
+                    return False
+        return True
+
+    def loads_of(self, brokers: tuple[int, ...]) -> dict[tuple[str, int], float]:
+        return {(r, b): self.load[r][b] for r in self.limits for b in brokers}
+
+    def lead_fits(self, tp: TopicPartition, broker: int) -> bool:
+        return self._within("network_out", broker, self.value["network_out"][tp])

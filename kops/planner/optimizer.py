@@ -1,0 +1,333 @@
+"""One walk over a prioritized goal list: each action improves its goal and worsens none above it.
+
+Goals are taken in order, in sweeps, until a sweep takes no action (or MAX_SWEEPS pass: not converged). A goal's
+pass sheds load from every broker above its band and pulls load into every broker below it: a replica move (the
+replica whose load best fills the gap, to the brokers with the most room), or, for goals that follow leadership, a
+leadership change first (it copies no data). An action is taken only when
+1. the destination keeps every hard limit and the partition's racks stay distinct where they were;
+2. the acting goal's distance over the brokers it touches falls;
+3. no touched broker's distance grows, for the acting goal or any goal above it (a destination pushed out of its
+   band would have to shed again: the same bytes moved twice);
+4. no touched broker goes above a lower goal's starting peak, so no goal's figure ends worse than it started.
+Each action lowers the vector of the goals' distances lexicographically, so the walk ends, and a second walk over
+its result finds nothing to do. docs/design/goals.md §5 and §6.1.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from kops.model.partitions import TopicPartition
+from kops.planner.bands import COUNTS, Band, TopicBand, bands
+from kops.planner.goal_state import GoalState
+
+MAX_SWEEPS = 16
+CANDIDATES = 6  # replicas tried per step, around the gap
+DESTINATIONS = 8  # brokers tried per replica, most room first
+SWAP_CANDIDATES = 3  # replicas a swap tries to give
+SWAP_WINDOW = 8  # the destination's replicas looked at, each side of the size a swap wants back
+SWAP_TRIES = 3  # of those, the nearest tried
+EPS = 1e-9
+AnyBand = Band | TopicBand
+
+
+@dataclass
+class Spend:
+    """What the walk may spend (None: unbounded) and what it has spent: replica moves, leadership changes, bytes."""
+
+    max_moves: int | None = None
+    max_leader_moves: int | None = None
+    max_bytes: float | None = None
+    moves: int = 0
+    leader_moves: int = 0
+    bytes: float = 0.0
+
+    def move_allowed(self, size: float) -> bool:
+        return ((self.max_moves is None or self.moves < self.max_moves)
+                and (self.max_bytes is None or self.bytes + size <= self.max_bytes))
+
+    def lead_allowed(self) -> bool:
+        return self.max_leader_moves is None or self.leader_moves < self.max_leader_moves
+
+
+@dataclass(frozen=True)
+class Action:
+    goal: str
+    tp: TopicPartition
+    source: int  # the broker losing the replica (a leadership change: the old leader)
+    dest: int
+    leadership: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    actions: tuple[Action, ...]
+    converged: bool
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+class _Walk:
+    def __init__(self, state: GoalState, goals: tuple[AnyBand, ...], spend: Spend) -> None:
+        self.state, self.goals, self.spend = state, goals, spend
+        self.log: list[Action] = []
+        topics = [(i, g) for i, g in enumerate(goals) if isinstance(g, TopicBand)]
+        self.topic_index = topics[0][0] if topics else None
+        self.topic_start = self.topic_now = topics[0][1].total(state) if topics else 0
+
+    def _distances(self, upto: int, brokers: Sequence[int], topics: tuple[str, ...]) -> list[float]:
+        out: list[float] = []
+        for band in self.goals[:upto + 1]:
+            if isinstance(band, TopicBand):
+                out.extend(band.over(self.state, topic, b) for topic in topics for b in brokers)
+            else:
+                for b in brokers:
+                    out.extend(band.parts(self.state, b))
+        return out
+
+    def _accept(self, index: int, brokers: tuple[int, int], topics: tuple[str, ...], do: Callable[[], object],
+                undo: Callable[[], None]) -> bool:
+        """Apply the action if it lowers goal `index` over `brokers` and raises no goal there."""
+        band = self.goals[index]
+        width = len(brokers) * (len(topics) if isinstance(band, TopicBand) else 2)
+        before = self._distances(index, brokers, topics)
+        lower = [(g, b, self.state.load[g.name][b]) for g in self.goals[index + 1:] if isinstance(g, Band)
+                 for b in brokers]
+        excess = self._topic_excess(brokers, topics)
+        do()
+        after = self._distances(index, brokers, topics)
+        acting_before, acting_after = sum(before[-width:]), sum(after[-width:])
+        grown = self._topic_excess(brokers, topics) - excess
+        if (acting_after < acting_before - EPS and all(a <= b + EPS for a, b in zip(after, before, strict=True))
+                and not any(g.raises_peak(self.state, b, was) for g, b, was in lower)
+                and (grown <= 0 or self.topic_now + grown <= self.topic_start)):
+            self.topic_now += grown
+            return True
+        undo()
+        return False
+
+    def _topic_excess(self, brokers: tuple[int, int], topics: tuple[str, ...]) -> int:
+        if self.topic_index is None:
+            return 0
+        band = self.goals[self.topic_index]
+        assert isinstance(band, TopicBand)
+        return band.excess(self.state, topics, brokers)
+
+    def move(self, index: int, tp: TopicPartition, source: int, dest: int) -> bool:
+        state = self.state
+        size = state.value["disk"][tp]
+        if not self.spend.move_allowed(size) or not state.fits(tp, source, dest):
+            return False
+        if not self._accept(index, (source, dest), (tp.topic,), lambda: state.move(tp, source, dest),
+                            lambda: state.move(tp, dest, source)):
+            return False
+        self.spend.moves += 1
+        self.spend.bytes += size
+        self.log.append(Action(self.goals[index].name, tp, source, dest))
+        return True
+
+    def lead(self, index: int, tp: TopicPartition, broker: int) -> bool:
+        state = self.state
+        old = state.replicas[tp]
+        if not self.spend.lead_allowed() or not state.lead_fits(tp, broker):
+            return False
+
+        def undo() -> None:
+            state.lead(tp, old[0])
+            state.replicas[tp] = old  # the followers' order as it was
+
+        if not self._accept(index, (old[0], broker), (tp.topic,), lambda: state.lead(tp, broker), undo):
+            return False
+        self.spend.leader_moves += 1
+        self.log.append(Action(self.goals[index].name, tp, old[0], broker, leadership=True))
+        return True
+
+
+    def swap(self, index: int, tp: TopicPartition, source: int, other: TopicPartition, dest: int) -> bool:
+        """`tp`'s replica on `source` and `other`'s on `dest` change places: counts stay, loads shift by the
+        difference (two replica moves against the budget)."""
+        state = self.state
+        sizes = state.value["disk"][tp] + state.value["disk"][other]
+        if (self.spend.max_moves is not None and self.spend.moves + 2 > self.spend.max_moves
+                or self.spend.max_bytes is not None and self.spend.bytes + sizes > self.spend.max_bytes
+                or not state.free(tp, source, dest) or not state.free(other, dest, source)):
+            return False
+        held = state.loads_of((source, dest))
+
+        def do() -> None:
+            state.move(tp, source, dest)
+            state.move(other, dest, source)
+
+        def undo() -> None:
+            state.move(other, source, dest)
+            state.move(tp, dest, source)
+
+        do()
+        fits = state.limited((source, dest), held)
+        undo()
+        if not fits or not self._accept(index, (source, dest), (tp.topic, other.topic), do, undo):
+            return False
+        self.spend.moves += 2
+        self.spend.bytes += sizes
+        name = self.goals[index].name
+        self.log += [Action(name, tp, source, dest), Action(name, other, dest, source)]
+        return True
+
+
+def _around(state: GoalState, name: str, ranked: list[tuple[float, TopicPartition]],
+            gap: float) -> list[TopicPartition]:
+    """The candidates whose value best fills `gap`: the largest at most the gap first, then smaller ones, then the
+    smallest above it. For counts (every replica worth one) the lightest; for rates, a wider window around the gap
+    taken smallest in bytes first, since bytes are what a move costs."""
+    if name in COUNTS:
+        return [tp for _, tp in ranked[:CANDIDATES]]
+    i = bisect.bisect_right(ranked, (gap, TopicPartition("\U0010ffff", 1 << 62)))
+    if name == "disk":
+        below = [tp for _, tp in reversed(ranked[max(0, i - CANDIDATES + 2):i])]
+        return below + [tp for _, tp in ranked[i:i + 2]]
+    window = [tp for _, tp in ranked[max(0, i - 2 * CANDIDATES):i + 2]]
+    return sorted(window, key=lambda tp: (state.value["disk"][tp], tp))[:CANDIDATES]
+
+
+def _roomiest(walk: _Walk, band: Band, skip: int) -> list[int]:
+    """Every other broker, the most room in this goal's band first."""
+    state = walk.state
+    room = sorted(((state.load[band.name][b] - band.hi[b]) * band.scale[b], b) for b in state.brokers if b != skip)
+    return [b for _, b in room]
+
+
+def _open_to(state: GoalState, tp: TopicPartition, source: int, ranked: list[int]) -> list[int]:
+    """The first DESTINATIONS of `ranked` that `tp`'s replica on `source` may go to by replicas and racks: where
+    every replica keeps its rack, only the source's rack is open, and the roomiest brokers may all be elsewhere."""
+    found: list[int] = []
+    for d in ranked:
+        if state.free(tp, source, d):
+            found.append(d)
+            if len(found) == DESTINATIONS:
+                break
+    return found
+
+
+def _fullest(walk: _Walk, band: Band, skip: int) -> list[int]:
+    state = walk.state
+    full = sorted(((band.lo[b] - state.load[band.name][b]) * band.scale[b], b) for b in state.brokers if b != skip)
+    return [b for _, b in full[:DESTINATIONS]]
+
+
+def _shed(walk: _Walk, index: int, band: Band, broker: int) -> bool:
+    """One action that lowers `broker`, above its band: a leadership change first where the goal follows it."""
+    state = walk.state
+    gap = state.load[band.name][broker] - band.hi[broker]
+    counts = band.name in COUNTS
+    candidates = _around(state, band.name, state.ranked(band.name, broker), gap)
+    if band.leadership:
+        for tp in candidates:
+            others = sorted(state.replicas[tp][1:],
+                            key=lambda b: (state.load[band.name][b] - band.hi[b]) * band.scale[b])
+            if any(walk.lead(index, tp, b) for b in others):
+                return True
+        return False  # leadership goals change leaders only: a replica moved for them is bytes no data goal asked for
+    dests = _roomiest(walk, band, broker)
+    if any(walk.move(index, tp, broker, d) for tp in candidates for d in _open_to(state, tp, broker, dests)):
+        return True
+    return not counts and _swap_down(walk, index, band, broker, candidates, dests, gap)
+
+
+def _swap_down(walk: _Walk, index: int, band: Band, broker: int, candidates: list[TopicPartition],
+               dests: list[int], gap: float) -> bool:
+    """Where no single move fits (a destination with no room in a higher goal's band): give a replica and take back
+    one lighter in this goal. For disk, one smaller by about the gap; for a rate, one of about the same size (so
+    neither disk moves) that carries less."""
+    state = walk.state
+    for tp in candidates[:SWAP_CANDIDATES]:
+        for d in _open_to(state, tp, broker, dests):
+            others = _lighter(state, band, tp, d, gap)
+            if any(walk.swap(index, tp, broker, other, d) for other in others):
+                return True
+    return False
+
+
+def _lighter(state: GoalState, band: Band, tp: TopicPartition, dest: int, gap: float) -> list[TopicPartition]:
+    """`dest`'s replicas a swap for `tp` may take back: lighter than it in the goal, nearest first by what it
+    should weigh (disk: the gap less; a rate: the same bytes)."""
+    value = state.value[band.name][tp]
+    if band.name == "disk":
+        room = max(0.0, band.hi[dest] - state.load["disk"][dest])
+        key, ranked = value - min(gap, room) if room else value - gap / 2, state.ranked("disk", dest)
+    else:
+        key, ranked = state.value["disk"][tp], state.ranked("disk", dest)
+    i = bisect.bisect_left(ranked, (max(0.0, key), TopicPartition("", -1)))
+    near = ranked[max(0, i - SWAP_WINDOW):i + SWAP_WINDOW]
+    lighter = [o for _, o in near if state.value[band.name][o] < value - EPS]
+    return sorted(lighter, key=lambda o: (abs(state.value["disk"][o] - key), o))[:SWAP_TRIES]
+
+
+def _pull(walk: _Walk, index: int, band: Band, broker: int) -> bool:
+    """One action that raises `broker`, below its band: from the fullest brokers."""
+    state = walk.state
+    gap = band.lo[broker] - state.load[band.name][broker]
+    if band.leadership:
+        def leader_excess(tp: TopicPartition) -> float:
+            leader = state.replicas[tp][0]
+            return state.load[band.name][leader] - band.hi[leader]
+
+        followed = sorted((tp for tp in state.held[broker] if state.replicas[tp][0] != broker),
+                          key=lambda tp: (-leader_excess(tp), tp))
+        return any(walk.lead(index, tp, broker) for tp in followed[:CANDIDATES])
+    for source in _fullest(walk, band, broker):
+        if any(walk.move(index, tp, source, broker) for tp in _around(state, band.name, state.ranked(band.name, source),
+                                                                      gap)):
+            return True
+    return False
+
+
+def _band_pass(walk: _Walk, index: int, band: Band) -> int:
+    state, taken = walk.state, 0
+    over = sorted((b for b in state.brokers if state.load[band.name][b] > band.hi[b] + EPS),
+                  key=lambda b: (-band.distance(state, b), b))
+    for b in over:
+        while state.load[band.name][b] > band.hi[b] + EPS and _shed(walk, index, band, b):
+            taken += 1
+    under = sorted((b for b in state.brokers if state.load[band.name][b] < band.lo[b] - EPS),
+                   key=lambda b: (-band.distance(state, b), b))
+    for b in under:
+        while state.load[band.name][b] < band.lo[b] - EPS and _pull(walk, index, band, b):
+            taken += 1
+    return taken
+
+
+def _topic_pass(walk: _Walk, index: int, band: TopicBand) -> int:
+    """Each broker holding more of a topic than its ceiling gives its lightest replicas of it to the brokers holding
+    fewest of it, roomiest first in the goals above (a light replica to a roomy broker disturbs them least)."""
+    state, taken = walk.state, 0
+    above = [g for g in walk.goals[:index] if isinstance(g, Band)]
+
+    def room(b: int) -> float:
+        return max(((state.load[g.name][b] - g.hi[b]) * g.scale[b] for g in above), default=0.0)
+
+    sizes = sorted(state.value["disk"].values())
+    cheap = sizes[len(sizes) // 2] if sizes else 0.0  # a topic's spread is worth moving small replicas only
+    for topic in sorted(band.ceiling):
+        counts = state.topic[topic]
+        for b in sorted(x for x in state.brokers if counts.get(x, 0) > band.ceiling[topic]):
+            while counts.get(b, 0) > band.ceiling[topic]:
+                mine = sorted((state.value["disk"][tp], tp) for tp in state.held[b]
+                              if tp.topic == topic and state.value["disk"][tp] <= cheap)
+                dests = sorted((x for x in state.brokers if x != b), key=lambda x: (counts.get(x, 0), room(x), x))
+                if not any(walk.move(index, tp, b, d) for _, tp in mine[:CANDIDATES] for d in dests[:DESTINATIONS]):
+                    break
+                taken += 1
+    return taken
+
+
+def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = None) -> Outcome:
+    """Walk `goals` (in priority order) over `state`, changing it in place; the actions taken, in order."""
+    made, skipped = bands(state, goals)
+    walk = _Walk(state, made, spend or Spend())
+    for _sweep in range(MAX_SWEEPS):
+        taken = sum(_topic_pass(walk, i, band) if isinstance(band, TopicBand) else _band_pass(walk, i, band)
+                    for i, band in enumerate(made))
+        if not taken:
+            return Outcome(tuple(walk.log), True, skipped)
+    return Outcome(tuple(walk.log), False, skipped)

@@ -1,0 +1,131 @@
+"""The goal-list optimizer: hard limits and racks hold, no goal ends worse, a second walk finds nothing to do,
+the same input gives the same actions, budgets bound it. Small random clusters (hypothesis) and the bench's
+generated cluster."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.cc_cluster import generate
+from kops.model.goals import GOAL_NAMES
+from kops.model.partitions import TopicPartition
+from kops.planner.bands import Band, bands
+from kops.planner.goal_state import GoalState
+from kops.planner.goal_values import GoalInputs, goal_figures
+from kops.planner.optimizer import Spend, optimize
+from tests.examples import examples
+
+CC_ORDER = ("replicas", "disk", "network_in", "network_out", "topic_replicas", "leaders", "leader_bytes_in")
+LIMITED = ("disk", "network_in", "network_out")
+
+
+def _cluster(rnd: random.Random) -> tuple[dict[TopicPartition, tuple[int, ...]], GoalInputs, dict]:
+    brokers = rnd.randint(3, 8)
+    rack_names = ["a", "b", "c"][: rnd.randint(1, 3)]
+    racks: dict[int, str | None] = {b: (rack_names[b % len(rack_names)] if rnd.random() < 0.8 else None)
+                                    for b in range(1, brokers + 1)}
+    if None in racks.values():
+        racks = dict.fromkeys(racks)
+    assignment = {}
+    for t in range(rnd.randint(1, 4)):
+        for p in range(rnd.randint(1, 12)):
+            rf = rnd.randint(1, min(3, brokers))
+            favoured = sorted(racks, key=lambda b: (rnd.random() * (3 if b % 3 == 0 else 1)))
+            assignment[TopicPartition(f"t{t}", p)] = tuple(favoured[:rf])
+    caps = {r: {b: float(rnd.choice((1, 2)) * 1000) for b in racks} for r in LIMITED}
+    inputs = GoalInputs(racks=racks, sizes={tp: rnd.randint(1, 200) for tp in assignment},
+                        write={tp: float(rnd.randint(0, 50)) for tp in assignment}, capacity=caps)
+    limits = {r: {b: 0.8 * c for b, c in caps[r].items()} for r in LIMITED} | {
+        "replicas": {b: float(len(assignment)) for b in racks}}
+    return assignment, inputs, limits
+
+
+def _over(state: GoalState, start: dict[str, dict[int, float]]) -> list[str]:
+    """Brokers above a limit that they were within, or fuller than they started where they started above."""
+    bad = []
+    for resource, per_broker in state.limits.items():
+        for b, limit in per_broker.items():
+            now, was = state.load[resource][b], start[resource][b]
+            if now > limit + 1e-6 and now > was + 1e-6:
+                bad.append(f"broker {b} {resource} {now} > {limit}")
+    return bad
+
+
+def _racks_kept(before: dict, after: dict, racks: dict) -> bool:
+    """A partition never ends on fewer distinct racks than it started (kops's rack rule)."""
+    return all(len({racks[b] for b in after[tp]}) >= len({racks[b] for b in r}) or None in racks.values()
+               for tp, r in before.items())
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.randoms(use_true_random=False), st.permutations(CC_ORDER))
+def test_limits_racks_no_goal_worse_and_a_second_walk_does_nothing(rnd: random.Random, order: list[str]) -> None:
+    assignment, inputs, limits = _cluster(rnd)
+    goals = tuple(order)
+    state = GoalState(assignment, inputs, limits)
+    start = {r: dict(state.load[r]) for r in limits}
+    outcome = optimize(state, goals)
+    after = dict(state.replicas)
+    assert set(after) == set(assignment)
+    assert all(len(after[tp]) == len(r) and len(set(after[tp])) == len(r) for tp, r in assignment.items())
+    assert _over(state, start) == []
+    assert _racks_kept(assignment, after, inputs.racks)
+    before_figures = {f.name: f.value for f in goal_figures(assignment, inputs, goals)}
+    after_figures = {f.name: f.value for f in goal_figures(after, inputs, goals)}
+    assert [g for g in goals if after_figures[g] > before_figures[g] + 0.01] == [], (before_figures, after_figures)
+    if outcome.converged:
+        again = GoalState(after, inputs, limits)
+        assert optimize(again, goals).actions == ()
+
+
+def test_the_same_input_gives_the_same_actions() -> None:
+    runs = []
+    for _ in range(2):
+        assignment, inputs, limits = _cluster(random.Random(11))
+        runs.append(optimize(GoalState(assignment, inputs, limits), CC_ORDER).actions)
+    assert runs[0] == runs[1] and runs[0]
+
+
+def test_a_budget_of_one_move_goes_to_the_highest_unmet_goal() -> None:
+    cluster = generate(12, 600)
+    tps = {k: TopicPartition(*k) for k in cluster.assignment}
+    inputs = GoalInputs(racks=dict(cluster.racks), sizes={tps[k]: v for k, v in cluster.size.items()},
+                        write={tps[k]: float(v) for k, v in cluster.write.items()},
+                        capacity={"disk": cluster.disk, "network_in": cluster.nw_in, "network_out": cluster.nw_out})
+    state = GoalState({tps[k]: r for k, r in cluster.assignment.items()}, inputs)
+    spend = Spend(max_moves=1, max_leader_moves=0)
+    outcome = optimize(state, ("disk", "replicas"), spend)
+    assert [a.goal for a in outcome.actions] == ["disk"] and spend.moves == 1
+
+
+def test_goals_without_their_load_are_skipped_with_the_reason() -> None:
+    assignment, inputs, limits = _cluster(random.Random(3))
+    bare = GoalInputs(racks=inputs.racks)
+    outcome = optimize(GoalState(assignment, bare, {}), GOAL_NAMES)
+    assert outcome.skipped["disk"] == "no sizes" and outcome.skipped["network_in"] == "no write rates"
+    assert "replicas" not in outcome.skipped
+
+
+def test_on_the_benchs_skewed_cluster_disk_first_ends_in_its_band_within_the_limits() -> None:
+    """Disk first (the default order): nothing above it, so every broker ends in its disk band, far from the
+    start's 67% peak, and within 80% of its disk."""
+    cluster = generate(20, 1200)
+    tps = {k: TopicPartition(*k) for k in cluster.assignment}
+    inputs = GoalInputs(racks=dict(cluster.racks), sizes={tps[k]: v for k, v in cluster.size.items()},
+                        write={tps[k]: float(v) for k, v in cluster.write.items()},
+                        capacity={"disk": cluster.disk, "network_in": cluster.nw_in, "network_out": cluster.nw_out})
+    limits = {"disk": {b: 0.8 * c for b, c in cluster.disk.items()}}
+    assignment = {tps[k]: r for k, r in cluster.assignment.items()}
+    state = GoalState(assignment, inputs, limits)
+    disk = bands(GoalState(assignment, inputs, limits), ("disk",))[0][0]
+    assert isinstance(disk, Band)
+    outcome = optimize(state, GOAL_NAMES)
+    assert outcome.converged
+    before = {f.name: f for f in goal_figures(assignment, inputs, GOAL_NAMES)}
+    after = {f.name: f for f in goal_figures(state.replicas, inputs, GOAL_NAMES)}
+    assert before["disk"].value > 60 and after["disk"].value < before["disk"].value
+    assert all(disk.lo[b] - 1e-6 <= state.load["disk"][b] <= disk.hi[b] + 1e-6 for b in cluster.brokers)
+    assert all(state.load["disk"][b] <= 0.8 * cluster.disk[b] for b in cluster.brokers)
