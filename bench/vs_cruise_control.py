@@ -38,16 +38,25 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.cc_cluster import Cluster, generate, read_assignment, write_cruise_control, write_kops  # noqa: E402 - after the sys.path line above
 from bench.cc_figures import bounds, figures, invalid  # noqa: E402 - after the sys.path line above
+from kops.model.goals import DEFAULT_GOALS  # noqa: E402 - after the sys.path line above
+from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
 
 SCALES = {"tiny": (6, 120), "small": (50, 5_000), "medium": (200, 50_000), "million": (1_000, 1_000_000)}
 VARIANTS = {"kops-replicas": ("replicas",), "kops-bytes": ("bytes",),
-            "kops-sequence": ("bytes", "replicas", "leaders")}
+            "kops-sequence": ("bytes", "replicas", "leaders"),
+            # the goal-list optimizer (kops/planner/optimizer.py): Cruise Control's order of the same goals, and
+            # kops's default list (resources first)
+            "kops-goals": ("replicas", "disk", "network_in", "network_out", "topic_replicas", "leaders",
+                           "leader_bytes_in"),
+            "kops-default": DEFAULT_GOALS}
+GOAL_LISTS = ("kops-goals", "kops-default")
 # Cruise Control's default.goals (AnalyzerConfig.DEFAULT_DEFAULT_GOALS) without CpuCapacityGoal and
 # CpuUsageDistributionGoal, in its order.
 CC_GOALS = ("RackAwareGoal,MinTopicLeadersPerBrokerGoal,ReplicaCapacityGoal,DiskCapacityGoal,"
@@ -177,6 +186,11 @@ def child(variant: str, folder: Path, out: Path) -> None:
     started = time.perf_counter()
     snapshot = snapshot_format.loads((folder / "snapshot.json").read_bytes(), str(folder / "snapshot.json"))
     sizes = read_sizes(folder / "sizes.json")
+    if variant in GOAL_LISTS:
+        replicas, planning = optimized(snapshot, sizes, folder / "capacity.json", VARIANTS[variant])
+        out.write_text(replicas_csv(replicas), encoding="utf-8")
+        _timings(planning, started)
+        return
     policy = Policy(growth=sizes.growth, remote=sizes.remote, capacity=load_cruise_control(folder / "capacity.json"),
                     write=sizes.write)
     planning = 0.0
@@ -185,12 +199,35 @@ def child(variant: str, folder: Path, out: Path) -> None:
         result = rebalance(snapshot, Request(goal, Limits(), 0.0), sizes.bytes, policy, cluster="bench")
         planning += time.perf_counter() - begun
         snapshot = apply_plan(snapshot, result.plan)
-    lines = ["topic,partition,broker,position,is_leader"]
-    for name, topic in sorted(snapshot.topics.items()):
-        for p, part in sorted(topic.partitions.items()):
-            lines += [f"{name},{p},{b},{i},{int(i == 0)}" for i, b in enumerate(part.replicas)]
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out.write_text(replicas_csv({TopicPartition(name, p): part.replicas for name, topic in snapshot.topics.items()
+                                 for p, part in topic.partitions.items()}), encoding="utf-8")
+    _timings(planning, started)
+
+
+def _timings(planning: float, started: float) -> None:
+    """The child's last line, which the parent reads: its planning seconds and its whole run's."""
     print(json.dumps({"plan_seconds": round(planning, 2), "total_seconds": round(time.perf_counter() - started, 2)}))
+
+
+def optimized(snapshot: Any, sizes: Any, capacity: Path, goals: tuple[str, ...]) -> tuple[dict, float]:
+    """The goal-list optimizer on kops's own inputs: each partition's replicas after it, and its seconds."""
+    from kops.declare.capacity import load_cruise_control
+    from kops.model.capacity import resolve
+    from kops.planner.goal_state import state_of
+    from kops.planner.optimizer import optimize
+
+    begun = time.perf_counter()
+    state = state_of(snapshot, sizes.bytes, sizes.write, resolve(load_cruise_control(capacity), snapshot))
+    optimize(state, goals)
+    return state.replicas, time.perf_counter() - begun
+
+
+def replicas_csv(replicas: dict) -> str:
+    """The anchor's replicas.csv columns, leader (first replica) marked."""
+    lines = ["topic,partition,broker,position,is_leader"]
+    for tp, assigned in sorted(replicas.items()):
+        lines += [f"{tp.topic},{tp.partition},{b},{i},{int(i == 0)}" for i, b in enumerate(assigned)]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:

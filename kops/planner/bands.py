@@ -94,7 +94,7 @@ def _utilization_band(state: GoalState, name: str) -> Band:
     items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
     shares = fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares
     util = {b: state.load[name][b] / caps[b] for b in state.brokers}
-    mean = sum(state.load[name].values()) / sum(caps.values())
+    mean = sum(state.load[name][b] for b in state.brokers) / sum(caps.values())
     values = sorted(v for tp, v in state.value[name].items() if v > 0)
     floor = statistics.median(values) / statistics.median(caps.values()) if values else 0.0
     share = LEADERSHIP_SLACK if name in LEADER_LOADS else MEAN_SLACK  # leadership changes copy no data
@@ -111,8 +111,8 @@ def _count_band(state: GoalState, name: str) -> Band:
         shares = fair_shares(((1.0, len(r)) for r in state.replicas.values()), state.racks, ones).shares
     else:
         shares = dict.fromkeys(state.brokers, len(state.replicas) / len(state.brokers))
-    counts = state.load[name]
-    peak, trough = max(counts.values()), min(counts.values())
+    counts = [state.load[name][b] for b in state.brokers]
+    peak, trough = max(counts), min(counts)
     hi = {b: min(math.ceil(s - 1e-9) + math.floor(COUNT_SLACK * s), peak) for b, s in shares.items()}
     lo = {b: min(max(math.floor(s + 1e-9) - math.floor(COUNT_SLACK * s), min(math.floor(s + 1e-9), trough)), hi[b])
           for b, s in shares.items()}

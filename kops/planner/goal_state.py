@@ -13,7 +13,9 @@ import bisect
 from collections import defaultdict
 from collections.abc import Mapping
 
+from kops.model.capacity import RESOURCES, Capacities
 from kops.model.partitions import TopicPartition
+from kops.model.snapshot import Snapshot
 from kops.planner.goal_values import Assignment, GoalInputs
 
 REPLICA_LOADS = ("disk", "network_in", "replicas")  # carried by every replica
@@ -39,10 +41,12 @@ class GoalState:
             "network_out": {tp: inputs.out_load(tp, len(r)) for tp, r in self.replicas.items()}}
         self.value["leader_bytes_in"] = self.value["network_in"]
         self.weight = self._weights()
-        self.load: dict[str, dict[int, float]] = {name: dict.fromkeys(self.brokers, 0.0) for name in LOADS}
+        # loads of brokers outside `brokers` too (a replica on an absent broker): counted, never a destination
+        every = sorted(set(self.brokers).union(*self.replicas.values()))
+        self.load: dict[str, dict[int, float]] = {name: dict.fromkeys(every, 0.0) for name in LOADS}
         self.topic: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-        self.held: dict[int, set[TopicPartition]] = {b: set() for b in self.brokers}
-        self.led: dict[int, set[TopicPartition]] = {b: set() for b in self.brokers}
+        self.held: dict[int, set[TopicPartition]] = {b: set() for b in every}
+        self.led: dict[int, set[TopicPartition]] = {b: set() for b in every}
         self._ranked: dict[tuple[str, int], Ranked] = {}
         for tp, replicas in self.replicas.items():
             for b in replicas:
@@ -168,3 +172,21 @@ class GoalState:
 
     def lead_fits(self, tp: TopicPartition, broker: int) -> bool:
         return self._within("network_out", broker, self.value["network_out"][tp])
+
+
+def state_of(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], write: Mapping[TopicPartition, float],
+             caps: Capacities, fanout: Mapping[str, int] | None = None) -> GoalState:
+    """The optimizer's state for a snapshot: live brokers with their racks, each partition where it is going (a
+    reassignment in flight: its target), loads, and each broker's capacities and limits where known."""
+    assignment: dict[TopicPartition, tuple[int, ...]] = {}
+    for name, topic in snapshot.topics.items():
+        for number, part in topic.partitions.items():
+            assignment[TopicPartition(name, number)] = tuple(
+                part.target_replicas if part.adding or part.removing else part.replicas)
+    brokers = sorted(b.id for b in snapshot.brokers)
+    capacity = {r: {b: v for b in brokers if (v := caps.figure(b, r).value) is not None}
+                for r in ("disk", "network_in", "network_out")}
+    limits = {r: {b: v for b in brokers if (v := caps.limit(b, r)) is not None} for r in RESOURCES}
+    inputs = GoalInputs(racks={b.id: b.rack for b in snapshot.brokers}, sizes=dict(sizes), write=dict(write),
+                        fanout=dict(fanout or {}), capacity=capacity)
+    return GoalState(assignment, inputs, {r: v for r, v in limits.items() if v})

@@ -129,3 +129,13 @@ def test_on_the_benchs_skewed_cluster_disk_first_ends_in_its_band_within_the_lim
     assert before["disk"].value > 60 and after["disk"].value < before["disk"].value
     assert all(disk.lo[b] - 1e-6 <= state.load["disk"][b] <= disk.hi[b] + 1e-6 for b in cluster.brokers)
     assert all(state.load["disk"][b] <= 0.8 * cluster.disk[b] for b in cluster.brokers)
+
+
+def test_a_replica_on_an_absent_broker_is_counted_there_and_no_replica_goes_there() -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    racks: dict[int, str | None] = {1: None, 2: None, 3: None}
+    assignment = {a: (1, 9), b: (1, 2), TopicPartition("t", 2): (1, 3), TopicPartition("t", 3): (1, 2)}
+    state = GoalState(assignment, GoalInputs(racks=racks, sizes=dict.fromkeys(assignment, 10)))
+    assert state.load["disk"][9] == 10 and 9 not in state.brokers
+    optimize(state, ("replicas", "disk"))
+    assert 9 in state.replicas[a] and all(9 not in r for tp, r in state.replicas.items() if tp != a)
