@@ -57,3 +57,10 @@ def round_robin(name: str, partitions: int, rf: int, broker_ids: list[int], star
 def sizes_of(snap: Snapshot, base: int = 1000) -> dict[TopicPartition, int]:
     return {TopicPartition(n, p): base * (1 + zlib.crc32(f"{n}-{p}".encode()) % 7)
             for n, t in sorted(snap.topics.items()) for p in t.partitions}
+
+
+def crowded() -> Snapshot:
+    """Six brokers in three racks: 24 partitions crowded on brokers 1-3, six spread over all; a rebalance's
+    first case."""
+    return snapshot(brokers(6), [round_robin("orders", 24, 3, [1, 2, 3]),
+                                 round_robin("logs", 6, 3, [1, 2, 3, 4, 5, 6])])

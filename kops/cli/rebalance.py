@@ -7,7 +7,7 @@ import hashlib
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -69,11 +69,13 @@ from kops.model import plan_format
 from kops.model.absence import absent_brokers
 from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import Execution
+from kops.model.goals import goal_list
 from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.bounded import Rebalance, Request
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
+from kops.planner.goal_rebalance import GoalRebalance, GoalRequest, rebalance_goals
 from kops.planner.heal import Healing, heal
 from kops.planner.markdown import duration
 from kops.planner.planner import Policy
@@ -110,6 +112,14 @@ def rebalance(
     goal: Annotated[Goal, typer.Option("--goal", help="What to even out across live brokers: replica counts, preferred "
                                                       "leaders (no data moves) or bytes (needs "
                                                       "--sizes).", case_sensitive=False)] = Goal.replicas,
+    goals: Annotated[str | None, typer.Option("--goals", help="A prioritized goal list, e.g. disk,network_in,replicas,"
+                                                              "leaders: one plan for all, no move worsening a goal "
+                                                              "before it. Goals: disk (bytes), network_in, "
+                                                              "network_out, replicas, topic_replicas, leaders, "
+                                                              "leader_bytes_in, preferred_leaders.")] = None,
+    max_leader_moves: Annotated[int | None, typer.Option("--max-leader-moves", help="With --goals: at most this many "
+                                                                                    "leadership changes.",
+                                                         min=0)] = None,
     sizes: Annotated[Path | None, typer.Option("--sizes", help="Partition sizes (kops sizes summarize output): moves "
                                                                "are sized, smallest first.")] = None,
     max_moves: Annotated[int | None, typer.Option("--max-moves", help="At most this many replica moves (leader changes "
@@ -171,7 +181,7 @@ def rebalance(
           --max-moves-per-broker 2
       kops rebalance -z zk1:2181/kafka --max-moves 50      # ZooKeeper mode
       kops rebalance -z zk1:2181/kafka --heal-after 30m --apply --yes  # heals
-      kops rebalance --snapshot snaps/prod-eu.json --max-moves 50 \
+      kops rebalance --snapshot snaps/prod-eu.json --max-moves 50 \\
           -o plans/prod-eu.json                  # offline: reaches no cluster
       kops rebalance -i inventories/example -l prod --max-moves 50 \\
           --out-dir plans/rebalance              # a fleet: kops apply DIR
@@ -185,6 +195,7 @@ def rebalance(
     rate = parse_throttle(throttle)
     limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
     healing_options = heal_of(heal_after, heal_max_brokers)
+    listed = _goal_list(goals, goal, max_leader_moves, healing_options)
     out_dir = out_dir or (None if snapshot_file else default_folder(connection, inventory, limit, out, _state_dir()))
     if snapshot_file is not None and (apply_now or out_dir is not None):
         raise UsageError("--snapshot plans one cluster offline", hint="drop --apply and --out-dir; apply the plan it "
@@ -195,7 +206,11 @@ def rebalance(
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
-    planning = _Planning(Request(goal.value, limits, min_improvement), known, rate, batch_size)
+    request: Request | GoalRequest = Request(goal.value, limits, min_improvement)
+    if listed:
+        _loads_known(listed, known)
+        request = GoalRequest(listed, limits, min_improvement, max_leader_moves)
+    planning = _Planning(request, known, rate, batch_size)
     pacing = _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight)
     if out_dir is not None:
         fleet = FleetRun(out_dir, connection, inventory, output_format, False, poll, batch_timeout, serial,
@@ -203,7 +218,8 @@ def rebalance(
         raise typer.Exit(_rebalance_fleet(connection, inventory, limit, (out_dir, output_format), planning,
                                           capacity, run, (fleet, pacing)))
     declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
-    report: dict[str, Any] = {"goal": goal.value, "applied": False, "plan": None, "execution": None}
+    report: dict[str, Any] = {"goal": ",".join(listed) if listed else goal.value, "applied": False, "plan": None,
+                              "execution": None}
     snapshot, healing, address = _read(connection, (inventory, limit, snapshot_file), report, run, output_format,
                                        healing_options)
     where = address.where if address is not None else snapshot.connect or str(snapshot_file)
@@ -234,19 +250,21 @@ def rebalance(
 class _Planning:
     """What a rebalance plans with, the same for one cluster and for each of a fleet."""
 
-    request: Request
+    request: Request | GoalRequest
     known: Sizes
     rate: int | None
     batch_size: int
 
     def plan(self, snapshot: Snapshot, cluster: str, declared: CapacityDeclaration | None,
-             healing: tuple[int, ...] = ()) -> Rebalance:
+             healing: tuple[int, ...] = ()) -> Rebalance | GoalRebalance:
         """The bounded rebalance, or with `healing` (absent brokers past --heal-after) the healing and then the
         rebalance, within one budget."""
         known = self.known
         policy = Policy(throttle=self.rate, growth=known.growth, remote=known.remote, capacity=declared,
                         write=known.write)  # the plan reports capacity (planner/headroom.py)
         execution = Execution(throttle=self.rate, max_partitions=self.batch_size)
+        if isinstance(self.request, GoalRequest):  # --goals (healing with a list is refused before reading)
+            return rebalance_goals(snapshot, self.request, known.bytes, policy, cluster, execution)
         if healing:
             return heal(snapshot, healing, self.request, known.bytes, policy, cluster, execution)
         return plan_rebalance(snapshot, self.request, known.bytes, policy, cluster=cluster, execution=execution)
@@ -293,6 +311,35 @@ def _limits(goal: Goal, sizes: Path | None, max_moves: int | None, max_bytes: st
         if value is not None and sizes is None:
             raise UsageError(f"{option} needs partition sizes to count bytes", hint="pass --sizes PATH")
     return Limits(max_moves, byte_limit, seconds_limit)
+
+
+def _goal_list(goals: str | None, goal: Goal, max_leader_moves: int | None,
+               healing: Heal | None) -> tuple[str, ...]:
+    """--goals read through the one goal-list parser (empty: the single --goal), and what it cannot go with."""
+    if goals is None:
+        if max_leader_moves is not None:
+            raise UsageError("--max-leader-moves goes with --goals", hint="--max-moves bounds --goal leaders")
+        return ()
+    if goal is not Goal.replicas:
+        raise UsageError("--goal and --goals together", hint="name the goal in the --goals list")
+    if healing is not None:
+        raise UsageError("--heal-after does not combine with --goals yet",
+                         hint="heal with --goal replicas (or bytes); a later run balances by --goals")
+    try:
+        return goal_list(goals, "--goals")
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="e.g. --goals disk,network_in,replicas,leaders") from exc
+
+
+def _loads_known(goals: tuple[str, ...], known: Sizes) -> None:
+    """A goal named on the command line is never skipped quietly for want of its load."""
+    if "disk" in goals and not known.bytes:
+        raise UsageError("goal disk needs partition sizes", hint="pass --sizes PATH, the output of kops sizes "
+                                                                 "summarize")
+    rated = [g for g in goals if g in ("network_in", "network_out", "leader_bytes_in")]
+    if rated and not known.write:
+        raise UsageError(f"goal {rated[0]} needs write rates", hint="pass --sizes PATH from a kops sizes summarize "
+                                                                    "that has write_bytes_per_s")
 
 
 def _ready_snapshot(connection: Connection, address: Address, report: dict[str, Any], run: Run,
@@ -369,14 +416,15 @@ def _apply(plan_file: Path, connection: Connection, address: Address, output_for
                          check=False, observe=run.tally)
 
 
-def _below(result: Rebalance) -> str:
+def _below(result: Rebalance | GoalRebalance) -> str:
     if not result.plan.has_changes:
         return f"nothing to move within the limits (imbalance {result.imbalance_before:.3f})"
     return (f"improvement {result.improvement:.3f} (imbalance {result.imbalance_before:.3f} -> "
             f"{result.imbalance_after:.3f}) is below --min-improvement {result.min_improvement:g}")
 
 
-def _finish(report: dict[str, Any], result: Rebalance | None, run: Run, output_format: OutputFormat) -> None:
+def _finish(report: dict[str, Any], result: Rebalance | GoalRebalance | None, run: Run,
+            output_format: OutputFormat) -> None:
     """The run's summary: one JSON object last on stdout for machines, one line for people; and its metrics."""
     plan = result.plan if result is not None and result.worthwhile else None
     s = plan.summary if plan is not None else None
@@ -392,6 +440,8 @@ def _finish(report: dict[str, Any], result: Rebalance | None, run: Run, output_f
         "min_improvement": result.min_improvement if result else None,
         "duration_seconds": round(time.monotonic() - run.started, 3),
     }
+    if isinstance(result, GoalRebalance):
+        report["goals"] = [asdict(o) for o in result.outcomes]
     _measured(run, report, plan)
     if output_format is OutputFormat.json:
         console.print_json(report, one_line=True)  # last line of the stream, after apply's event lines
@@ -406,6 +456,20 @@ def _finish(report: dict[str, Any], result: Rebalance | None, run: Run, output_f
         f"{report['imbalance_after']:.3f}; {report['moves']} replica move(s), {report['leader_moves']} leader-only, "
         f"{format_size(report['bytes'])}, estimated {duration(report['estimated_seconds'])}; "
         + ("[green]applied[/]" if report["applied"] else f"[yellow]{report['status']}[/]: {report['reason'] or ''}"))
+    if isinstance(result, GoalRebalance):
+        _goal_table(result)
+
+
+def _goal_table(result: GoalRebalance) -> None:
+    """Per goal, in priority order: its figure before and after, the best any plan could reach, what it cost."""
+    table = console.table("Goals", "Goal", "Unit", ">Before", ">After", ">Lower bound", ">Moves", ">Leader moves")
+    for o in result.outcomes:
+        if o.skipped:
+            table.add_row(o.name, f"skipped: {o.skipped}", "", "", "", "", "")
+        else:
+            table.add_row(o.name, o.unit, f"{o.before:.2f}", f"{o.after:.2f}", f"{o.lower_bound:.2f}", str(o.moves),
+                          str(o.leader_moves))
+    console.out.print(table)
 
 
 def _measured(run: Run, report: dict[str, Any], plan: Plan | None) -> None:
@@ -417,5 +481,9 @@ def _measured(run: Run, report: dict[str, Any], plan: Plan | None) -> None:
         run.planned, run.batches = Moves(), ()
     elif not run.batches:  # planned only; an apply counts the plan it loaded
         run.plan(plan)
-    if report["imbalance_before"] is not None:
+    if "goals" in report:
+        for row in report["goals"]:
+            if row["skipped"] is None:
+                run.imbalanced(row["name"], row["imbalance_before"], row["imbalance_after"])
+    elif report["imbalance_before"] is not None:
         run.imbalanced(report["goal"], report["imbalance_before"], report["imbalance_after"])

@@ -60,7 +60,8 @@ class Run:
         self.planned, self.batches = Moves.of(m for b in record.batches for m in b.moves), record.batches
 
     def imbalanced(self, goal: str, before: float, after: float) -> None:
-        self.imbalance = (Imbalance(goal, before, after),)
+        """One goal's imbalance before and after the run (a goal list gives one per goal)."""
+        self.imbalance = (*(i for i in self.imbalance if i.goal != goal), Imbalance(goal, before, after))
 
     def metrics(self, exit_code: int) -> RunMetrics:
         outcome = self.outcome if self.outcome is not None and exit_code in (0, 3) else outcome_of(exit_code)

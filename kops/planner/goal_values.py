@@ -155,3 +155,23 @@ def goal_figures(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, .
                "leader_bytes_in": "no write rates"}
     return tuple(GoalFigure(g, "", 0.0, 0.0, reasons[g]) if g in needs and not needs[g] else figures[g]()
                  for g in goals)
+
+
+def imbalances(assignment: Assignment, inputs: GoalInputs) -> dict[str, float]:
+    """Each goal's imbalance: the share of its load above the brokers' fair share, Σ max(0, load − fair) ÷ Σ load
+    (0 even; 0.25: a quarter would have to move), fair by capacity where every broker's is known. Topic replicas:
+    the replicas above their topics' ceilings over all replicas; preferred leaders: partitions led elsewhere."""
+    held = _per_broker(assignment, {}, inputs)
+    brokers = sorted(inputs.racks)
+    out: dict[str, float] = {}
+    for goal, load, resource in (("disk", "disk", "disk"), ("network_in", "network_in", "network_in"),
+                                 ("network_out", "network_out", "network_out"), ("replicas", "replicas", ""),
+                                 ("leaders", "leaders", ""), ("leader_bytes_in", "leader_in", "network_in")):
+        caps = _capacities(inputs, resource)[0] if resource else dict.fromkeys(brokers, 1.0)
+        total = sum(held[load].get(b, 0.0) for b in brokers)
+        level = total / sum(caps.values()) if caps and total else 0.0
+        out[goal] = round(sum(max(0.0, held[load].get(b, 0.0) - level * caps[b]) for b in brokers) / total, 6) \
+            if total else 0.0
+    out["topic_replicas"] = round(_topic_replicas(assignment, inputs).value / 100, 6)
+    out["preferred_leaders"] = 0.0
+    return out

@@ -1,0 +1,173 @@
+"""`kops rebalance --goals`: one bounded plan for a prioritized goal list (docs/design/goals.md).
+
+The optimizer walks the list over the cluster as it is (kops/planner/optimizer.py) within the run's move, leader-
+move and byte budgets; the plan is then the difference, assembled as any plan of given targets is (batches,
+throttles, rollback, capacity checks at every batch peak). Where the plan's estimate exceeds `--max-duration`, the
+longest prefix of the walk's actions whose plan fits is kept, found by bisection: every prefix is a state the walk
+passed through, within every band and limit it had reached. The report per goal is its figure before and after,
+its lower bound and what was spent on it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kops.model.capacity import resolve
+from kops.model.desired import Execution
+from kops.model.partitions import TopicPartition
+from kops.model.plan import Plan
+from kops.model.snapshot import Snapshot
+from kops.planner.budget import Limits
+from kops.planner.goal_state import state_of
+from kops.planner.goal_values import GoalFigure, GoalInputs, goal_figures, imbalances
+from kops.planner.optimizer import Action, Spend, optimize
+from kops.planner.planner import Policy, plan_targets
+
+
+@dataclass(frozen=True)
+class GoalRequest:
+    goals: tuple[str, ...]
+    limits: Limits = Limits()
+    min_improvement: float = 0.05  # percentage points of the first goal that gains, as a fraction (0.05: 5 points)
+    max_leader_moves: int | None = None
+
+
+@dataclass(frozen=True)
+class GoalOutcome:
+    """One row of the goal table: the figure before and after the plan, its lower bound, what was spent on it."""
+
+    name: str
+    unit: str
+    before: float
+    after: float
+    lower_bound: float
+    moves: int
+    leader_moves: int
+    imbalance_before: float = 0.0  # the share of the load above the fair share, as --min-improvement reads it
+    imbalance_after: float = 0.0
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
+class GoalRebalance:
+    plan: Plan
+    outcomes: tuple[GoalOutcome, ...]
+    converged: bool
+    min_improvement: float
+
+    @property
+    def _first(self) -> GoalOutcome | None:
+        return next((o for o in self.outcomes if o.skipped is None), None)
+
+    @property
+    def imbalance_before(self) -> float:
+        """The first goal's, for the summary's existing fields (each goal's is in `outcomes`)."""
+        return self._first.imbalance_before if self._first else 0.0
+
+    @property
+    def imbalance_after(self) -> float:
+        return self._first.imbalance_after if self._first else 0.0
+
+    @property
+    def improvement(self) -> float:
+        """The largest fall of any goal's imbalance (no goal rises: the walk never worsens one)."""
+        return max((o.imbalance_before - o.imbalance_after for o in self.outcomes if o.skipped is None), default=0.0)
+
+    @property
+    def worthwhile(self) -> bool:
+        return self.plan.has_changes and self.improvement > 0 and self.improvement >= self.min_improvement
+
+
+def replay(start: Mapping[TopicPartition, tuple[int, ...]], actions: Sequence[Action]) -> dict[TopicPartition,
+                                                                                                tuple[int, ...]]:
+    """The assignment after `actions`, taken in order from `start`."""
+    replicas = dict(start)
+    for a in actions:
+        current = replicas[a.tp]
+        if a.leadership:
+            replicas[a.tp] = (a.dest, *(b for b in current if b != a.dest))
+        else:
+            replicas[a.tp] = tuple(a.dest if b == a.source else b for b in current)
+    return replicas
+
+
+def _plan(snapshot: Snapshot, start: Mapping[TopicPartition, tuple[int, ...]], after: Mapping[TopicPartition,
+          tuple[int, ...]], reasons: Mapping[TopicPartition, str], context: tuple[Policy, str, Execution | None],
+          sizes: Mapping[TopicPartition, int]) -> Plan:
+    policy, cluster, execution = context
+    targets = {tp: r for tp, r in after.items() if r != start[tp]}
+    return plan_targets(snapshot, targets, cluster, execution=execution, policy=policy, sizes=dict(sizes),
+                        reason="rebalance goals", reasons={tp: reasons[tp] for tp in targets})
+
+
+def _within(plan: Plan, limits: Limits) -> bool:
+    return limits.max_seconds is None or (plan.summary.estimated_seconds or 0.0) <= limits.max_seconds
+
+
+class PlanOf:
+    """The plan of the first k actions, made once per k."""
+
+    def __init__(self, snapshot: Snapshot, start: dict[TopicPartition, tuple[int, ...]], actions: tuple[Action, ...],
+                 context: tuple[Policy, str, Execution | None], sizes: Mapping[TopicPartition, int]) -> None:
+        self.snapshot, self.start, self.actions, self.context, self.sizes = snapshot, start, actions, context, sizes
+        self.reasons: dict[TopicPartition, str] = {}
+        for a in actions:  # the reason of a partition is the first goal that changed it
+            self.reasons.setdefault(a.tp, f"rebalance {a.goal}")
+
+    def __call__(self, k: int) -> Plan:
+        after = replay(self.start, self.actions[:k])
+        return _plan(self.snapshot, self.start, after, self.reasons, self.context, self.sizes)
+
+
+def _fitted(actions: tuple[Action, ...], plan_of: PlanOf, limits: Limits) -> tuple[Plan, int]:
+    """The plan of the longest prefix of `actions` within `limits.max_seconds`, and how many actions it keeps."""
+    whole = plan_of(len(actions))
+    if _within(whole, limits):
+        return whole, len(actions)
+    low, high, best = 0, len(actions) - 1, plan_of(0)
+    kept = 0
+    while low <= high:
+        middle = (low + high + 1) // 2
+        candidate = plan_of(middle)
+        if _within(candidate, limits):
+            best, kept, low = candidate, middle, middle + 1
+        else:
+            high = middle - 1
+    return best, kept
+
+
+def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[TopicPartition, int] | None = None,
+                    policy: Policy = Policy(), cluster: str = "cluster",
+                    execution: Execution | None = None) -> GoalRebalance:
+    """The bounded rebalance of `snapshot` for `request.goals`, as a plan (possibly empty), with its goal table."""
+    sizes = dict(sizes or {})
+    caps = resolve(policy.capacity, snapshot)
+    state = state_of(snapshot, sizes, policy.write, caps, policy.fanout)
+    start = dict(state.replicas)
+    limits = request.limits
+    outcome = optimize(state, request.goals, Spend(limits.max_moves, request.max_leader_moves, limits.max_bytes))
+    plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes)
+    plan, kept = _fitted(outcome.actions, plan_of, limits)
+    after = replay(start, outcome.actions[:kept])
+    table = _table(request.goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped)
+    return GoalRebalance(plan, table, outcome.converged and kept == len(outcome.actions), request.min_improvement)
+
+
+def _table(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]],
+           after: Mapping[TopicPartition, tuple[int, ...]], inputs: GoalInputs, actions: Sequence[Action],
+           skipped: Mapping[str, str]) -> tuple[GoalOutcome, ...]:
+    before = {f.name: f for f in goal_figures(start, inputs, goals)}
+    now = {f.name: f for f in goal_figures(after, inputs, goals)}
+    moves = Counter(a.goal for a in actions if not a.leadership)
+    leads = Counter(a.goal for a in actions if a.leadership)
+
+    shares = (imbalances(start, inputs), imbalances(after, inputs))
+
+    def row(name: str) -> GoalOutcome:
+        b: GoalFigure = before[name]
+        return GoalOutcome(name, b.unit, b.value, now[name].value, b.lower_bound, moves[name], leads[name],
+                           shares[0].get(name, 0.0), shares[1].get(name, 0.0), b.skipped or skipped.get(name))
+
+    return tuple(row(g) for g in goals)

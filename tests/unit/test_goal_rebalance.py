@@ -1,0 +1,53 @@
+"""`kops rebalance --goals` planning: one plan for the list, applied on paper a second run plans nothing, a time
+budget keeps a prefix of the walk, and the goal table says before, after, lower bound and what was spent."""
+
+from __future__ import annotations
+
+from kops.model.partitions import TopicPartition
+from kops.planner.budget import Limits
+from kops.planner.goal_rebalance import GoalRequest, rebalance_goals, replay
+from kops.planner.optimizer import Action
+from tests.builders import crowded, sizes_of
+from tests.simulate import apply_plan
+
+GOALS = ("disk", "replicas", "leaders")
+
+
+def _skewed():
+    """Six brokers in three racks; two topics crowded on brokers 1-3, brokers 4-6 nearly empty."""
+    snap = crowded()
+    return snap, sizes_of(snap, 10_000_000)
+
+
+def test_one_plan_evens_the_list_and_a_second_run_plans_nothing() -> None:
+    snap, sizes = _skewed()
+    first = rebalance_goals(snap, GoalRequest(GOALS), sizes)
+    table = {o.name: o for o in first.outcomes}
+    assert first.worthwhile and first.converged
+    assert table["disk"].after < table["disk"].before and table["replicas"].after < table["replicas"].before
+    assert all(o.after >= o.lower_bound - 0.01 for o in first.outcomes)
+    assert table["disk"].moves > 0 and first.plan.moves
+    again = rebalance_goals(apply_plan(snap, first.plan), GoalRequest(GOALS), sizes)
+    assert not again.plan.has_changes and not again.worthwhile
+
+
+def test_a_time_budget_keeps_the_longest_prefix_that_fits() -> None:
+    snap, sizes = _skewed()
+    whole = rebalance_goals(snap, GoalRequest(GOALS), sizes)
+    estimate = whole.plan.summary.estimated_seconds or 0.0
+    bounded = rebalance_goals(snap, GoalRequest(GOALS, Limits(max_seconds=estimate / 3)), sizes)
+    assert (bounded.plan.summary.estimated_seconds or 0.0) <= estimate / 3
+    assert 0 < len(bounded.plan.moves) < len(whole.plan.moves)
+    assert not bounded.converged
+
+
+def test_move_budgets_bound_the_walk() -> None:
+    snap, sizes = _skewed()
+    result = rebalance_goals(snap, GoalRequest(GOALS, Limits(max_moves=2), max_leader_moves=0), sizes)
+    assert sum(len(set(m.to_replicas) - set(m.from_replicas)) for m in result.plan.moves) <= 2
+
+
+def test_replay_takes_moves_and_leadership_changes_in_order() -> None:
+    tp = TopicPartition("t", 0)
+    actions = (Action("disk", tp, 1, 4), Action("leaders", tp, 4, 2, leadership=True))
+    assert replay({tp: (1, 2, 3)}, actions) == {tp: (2, 4, 3)}

@@ -1,0 +1,65 @@
+"""`kops rebalance --goals`: one plan for a goal list, offline from a snapshot file; the JSON summary names each
+goal, the text shows the goal table, a bad list or a goal without its load is one line (exit 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kops.cli.main import main
+from kops.model import plan_format, snapshot_format
+from kops.model.sizes import PartitionSize
+from kops.sizes.reader import sizes_text
+from tests.builders import crowded
+
+GOALS = "disk,network_in,replicas,leaders"
+
+
+def _files(tmp_path: Path, rates: bool = True) -> tuple[Path, Path]:
+    snap = crowded()
+    path = tmp_path / "snap.json"
+    path.write_bytes(snapshot_format.dumps(snap))
+    rows = [PartitionSize(t, p, 10_000_000 * (1 + p % 5), None, float(1000 * (1 + p % 3)) if rates else None)
+            for t, topic in snap.topics.items() for p in topic.partitions]
+    sizes = tmp_path / "sizes.json"
+    sizes.write_text(sizes_text(rows), encoding="utf-8")
+    return path, sizes
+
+
+def test_a_goal_list_plans_once_and_the_summary_names_each_goal(tmp_path: Path, capsys) -> None:
+    snap, sizes = _files(tmp_path)
+    out = tmp_path / "plan.json"
+    code = main(["rebalance", "--snapshot", str(snap), "--sizes", str(sizes), "--goals", GOALS, "-o", str(out),
+                 "--format", "json", "--metrics-file", str(tmp_path / "run.prom")])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc["status"] == "planned" and doc["goal"] == GOALS
+    assert [g["name"] for g in doc["goals"]] == GOALS.split(",")
+    disk = doc["goals"][0]
+    assert disk["after"] < disk["before"] and disk["after"] >= disk["lower_bound"] and disk["moves"] > 0
+    assert doc["imbalance_before"] == disk["imbalance_before"] > doc["imbalance_after"] == disk["imbalance_after"]
+    assert plan_format.loads(out.read_bytes(), str(out)).moves
+    metrics = (tmp_path / "run.prom").read_text()
+    assert 'goal="disk"' in metrics and 'goal="replicas"' in metrics
+
+
+def test_the_text_shows_the_goal_table(tmp_path: Path, capsys) -> None:
+    snap, sizes = _files(tmp_path)
+    assert main(["rebalance", "--snapshot", str(snap), "--sizes", str(sizes), "--goals", GOALS,
+                 "-o", str(tmp_path / "plan.json")]) == 0
+    out = capsys.readouterr().out
+    assert "Goals" in out and "Lower bound" in out and "network_in" in out and "% of capacity" not in out
+
+
+def test_bad_lists_and_missing_loads_are_one_line_each(tmp_path: Path, capsys) -> None:
+    snap, sizes = _files(tmp_path, rates=False)
+    cases = [(["--goals", "disk,cpu", "--sizes", str(sizes)], "--goals: unknown goal 'cpu'"),
+             (["--goals", "disk"], "goal disk needs partition sizes"),
+             (["--goals", "network_in", "--sizes", str(sizes)], "goal network_in needs write rates"),
+             (["--goals", "disk", "--goal", "leaders", "--sizes", str(sizes)], "--goal and --goals together"),
+             (["--max-leader-moves", "3"], "--max-leader-moves goes with --goals"),
+             (["--goals", "replicas", "--heal-after", "30m"], "--heal-after does not combine with --goals yet")]
+    for args, message in cases:
+        assert main(["rebalance", "--snapshot", str(snap), *args]) == 1, args
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
