@@ -42,6 +42,7 @@ from kops.fleet.selection import command_config_of, inventory_base
 from kops.fleet.selection import load as load_fleet_inventory
 from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import SourceLocation
+from kops.model.goals import goal_list
 from kops.model.snapshot import ADMIN_API
 from kops.zk_layout.client import ZkClient
 from kops.zk_layout.connect import parse_connect
@@ -152,6 +153,22 @@ def inventory_capacity(inventory: Path | None, limit: str | None) -> CapacityDec
     if problems.errors:
         raise UsageError(str(problems.sorted_errors()[0]))
     return declared
+
+
+def inventory_goals(inventory: Path | None, limit: str | None) -> tuple[str, ...]:
+    """The cluster's `rebalance_goals` variable (a list, or one comma-separated string), read through the one
+    goal-list parser; empty when there is none."""
+    if inventory is None:
+        return ()
+    inv, host = _inventory_host(inventory, limit)
+    value = inv.host_variables(host).get("rebalance_goals")
+    if value is None:
+        return ()
+    try:
+        return goal_list(value, f"host {host}: rebalance_goals")
+    except ValueError as exc:
+        raise UsageError(str(exc), where=str(inventory), hint="e.g. rebalance_goals: [disk, network_in, replicas, "
+                                                              "leaders]") from exc
 
 
 def _from_inventory(inventory: Path, limit: str | None) -> Address:

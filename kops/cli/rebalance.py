@@ -7,7 +7,7 @@ import hashlib
 import os
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,7 +28,15 @@ from kops.cli.apply import (
     run_execution,
     stall_seconds,
 )
-from kops.cli.connection import Address, Connection, connection_options, inventory_capacity, open_cluster, resolve
+from kops.cli.connection import (
+    Address,
+    Connection,
+    connection_options,
+    inventory_capacity,
+    inventory_goals,
+    open_cluster,
+    resolve,
+)
 from kops.cli.execution import load_plan
 from kops.cli.fleet import failed, for_each_member, print_recap
 from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial
@@ -195,7 +203,7 @@ def rebalance(
     rate = parse_throttle(throttle)
     limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
     healing_options = heal_of(heal_after, heal_max_brokers)
-    listed = _goal_list(goals, goal, max_leader_moves, healing_options)
+    listed = _goal_list(goals, goal, healing_options)
     out_dir = out_dir or (None if snapshot_file else default_folder(connection, inventory, limit, out, _state_dir()))
     if snapshot_file is not None and (apply_now or out_dir is not None):
         raise UsageError("--snapshot plans one cluster offline", hint="drop --apply and --out-dir; apply the plan it "
@@ -206,11 +214,10 @@ def rebalance(
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
-    request: Request | GoalRequest = Request(goal.value, limits, min_improvement)
+    planning = _Planning(Request(goal.value, limits, min_improvement), known, rate, batch_size,
+                         max_leader_moves, inherit=not listed and goal is Goal.replicas and healing_options is None)
     if listed:
-        _loads_known(listed, known)
-        request = GoalRequest(listed, limits, min_improvement, max_leader_moves)
-    planning = _Planning(request, known, rate, batch_size)
+        planning = planning.with_goals(listed)
     pacing = _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight)
     if out_dir is not None:
         fleet = FleetRun(out_dir, connection, inventory, output_format, False, poll, batch_timeout, serial,
@@ -218,8 +225,12 @@ def rebalance(
         raise typer.Exit(_rebalance_fleet(connection, inventory, limit, (out_dir, output_format), planning,
                                           capacity, run, (fleet, pacing)))
     declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
-    report: dict[str, Any] = {"goal": ",".join(listed) if listed else goal.value, "applied": False, "plan": None,
-                              "execution": None}
+    planning = planning.inherited(inventory, limit)
+    if max_leader_moves is not None and not isinstance(planning.request, GoalRequest):
+        raise UsageError("--max-leader-moves goes with a goal list", hint="--goals, or the inventory's "
+                                                                          "rebalance_goals; --max-moves bounds --goal "
+                                                                          "leaders")
+    report: dict[str, Any] = {"goal": planning.goal_name, "applied": False, "plan": None, "execution": None}
     snapshot, healing, address = _read(connection, (inventory, limit, snapshot_file), report, run, output_format,
                                        healing_options)
     where = address.where if address is not None else snapshot.connect or str(snapshot_file)
@@ -254,6 +265,23 @@ class _Planning:
     known: Sizes
     rate: int | None
     batch_size: int
+    max_leader_moves: int | None = None
+    inherit: bool = False  # no --goal or --goals: a cluster's inventory `rebalance_goals` applies
+
+    @property
+    def goal_name(self) -> str:
+        return ",".join(self.request.goals) if isinstance(self.request, GoalRequest) else self.request.goal
+
+    def with_goals(self, goals: tuple[str, ...]) -> _Planning:
+        """The same run for a goal list; a goal without its load is refused, never skipped quietly."""
+        _loads_known(goals, self.known)
+        limits, threshold = self.request.limits, self.request.min_improvement
+        return replace(self, request=GoalRequest(goals, limits, threshold, self.max_leader_moves), inherit=False)
+
+    def inherited(self, inventory: Path | None, cluster: str | None) -> _Planning:
+        """With neither --goal nor --goals, the cluster's `rebalance_goals` where its inventory has one."""
+        goals = inventory_goals(inventory, cluster) if self.inherit else ()
+        return self.with_goals(goals) if goals else self
 
     def plan(self, snapshot: Snapshot, cluster: str, declared: CapacityDeclaration | None,
              healing: tuple[int, ...] = ()) -> Rebalance | GoalRebalance:
@@ -281,8 +309,8 @@ def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str 
 
     def one(member: Member, member_connection: Connection, address: Address) -> ClusterResult:
         snapshot = _ready_snapshot(member_connection, address, {}, run, OutputFormat.text)
-        result = planning.plan(snapshot, member.name,
-                               declared_capacity(capacity, inventory_capacity(inventory, member.name)))
+        result = planning.inherited(inventory, member.name).plan(
+            snapshot, member.name, declared_capacity(capacity, inventory_capacity(inventory, member.name)))
         if not result.worthwhile:
             return ClusterResult(member.name, OK, reason=_below(result))
         write_atomically(out_dir / f"{member.name}{PLAN_SUFFIX}", plan_format.dumps(result.plan))
@@ -313,12 +341,9 @@ def _limits(goal: Goal, sizes: Path | None, max_moves: int | None, max_bytes: st
     return Limits(max_moves, byte_limit, seconds_limit)
 
 
-def _goal_list(goals: str | None, goal: Goal, max_leader_moves: int | None,
-               healing: Heal | None) -> tuple[str, ...]:
+def _goal_list(goals: str | None, goal: Goal, healing: Heal | None) -> tuple[str, ...]:
     """--goals read through the one goal-list parser (empty: the single --goal), and what it cannot go with."""
     if goals is None:
-        if max_leader_moves is not None:
-            raise UsageError("--max-leader-moves goes with --goals", hint="--max-moves bounds --goal leaders")
         return ()
     if goal is not Goal.replicas:
         raise UsageError("--goal and --goals together", hint="name the goal in the --goals list")

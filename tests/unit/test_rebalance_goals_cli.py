@@ -57,9 +57,37 @@ def test_bad_lists_and_missing_loads_are_one_line_each(tmp_path: Path, capsys) -
              (["--goals", "disk"], "goal disk needs partition sizes"),
              (["--goals", "network_in", "--sizes", str(sizes)], "goal network_in needs write rates"),
              (["--goals", "disk", "--goal", "leaders", "--sizes", str(sizes)], "--goal and --goals together"),
-             (["--max-leader-moves", "3"], "--max-leader-moves goes with --goals"),
+             (["--max-leader-moves", "3"], "--max-leader-moves goes with a goal list"),
              (["--goals", "replicas", "--heal-after", "30m"], "--heal-after does not combine with --goals yet")]
     for args, message in cases:
         assert main(["rebalance", "--snapshot", str(snap), *args]) == 1, args
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def _inventory(tmp_path: Path, goals: str) -> Path:
+    path = tmp_path / "inventory.yml"
+    path.write_text(f"all:\n  hosts:\n    prod:\n      bootstrap_servers: 127.0.0.1:9\n"
+                    f"      rebalance_goals: {goals}\n", encoding="utf-8")
+    return path
+
+
+def test_the_clusters_inventory_list_applies_without_goal_or_goals(tmp_path: Path, capsys) -> None:
+    snap, sizes = _files(tmp_path)
+    inventory = _inventory(tmp_path, "[disk, replicas]")
+    base = ["rebalance", "-i", str(inventory), "-l", "prod", "--snapshot", str(snap), "--sizes", str(sizes),
+            "-o", str(tmp_path / "plan.json"), "--format", "json"]
+    assert main(base) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["goal"] == "disk,replicas"
+    assert main([*base, "--goals", "leaders"]) == 0  # the command line wins
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["goal"] == "leaders"
+    assert main([*base, "--goal", "bytes"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["goal"] == "bytes"
+
+
+def test_a_bad_inventory_list_is_one_line_naming_the_host(tmp_path: Path, capsys) -> None:
+    snap, sizes = _files(tmp_path)
+    inventory = _inventory(tmp_path, "disk,cpu")
+    assert main(["rebalance", "-i", str(inventory), "-l", "prod", "--snapshot", str(snap), "--sizes", str(sizes)]) == 1
+    err = capsys.readouterr().err
+    assert "host prod: rebalance_goals: unknown goal 'cpu'" in err and len(err.strip().splitlines()) == 1, err
