@@ -30,7 +30,6 @@ Usage: python bench/capacity.py [--brokers 200] [--partitions 200000] [--million
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import statistics
@@ -42,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.planner import build  # noqa: E402 - after the sys.path line above
+from bench.planner import at_size, build, child, cluster_options  # noqa: E402 - after the sys.path line above
 from kops.model.capacity import CapacityDeclaration, Figure  # noqa: E402 - after the sys.path line above
 from kops.model.desired import BrokerChanges, DesiredState, Rebalance, SourceLocation  # noqa: E402 - after the sys.path line above
 from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
@@ -173,24 +172,16 @@ def run(scenario: str, brokers: int, partitions: int, racks: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--brokers", type=int, default=200)
-    parser.add_argument("--partitions", type=int, default=200_000)
-    parser.add_argument("--racks", type=int, default=10)
-    parser.add_argument("--million", action="store_true", help="1,000 brokers in 20 racks, 1,000,000 partitions")
-    parser.add_argument("--scenario", choices=SCENARIOS)
+    parser = cluster_options(SCENARIOS, 200)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a scenario may take (default 1800)")
-    args = parser.parse_args()
-    if args.million:
-        args.brokers, args.racks, args.partitions = 1000, 20, 1_000_000
+    args = at_size(parser.parse_args())
     if args.scenario:
         print(json.dumps(run(args.scenario, args.brokers, args.partitions, args.racks)))
         return
     for scenario in SCENARIOS:
         try:
-            out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--partitions",
-                                  str(args.partitions), "--brokers", str(args.brokers), "--racks", str(args.racks)],
-                                 check=True, capture_output=True, text=True, timeout=args.timeout).stdout
+            out = subprocess.run(child(__file__, scenario, args), check=True, capture_output=True, text=True,
+                                 timeout=args.timeout).stdout
         except subprocess.TimeoutExpired:  # a scenario that does not finish is a finding too: said, not hidden
             print(json.dumps({"scenario": scenario, "brokers": args.brokers, "partitions": args.partitions,
                               "timed_out": True, "timeout_seconds": args.timeout}), flush=True)

@@ -197,23 +197,38 @@ def run(scenario: str, brokers: int, partitions: int, racks: int) -> dict:
     }
 
 
-def main() -> None:
+def cluster_options(scenarios: tuple[str, ...], brokers: int) -> argparse.ArgumentParser:
+    """The options every cluster benchmark shares: the cluster's size, --million, and --scenario (one scenario,
+    the way each runs in a fresh child process)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--partitions", type=int, default=200_000)
-    parser.add_argument("--brokers", type=int, default=500)
+    parser.add_argument("--brokers", type=int, default=brokers)
     parser.add_argument("--racks", type=int, default=10)
     parser.add_argument("--million", action="store_true", help="1,000 brokers in 20 racks, 1,000,000 partitions")
-    parser.add_argument("--scenario", choices=SCENARIOS)
-    args = parser.parse_args()
+    parser.add_argument("--scenario", choices=scenarios)
+    return parser
+
+
+def at_size(args: argparse.Namespace) -> argparse.Namespace:
+    """`args` with --million's size in place of the given one."""
     if args.million:
         args.brokers, args.racks, args.partitions = 1000, 20, 1_000_000
+    return args
+
+
+def child(script: str, scenario: str, args: argparse.Namespace) -> list[str]:
+    """The command that runs one scenario of `script` in a fresh process, at the same size."""
+    return [sys.executable, script, "--scenario", scenario, "--partitions", str(args.partitions),
+            "--brokers", str(args.brokers), "--racks", str(args.racks)]
+
+
+def main() -> None:
+    args = at_size(cluster_options(SCENARIOS, 500).parse_args())
     if args.scenario:
         print(json.dumps(run(args.scenario, args.brokers, args.partitions, args.racks)))
         return
     for scenario in SCENARIOS:
-        out = subprocess.run([sys.executable, __file__, "--scenario", scenario, "--partitions", str(args.partitions),
-                              "--brokers", str(args.brokers), "--racks", str(args.racks)],
-                             check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(child(__file__, scenario, args), check=True, capture_output=True, text=True).stdout
         print(out.strip().splitlines()[-1], flush=True)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 
+from bench.cc_cluster import Cluster, generate
 from kops.model.brokers import Broker
 from kops.model.desired import (
     BrokerChanges,
@@ -17,6 +18,7 @@ from kops.model.desired import (
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.snapshot import ControllerInfo, Snapshot
 from kops.model.topics import Topic
+from kops.planner.goal_values import GoalInputs
 
 HERE = SourceLocation("playbook.yml", 3, 7)
 
@@ -64,3 +66,15 @@ def crowded() -> Snapshot:
     first case."""
     return snapshot(brokers(6), [round_robin("orders", 24, 3, [1, 2, 3]),
                                  round_robin("logs", 6, 3, [1, 2, 3, 4, 5, 6])])
+
+
+def bench_goal_inputs(brokers: int, partitions: int) -> tuple[dict[TopicPartition, tuple[int, ...]], GoalInputs,
+                                                             Cluster]:
+    """The Cruise Control bench's seeded cluster (bench/cc_cluster.py) as the optimizer reads it: its assignment,
+    its GoalInputs (racks, sizes, write rates, capacities) and the cluster itself."""
+    cluster = generate(brokers, partitions)
+    tps = {key: TopicPartition(*key) for key in cluster.assignment}
+    inputs = GoalInputs(racks=dict(cluster.racks), sizes={tps[k]: v for k, v in cluster.size.items()},
+                        write={tps[k]: float(v) for k, v in cluster.write.items()},
+                        capacity={"disk": cluster.disk, "network_in": cluster.nw_in, "network_out": cluster.nw_out})
+    return {tps[k]: r for k, r in cluster.assignment.items()}, inputs, cluster

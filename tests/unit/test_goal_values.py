@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cc_cluster import generate
 from bench.cc_figures import bounds, figures
 from kops.model.partitions import TopicPartition
 from kops.planner.goal_values import OF_CAPACITY, OF_MEAN, GoalInputs, goal_figures
+from tests.builders import bench_goal_inputs
 
 T0, T1, U0 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
 
@@ -51,12 +51,8 @@ def test_unknown_capacities_read_as_a_share_of_the_mean_and_unknown_loads_are_sk
 
 
 def test_the_resource_figures_and_bounds_agree_with_the_benchs_own_judge() -> None:
-    cluster = generate(20, 1200)
-    tp = {key: TopicPartition(*key) for key in cluster.assignment}
-    inputs = GoalInputs(racks=dict(cluster.racks), sizes={tp[k]: v for k, v in cluster.size.items()},
-                        write={tp[k]: float(v) for k, v in cluster.write.items()},
-                        capacity={"disk": cluster.disk, "network_in": cluster.nw_in, "network_out": cluster.nw_out})
-    got = {f.name: f for f in goal_figures({tp[k]: r for k, r in cluster.assignment.items()}, inputs)}
+    assignment, inputs, cluster = bench_goal_inputs(20, 1200)
+    got = {f.name: f for f in goal_figures(assignment, inputs)}
     judged, bound = figures(cluster, cluster.assignment), bounds(cluster)
     for name in ("disk", "network_in", "network_out", "leader_bytes_in"):
         assert got[name].value == judged[f"{name}_max"], name

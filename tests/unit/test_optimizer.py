@@ -9,13 +9,13 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.cc_cluster import generate
 from kops.model.goals import GOAL_NAMES
 from kops.model.partitions import TopicPartition
 from kops.planner.bands import Band, bands
 from kops.planner.goal_state import GoalState
 from kops.planner.goal_values import GoalInputs, goal_figures
 from kops.planner.optimizer import Spend, optimize
+from tests.builders import bench_goal_inputs
 from tests.examples import examples
 
 CC_ORDER = ("replicas", "disk", "network_in", "network_out", "topic_replicas", "leaders", "leader_bytes_in")
@@ -90,12 +90,8 @@ def test_the_same_input_gives_the_same_actions() -> None:
 
 
 def test_a_budget_of_one_move_goes_to_the_highest_unmet_goal() -> None:
-    cluster = generate(12, 600)
-    tps = {k: TopicPartition(*k) for k in cluster.assignment}
-    inputs = GoalInputs(racks=dict(cluster.racks), sizes={tps[k]: v for k, v in cluster.size.items()},
-                        write={tps[k]: float(v) for k, v in cluster.write.items()},
-                        capacity={"disk": cluster.disk, "network_in": cluster.nw_in, "network_out": cluster.nw_out})
-    state = GoalState({tps[k]: r for k, r in cluster.assignment.items()}, inputs)
+    assignment, inputs, _cluster = bench_goal_inputs(12, 600)
+    state = GoalState(assignment, inputs)
     spend = Spend(max_moves=1, max_leader_moves=0)
     outcome = optimize(state, ("disk", "replicas"), spend)
     assert [a.goal for a in outcome.actions] == ["disk"] and spend.moves == 1
@@ -112,13 +108,8 @@ def test_goals_without_their_load_are_skipped_with_the_reason() -> None:
 def test_on_the_benchs_skewed_cluster_disk_first_ends_in_its_band_within_the_limits() -> None:
     """Disk first (the default order): nothing above it, so every broker ends in its disk band, far from the
     start's 67% peak, and within 80% of its disk."""
-    cluster = generate(20, 1200)
-    tps = {k: TopicPartition(*k) for k in cluster.assignment}
-    inputs = GoalInputs(racks=dict(cluster.racks), sizes={tps[k]: v for k, v in cluster.size.items()},
-                        write={tps[k]: float(v) for k, v in cluster.write.items()},
-                        capacity={"disk": cluster.disk, "network_in": cluster.nw_in, "network_out": cluster.nw_out})
+    assignment, inputs, cluster = bench_goal_inputs(20, 1200)
     limits = {"disk": {b: 0.8 * c for b, c in cluster.disk.items()}}
-    assignment = {tps[k]: r for k, r in cluster.assignment.items()}
     state = GoalState(assignment, inputs, limits)
     disk = bands(GoalState(assignment, inputs, limits), ("disk",))[0][0]
     assert isinstance(disk, Band)
