@@ -134,6 +134,8 @@ def _errors(path: str | None = None) -> Iterator[None]:
         yield
     except kx.KazooException as exc:
         raise _translate(exc, path) from exc
+    except KazooTimeoutError as exc:  # kazoo's own wait ran out (a process paused past its session, a lost link)
+        raise ConnectionLost("no answer from ZooKeeper within the session timeout", path) from exc
 
 
 class Txn:

@@ -145,7 +145,9 @@ def test_on_kafka_4_through_the_admin_api_no_acknowledged_record_is_lost(kafka4:
     kafka4.lab.kill_broker(killed)
     out, err = applying.communicate(timeout=180)
     # a checkpoint stop: the health check, or the next batch or move needing the broker that is gone
-    assert applying.returncode == 3 and ("health stop" in out or "not registered" in out), err
+    # on failure, the stop's own lines: the last events name why the apply stopped
+    assert applying.returncode == 3 and ("health stop" in out or "not registered" in out), \
+        f"exit {applying.returncode}; last events: {out[-2500:]}\n{err}"
 
     kafka4.lab.start_broker(killed)
     wait_until(lambda: all(set(row["isr"]) == set(row["replicas"]) for row in layout(bootstrap)["ledger"].values()),
