@@ -17,9 +17,9 @@ import statistics
 from dataclasses import dataclass
 
 from kops.planner.goal_state import LEADER_LOADS, GoalState
+from kops.planner.goal_values import capacities
 from kops.planner.lower_bounds import fair_shares
 
-UTILIZATION_SLACK = 0.02  # 2 points of utilization
 MEAN_SLACK = 0.088  # of the mean: a shade inside Cruise Control's band (1.10 x 0.9 = 9%)
 LEADERSHIP_SLACK = 0.05  # goals that leadership moves: cheaper, so held closer
 COUNT_SLACK = 0.09  # 9% of a count's fair share, as Cruise Control's balance band
@@ -81,15 +81,8 @@ class TopicBand:
         return sum(max(0, n - self.base[t]) for t, counts in state.topic.items() for n in counts.values())
 
 
-def _capacities(state: GoalState, resource: str) -> dict[int, float]:
-    known = state.inputs.capacity.get(resource, {})
-    if all(known.get(b, 0) > 0 for b in state.brokers):
-        return {b: float(known[b]) for b in state.brokers}
-    return dict.fromkeys(state.brokers, 1.0)
-
-
 def _utilization_band(state: GoalState, name: str) -> Band:
-    caps = _capacities(state, CAPACITY_OF[name])
+    caps = capacities(state.inputs, CAPACITY_OF[name])[0]  # the same rule as the figures it is read against
     by_racks = name in ("disk", "network_in")
     items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
     shares = fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares

@@ -51,7 +51,7 @@ class GoalFigure:
     skipped: str | None = None
 
 
-def _capacities(inputs: GoalInputs, resource: str) -> tuple[dict[int, float], str]:
+def capacities(inputs: GoalInputs, resource: str) -> tuple[dict[int, float], str]:
     """Each broker's capacity of `resource` and the unit its utilization is read in: equal capacities where some
     broker's is unknown."""
     known = inputs.capacity.get(resource, {})
@@ -63,7 +63,7 @@ def _capacities(inputs: GoalInputs, resource: str) -> tuple[dict[int, float], st
 def _utilization(name: str, held: Mapping[int, float], items: list[tuple[float, int]], inputs: GoalInputs,
                  resource: str, by_racks: bool) -> GoalFigure:
     """Peak utilization and its bound; as a share of the mean where capacities are unknown."""
-    caps, unit = _capacities(inputs, resource)
+    caps, unit = capacities(inputs, resource)
     racks = inputs.racks if by_racks else dict.fromkeys(inputs.racks)
     bound = fair_shares(items, racks, caps).bound
     peak = max((held.get(b, 0.0) / caps[b] for b in caps), default=0.0)
@@ -167,7 +167,7 @@ def imbalances(assignment: Assignment, inputs: GoalInputs) -> dict[str, float]:
     for goal, load, resource in (("disk", "disk", "disk"), ("network_in", "network_in", "network_in"),
                                  ("network_out", "network_out", "network_out"), ("replicas", "replicas", ""),
                                  ("leaders", "leaders", ""), ("leader_bytes_in", "leader_in", "network_in")):
-        caps = _capacities(inputs, resource)[0] if resource else dict.fromkeys(brokers, 1.0)
+        caps = capacities(inputs, resource)[0] if resource else dict.fromkeys(brokers, 1.0)
         total = sum(held[load].get(b, 0.0) for b in brokers)
         level = total / sum(caps.values()) if caps and total else 0.0
         out[goal] = round(sum(max(0.0, held[load].get(b, 0.0) - level * caps[b]) for b in brokers) / total, 6) \
