@@ -85,7 +85,7 @@ from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
 from kops.planner.goal_rebalance import GoalRebalance, GoalRequest, rebalance_goals
 from kops.planner.heal import Healing, heal
-from kops.planner.markdown import duration
+from kops.planner.markdown import duration, goal_rows
 from kops.planner.planner import Policy
 from kops.sizes.reader import Sizes, read_sizes
 from kops.units import format_size, parse_duration, parse_size
@@ -488,12 +488,8 @@ def _finish(report: dict[str, Any], result: Rebalance | GoalRebalance | None, ru
 def _goal_table(result: GoalRebalance) -> None:
     """Per goal, in priority order: its figure before and after, the best any plan could reach, what it cost."""
     table = console.table("Goals", "Goal", "Unit", ">Before", ">After", ">Lower bound", ">Moves", ">Leader moves")
-    for o in result.outcomes:
-        if o.skipped:
-            table.add_row(o.name, f"skipped: {o.skipped}", "", "", "", "", "")
-        else:
-            table.add_row(o.name, o.unit, f"{o.before:.2f}", f"{o.after:.2f}", f"{o.lower_bound:.2f}", str(o.moves),
-                          str(o.leader_moves))
+    for row in goal_rows(result.outcomes):
+        table.add_row(*row)
     console.out.print(table)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, Strict, field_validator, model_validator
 
 from kops.formats.base import (
     Doc,
@@ -30,6 +30,7 @@ from kops.formats.base import (
     fail,
 )
 from kops.model import plan as model
+from kops.model.goals import GOAL_NAMES
 from kops.model.partitions import TopicPartition
 
 FORMAT = "kops-plan/2"
@@ -215,6 +216,47 @@ class CapacityReportDoc(Doc):
     unknown: list[Text] = Field(description="resources with no capacity for any broker: not checked")
 
 
+Percent = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+
+
+class GoalDoc(Doc):
+    """One goal of the list the plan was made for (docs/design/goals.md §3), in priority order."""
+
+    domain = model.GoalOutcome
+
+    name: Text = Field(description=f"the goal: {', '.join(f'`{g}`' for g in GOAL_NAMES)}")
+    unit: Text = Field(description="what the figures are: `% of capacity` (the peak broker's utilization), `% of "
+                                   "mean` (the peak broker over the mean: counts, or a resource some broker's "
+                                   "capacity is unknown for), `% of replicas` (topic replicas above their topic's "
+                                   "ceiling), `% of partitions` (led by another than their first replica); empty "
+                                   "for a goal skipped with no figure")
+    before: Percent = Field(description="the figure before the plan")
+    after: Percent = Field(description="the figure after the plan")
+    lower_bound: Percent = Field(description="the best figure any plan could reach, as racks and whole "
+                                             "partitions allow (not simply the mean)")
+    moves: Size = Field(description="the optimizer's replica moves spent on this goal (a partition moved twice "
+                                    "counts twice, so the goals' sum can exceed `summary.moves`)")
+    leader_moves: Size = Field(description="the leadership changes spent on this goal")
+    skipped: Text | None = Field(default=None, exclude_if=lambda v: v is None,
+                                 description="why the goal was not worked on (`no sizes`, `no write rates`, "
+                                             "measured only); absent for a goal the plan worked on")
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in GOAL_NAMES:
+            raise fail("is {name}, not a goal: one of {names}", name=name, names=", ".join(GOAL_NAMES))
+        return name
+
+
+def _each_goal_once(goals: list[GoalDoc]) -> list[GoalDoc]:
+    names = [g.name for g in goals]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise fail("names goal {twice} more than once", twice=", ".join(twice))
+    return goals
+
+
 class SummaryDoc(Doc):
     """Totals for reviewers and dashboards; per-broker tables keyed by broker id."""
 
@@ -240,6 +282,11 @@ class SummaryDoc(Doc):
         "whole logs would add to `bytes`); absent when the plan moves no tiered topic"))
     capacity: CapacityReportDoc | None = Field(default=None, exclude_if=lambda v: v is None,
                                                description="absent when no broker's capacity is known")
+    goals: Annotated[list[GoalDoc], AfterValidator(_each_goal_once)] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="the goal list's table (`kops rebalance --goals`), in priority order: per goal, its figure "
+                    "before and after, its lower bound and the moves spent on it; absent on a plan made without "
+                    "a goal list")
 
     @classmethod
     def written(cls, value: Any, doc: dict[str, Any]) -> None:

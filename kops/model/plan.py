@@ -233,6 +233,28 @@ def counted(moves: Iterable[Move]) -> tuple[int, int, int]:
             leaders += 1
     return replicas, leaders, copied
 
+
+@dataclass(frozen=True)
+class GoalOutcome:
+    """One row of a goal list's table (docs/design/goals.md §3): the goal's figure before and after the plan, the
+    best figure racks and whole partitions allow (its lower bound), and the optimizer's steps spent on it
+    (replica moves, leadership changes). `skipped` says why a goal was not worked on (no sizes, no write rates);
+    its figures are then 0 unless it was measured."""
+
+    name: str
+    unit: str  # "% of capacity", "% of mean", "% of replicas", "% of partitions"; "" for a goal with no figure
+    before: float
+    after: float
+    lower_bound: float
+    moves: int
+    leader_moves: int
+    # the share of the load above the fair share, as --min-improvement reads it: the run's (its JSON summary line
+    # carries both), not in the plan file
+    imbalance_before: float = 0.0
+    imbalance_after: float = 0.0
+    skipped: str | None = None
+
+
 @dataclass(frozen=True)
 class Summary:
     moves: int
@@ -251,6 +273,7 @@ class Summary:
     bytes_after: dict[int, int]
     remote_bytes: int | None = None  # tiered topics' bytes in remote storage the moves leave there (per new replica)
     capacity: CapacityReport | None = None  # each broker's capacity, usage and headroom, where any is known
+    goals: tuple[GoalOutcome, ...] = ()  # a goal list's table, in priority order; empty without a list
 
 
 @dataclass(frozen=True)

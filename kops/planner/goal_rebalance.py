@@ -5,19 +5,19 @@ move and byte budgets; the plan is then the difference, assembled as any plan of
 throttles, rollback, capacity checks at every batch peak). Where the plan's estimate exceeds `--max-duration`, the
 longest prefix of the walk's actions whose plan fits is kept, found by bisection: every prefix is a state the walk
 passed through, within every band and limit it had reached. The report per goal is its figure before and after,
-its lower bound and what was spent on it.
+its lower bound and what was spent on it (`GoalOutcome`), which the plan carries as `summary.goals`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kops.model.capacity import resolve
 from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Plan
+from kops.model.plan import GoalOutcome, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.budget import Limits
 from kops.planner.goal_state import state_of
@@ -32,22 +32,6 @@ class GoalRequest:
     limits: Limits = Limits()
     min_improvement: float = 0.05  # percentage points of the first goal that gains, as a fraction (0.05: 5 points)
     max_leader_moves: int | None = None
-
-
-@dataclass(frozen=True)
-class GoalOutcome:
-    """One row of the goal table: the figure before and after the plan, its lower bound, what was spent on it."""
-
-    name: str
-    unit: str
-    before: float
-    after: float
-    lower_bound: float
-    moves: int
-    leader_moves: int
-    imbalance_before: float = 0.0  # the share of the load above the fair share, as --min-improvement reads it
-    imbalance_after: float = 0.0
-    skipped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +136,7 @@ def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[Top
     plan, kept = _fitted(outcome.actions, plan_of, limits)
     after = replay(start, outcome.actions[:kept])
     table = _table(request.goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped)
+    plan = replace(plan, summary=replace(plan.summary, goals=table))  # the plan file carries the table
     return GoalRebalance(plan, table, outcome.converged and kept == len(outcome.actions), request.min_improvement)
 
 

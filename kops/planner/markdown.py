@@ -1,11 +1,15 @@
 """A plan as Markdown for a pull-request comment: the summary first, details collapsible.
 
-Pure: returns a string. Destructive changes are flagged at the top, where a reviewer looks first.
+Pure: returns a string. Destructive changes are flagged at the top, where a reviewer looks first. A plan made for
+a goal list (`summary.goals`) shows its goal table under the summary, with each broker's disk and network-in
+utilization before and after as charts, where every broker's capacity is known.
 """
 
 from __future__ import annotations
 
-from kops.model.plan import Plan
+from collections.abc import Sequence
+
+from kops.model.plan import CapacityReport, GoalOutcome, Plan
 from kops.planner import tiered
 from kops.planner.headroom import capacity_markdown
 from kops.planner.mermaid import bar_chart
@@ -43,7 +47,7 @@ def render_markdown(plan: Plan) -> str:
         lines += ["> [!WARNING]", "> **Review** before applying:"]
         lines += [f"> - {w}" for w in plan.warnings]
         lines.append("")
-    lines += _summary_table(plan) + _topic_changes(plan) + _batches_and_moves(plan) + _per_broker(plan)
+    lines += _summary_table(plan) + _goals(plan) + _topic_changes(plan) + _batches_and_moves(plan) + _per_broker(plan)
     lines += capacity_markdown(plan.summary.capacity)
     if plan.rollback.irreversible:
         lines += ["Rollback cannot undo: " + "; ".join(plan.rollback.irreversible), ""]
@@ -68,6 +72,52 @@ def _summary_table(plan: Plan) -> list[str]:
         f"| estimated duration | {duration(s.estimated_seconds)} (lower bound {duration(s.lower_bound_seconds)}) |",
         "",
     ]
+
+
+def goal_rows(goals: Sequence[GoalOutcome]) -> list[tuple[str, ...]]:
+    """One row per goal, in priority order: name, unit, before, after, lower bound, moves, leader moves (a skipped
+    goal says why instead), for the text and Markdown tables alike."""
+    return [(o.name, f"skipped: {o.skipped}", "", "", "", "", "") if o.skipped else
+            (o.name, o.unit, f"{o.before:.2f}", f"{o.after:.2f}", f"{o.lower_bound:.2f}", str(o.moves),
+             str(o.leader_moves)) for o in goals]
+
+
+CHARTED = (("disk", "Disk"), ("network_in", "Network-in"))  # the utilizations a goal plan draws per broker
+
+
+def _goals(plan: Plan) -> list[str]:
+    """The goal table, then per resource a chart of each broker's utilization before and after (or why not)."""
+    s = plan.summary
+    if not s.goals:
+        return []
+    lines = ["#### Goals", "", "| goal | unit | before | after | lower bound | moves | leader moves |",
+             "|---|---|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in goal_rows(s.goals)]
+    lines += ["", "The lower bound is the best figure any plan could reach, as racks and whole partitions allow; "
+                  "moves are the optimizer's steps spent on each goal.", ""]
+    brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
+    for resource, name in CHARTED:
+        lines += _utilization_chart(s.capacity, brokers, resource, name)
+    return lines
+
+
+def _utilization_chart(report: CapacityReport | None, brokers: list[int], resource: str, name: str) -> list[str]:
+    """Each broker's utilization of `resource` (% of its capacity) before and after, only where every broker's
+    capacity is known: a chart with some brokers left out, or guessed, would mislead; the text says which."""
+    usages = {b: (report.brokers.get(b, {}).get(resource) if report else None) for b in brokers}
+    unknown = [b for b, u in usages.items() if u is None or u.capacity <= 0]
+    if unknown:
+        which = "any broker" if len(unknown) == len(brokers) else "broker(s) " + _ids(tuple(unknown))
+        return [f"{name} utilization is not charted: no {name.lower()} capacity is known for {which} (declare it, or "
+                f"pass --capacity).", ""]
+    known = {b: u for b, u in usages.items() if u is not None}
+    if not any(u.before or u.after for u in known.values()):
+        return [f"{name} utilization is not charted: no broker carries any {resource} load (no "
+                f"{'sizes' if resource == 'disk' else 'write rates'}).", ""]
+    return bar_chart(f"{name} utilization per broker (% of capacity): bars after the plan, line before",
+                     [str(b) for b in brokers], "% of capacity",
+                     [("after", [round(100 * known[b].after / known[b].capacity, 2) for b in brokers]),
+                      ("before", [round(100 * known[b].before / known[b].capacity, 2) for b in brokers])]) + [""]
 
 
 def _topic_changes(plan: Plan) -> list[str]:

@@ -1,6 +1,7 @@
 """Every Mermaid block kops writes is drawn by the Mermaid CLI (npm's @mermaid-js/mermaid-cli driving Debian's
 Chromium, installed by `make setup`): the per-broker charts of `kops plan --format markdown` (the golden
-scenarios), a rehearsal report's timeline, and the real report in docs/rehearse.md. A syntax error fails."""
+scenarios), a goal list's utilization charts (a `kops rebalance --goals` plan with capacities), a rehearsal
+report's timeline, and the real report in docs/rehearse.md. A syntax error fails."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from kops.planner.markdown import render_markdown as plan_markdown
 from kops.rehearsal.markdown import render_markdown
+from tests.unit.test_goal_table import goal_plan
 from tests.unit.test_rehearsal import PLAN, report_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +32,7 @@ def blocks() -> list[tuple[str, str]]:
                for p in sorted((ROOT / "tests" / "golden").glob("*/expected.md"))}
     sources["a rehearsal report"] = render_markdown(report_of({b.index: (b.estimate.seconds or 0) / 8
                                                               for b in PLAN.batches}))
+    sources["a goal list's plan"] = plan_markdown(goal_plan())
     sources["docs/rehearse.md"] = (ROOT / "docs" / "rehearse.md").read_text()
     return [(where, m.group(1)) for where, text in sources.items() for m in BLOCK.finditer(text)]
 
@@ -36,6 +40,8 @@ def blocks() -> list[tuple[str, str]]:
 def test_there_are_charts_and_timelines_to_draw() -> None:
     found = blocks()
     assert any(d.startswith("xychart-beta") for _w, d in found)
+    titles = [d.splitlines()[1] for w, d in found if w == "a goal list's plan"]
+    assert sum("utilization per broker" in t for t in titles) == 2, titles  # disk and network in
     assert sum(d.startswith("gantt") for _w, d in found) >= 2  # the rendered report and the docs' real one
 
 
