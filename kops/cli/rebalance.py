@@ -85,7 +85,7 @@ from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
 from kops.planner.goal_rebalance import GoalRebalance, GoalRequest, rebalance_goals
 from kops.planner.heal import Healing, heal
-from kops.planner.markdown import duration, goal_rows
+from kops.planner.markdown import duration, goal_rows, render_markdown
 from kops.planner.planner import Policy
 from kops.sizes.reader import Sizes, read_sizes
 from kops.units import format_size, parse_duration, parse_size
@@ -166,6 +166,9 @@ def rebalance(
                           "DIR/CLUSTER.plan.json each, for kops apply DIR (or --apply).")] = None,
     serial: Serial = None,
     max_fail_percentage: MaxFailPercentage = 0.0,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help=(
+        "Also write the plan as a pull-request comment to this file, as kops plan --format markdown shows a plan "
+        "(with a goal list: its goal table and each broker's disk and network-in utilization charts)."))] = None,
 ) -> None:
     """Rebalance within limits, made for cron: the moves that buy the most balance per byte first, nothing at all
     below the improvement threshold, never while the cluster is busy or unhealthy, never a prompt without a
@@ -191,6 +194,9 @@ def rebalance(
       kops rebalance -z zk1:2181/kafka --heal-after 30m --apply --yes  # heals
       kops rebalance --snapshot snaps/prod-eu.json --max-moves 50 \\
           -o plans/prod-eu.json                  # offline: reaches no cluster
+      kops rebalance --snapshot snaps/prod-eu.json --sizes sizes/prod-eu \\
+          --goals disk,network_in,replicas,leaders -o plan.json \\
+          --markdown plan.md                     # a goal list, for review
       kops rebalance -i inventories/example -l prod --max-moves 50 \\
           --out-dir plans/rebalance              # a fleet: kops apply DIR
       kops rebalance -i inventories/example -l prod --max-moves 50 \\
@@ -208,8 +214,7 @@ def rebalance(
     if snapshot_file is not None and (apply_now or out_dir is not None):
         raise UsageError("--snapshot plans one cluster offline", hint="drop --apply and --out-dir; apply the plan it "
                                                                       "writes with kops apply PLAN")
-    if out_dir is not None and healing_options is not None:
-        raise UsageError("--heal-after heals one cluster at a time", hint="drop --out-dir, or --heal-after")
+    _one_cluster(out_dir, healing_options, markdown)
     check_fleet_options(out_dir, apply_now, serial, max_fail_percentage)
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
@@ -241,9 +246,11 @@ def rebalance(
     plan_file = out or _default_out(snapshot.cluster_id, where)
     write_atomically(plan_file, plan_format.dumps(result.plan))
     report["plan"] = str(plan_file)
+    if markdown is not None:
+        write_atomically(markdown, render_markdown(result.plan).encode() + b"\n")
     if output_format is OutputFormat.text:
         render_text(result.plan, details=False)
-        console.info(f"wrote plan to {plan_file}")
+        console.info(f"wrote plan to {plan_file}" + (f", its pull-request comment to {markdown}" if markdown else ""))
     if not apply_now or address is None:
         _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, run,
                 output_format)
@@ -339,6 +346,14 @@ def _limits(goal: Goal, sizes: Path | None, max_moves: int | None, max_bytes: st
         if value is not None and sizes is None:
             raise UsageError(f"{option} needs partition sizes to count bytes", hint="pass --sizes PATH")
     return Limits(max_moves, byte_limit, seconds_limit)
+
+
+def _one_cluster(out_dir: Path | None, healing: Heal | None, markdown: Path | None) -> None:
+    """What only a run on one cluster does: healing, and the Markdown of its one plan."""
+    if out_dir is not None and healing is not None:
+        raise UsageError("--heal-after heals one cluster at a time", hint="drop --out-dir, or --heal-after")
+    if out_dir is not None and markdown is not None:
+        raise UsageError("--markdown writes the plan of one cluster", hint="drop --out-dir, or --markdown")
 
 
 def _goal_list(goals: str | None, goal: Goal, healing: Heal | None) -> tuple[str, ...]:

@@ -43,6 +43,29 @@ def test_a_goal_list_plans_once_and_the_summary_names_each_goal(tmp_path: Path, 
     assert 'goal="disk"' in metrics and 'goal="replicas"' in metrics
 
 
+def test_the_summary_lines_goals_are_the_plans_rows_and_markdown_shows_them(tmp_path: Path, capsys) -> None:
+    snap, sizes = _files(tmp_path)
+    out, comment = tmp_path / "plan.json", tmp_path / "plan.md"
+    assert main(["rebalance", "--snapshot", str(snap), "--sizes", str(sizes), "--goals", GOALS, "-o", str(out),
+                 "--markdown", str(comment), "--format", "json"]) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["goals"]
+    written = json.loads(out.read_text())["summary"]["goals"]
+    assert [{k: v for k, v in row.items() if k not in ("imbalance_before", "imbalance_after")
+             and (k, v) != ("skipped", None)} for row in line] == written
+    assert all(row["imbalance_after"] <= row["imbalance_before"] for row in line)
+    text = comment.read_text()
+    disk = written[0]
+    assert "#### Goals" in text and f"| disk | % of mean | {disk['before']:.2f} | {disk['after']:.2f} |" in text
+    assert "Disk utilization is not charted: no disk capacity is known for any broker" in text
+
+
+def test_markdown_is_for_one_cluster(tmp_path: Path, capsys) -> None:
+    assert main(["rebalance", "-b", "127.0.0.1:9", "--out-dir", str(tmp_path / "plans"), "--markdown",
+                 str(tmp_path / "plan.md")]) == 1
+    err = capsys.readouterr().err
+    assert "--markdown writes the plan of one cluster" in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_the_text_shows_the_goal_table(tmp_path: Path, capsys) -> None:
     snap, sizes = _files(tmp_path)
     assert main(["rebalance", "--snapshot", str(snap), "--sizes", str(sizes), "--goals", GOALS,
