@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.cc_cluster import generate
-from bench.goals import GAP, Alone, fullest, hot_topics, new_rack, run, verdict
+from bench.goals import GAP, Check, fullest, hot_topics, new_rack, run, verdict
 
 
 def test_a_new_rack_is_one_rack_of_empty_brokers_sized_as_the_others() -> None:
@@ -42,15 +42,13 @@ def test_the_decommission_drains_the_fullest_disk() -> None:
 @pytest.mark.parametrize(("after", "found", "expected"), [
     (104.0, None, "ok"),  # within GAP of the bound (100)
     (120.0, None, "not checked"),
-    (108.0, Alone(108.0, 109.0, True, True), "slack"),  # inside its band, whose top lies beyond GAP
-    (120.0, Alone(103.0, 109.0, False, True), "held by goals above"),  # alone it gets within GAP
-    (120.0, Alone(108.5, 109.0, False, False), "held by goals above"),  # alone it reaches its band's top
-    (120.0, Alone(118.0, 109.0, False, False), "MISS"),  # even alone it stays beyond both
-    (120.0, Alone(118.0, None, True, True), "slack"),  # topic_replicas: no single top, the band is per topic
-    (120.0, Alone(118.0, None, False, True), "held by goals above"),
-    (120.0, Alone(118.0, None, False, False), "MISS"),
+    (108.0, Check(109.0, 108.0, 108.0), "slack"),  # within its band's top, which lies beyond GAP
+    (120.0, Check(109.0, 103.0, 120.0), "held by goals above"),  # alone it gets within GAP, not after those above
+    (120.0, Check(109.0, 108.5, 119.0), "held by goals above"),  # alone it reaches its band's top
+    (120.0, Check(109.0, 108.5, 108.5), "MISS: held by goals below"),  # the list up to it gets there
+    (120.0, Check(109.0, 118.0, 119.0), "MISS"),  # even alone it stays beyond both
 ])
-def test_the_verdict_on_a_gap(after: float, found: Alone | None, expected: str) -> None:
+def test_the_verdict_on_a_gap(after: float, found: Check | None, expected: str) -> None:
     assert GAP == 5.0
     assert verdict(after, 100.0, found) == expected
 
@@ -64,3 +62,4 @@ def test_a_tiny_decommission_line_drains_the_broker_and_judges_from_the_assignme
                                  "leader_bytes_in", "preferred_leaders"}
     for figures in row["goals"].values():
         assert figures["lower_bound"] <= figures["after"] + 0.01 and "start" in figures
+        assert (figures["room"] == "ok") == (figures["gap"] <= GAP)
