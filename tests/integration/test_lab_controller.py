@@ -167,13 +167,17 @@ def test_preferred_replica_election(lab_dir: Path, zk_connect: str) -> None:
         wait_until(lambda: zk.exists(paths.PREFERRED_REPLICA_ELECTION) is None, what="request znode deleted")
 
 
+def survivor_controller(zk: ZkClient) -> int | None:
+    """The controller, once the other broker is gone; one read, so a change in between cannot mislead."""
+    current = controller(zk)
+    return current if current in (1, 2) and zk.exists(paths.broker(3 - current)) is None else None
+
+
 def test_brokers_refuse_a_stale_controller_epoch(lab_dir: Path, zk_connect: str) -> None:
     with running_lab(lab_dir, zk_connect, brokers=2) as lab, ZkClient(ZkSettings(zk_connect)) as zk:
         wait_until(lambda: controller(zk), what="a controller")
         lab.kill_broker(controller(zk))  # epoch 2 now reaches the survivor
-        survivor = wait_until(lambda: controller(zk) if controller(zk) in (1, 2)
-                              and zk.exists(paths.broker(3 - controller(zk))) is None else None,
-                              what="the survivor is controller")
+        survivor = wait_until(lambda: survivor_controller(zk), what="the survivor is controller")
         wait_until(lambda: broker_status(zk, survivor)["controller"]["epoch"] == 2, what="failover done")
         with pytest.raises(RpcError, match="stale controller epoch 1"):
             call_registered_broker(zk, survivor, "controller_batch",

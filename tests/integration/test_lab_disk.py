@@ -64,26 +64,29 @@ def test_brokers_report_their_capacity_minus_the_bytes_they_hold(tmp_path: Path,
             TopicPartition("t", 0): 5 * MiB, TopicPartition("t", 1): 3 * MiB, TopicPartition("t", 2): 2 * MiB + 123}
 
         # the snapshots: kafka-log-dirs' format unchanged, the capacity beside it under the same name
-        newest = wait_until(lambda: _newest_with(lab.directory / "logdir-capacity", 3, held[3]), what="capacity file")
-        assert newest is not None
-        assert json.loads(newest.read_text())["results"] == [{
+        capacity_doc, snapshot_text = wait_until(lambda: _newest_pair(lab.directory, 3, held[3]),
+                                                 what="capacity file and its snapshot")
+        assert capacity_doc["results"] == [{
             "logDir": "/kops-lab/broker-3/data", "errorCode": 0, "totalBytes": 32 * MiB,
             "usableBytes": 32 * MiB - held[3]}]
-        snapshot = lab.directory / "logdirs" / newest.name
-        report = parse_log_dirs(snapshot.read_text(), str(snapshot))
+        report = parse_log_dirs(snapshot_text, "logdirs")
         assert sum(r.size for r in report.brokers[0].log_dirs[0].replicas) == held[3]
-        assert set(json.loads(snapshot.read_text())["brokers"][0]["logDirs"][0]) == {"logDir", "error", "partitions"}
+        assert set(json.loads(snapshot_text)["brokers"][0]["logDirs"][0]) == {"logDir", "error", "partitions"}
 
 
-def _newest_with(folder: Path, broker: int, held: int) -> Path | None:
-    """The newest capacity file of `broker` written once it held `held` bytes."""
+def _newest_pair(lab_dir: Path, broker: int, held: int) -> tuple[dict, str] | None:
+    """The newest capacity file of `broker` written once it held `held` bytes, with the log-dirs snapshot of the
+    same name; None (poll again) while none is written yet or the broker prunes the pair as it is read."""
+    folder = lab_dir / "logdir-capacity"
     files = sorted(folder.glob(f"broker-{broker}-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
-    for path in reversed(files):
-        doc = json.loads(path.read_text())
-        if doc["results"][0]["usableBytes"] == doc["results"][0]["totalBytes"] - held:
-            return path
-        break
-    return None
+    if not files:
+        return None
+    try:
+        doc = json.loads(files[-1].read_text())
+        snapshot = (lab_dir / "logdirs" / files[-1].name).read_text()
+    except FileNotFoundError:
+        return None
+    return (doc, snapshot) if doc["results"][0]["usableBytes"] == doc["results"][0]["totalBytes"] - held else None
 
 
 @pytest.mark.parametrize("path", ["follower", "leader"])

@@ -144,9 +144,11 @@ def test_on_kafka_4_through_the_admin_api_no_acknowledged_record_is_lost(kafka4:
     killed = victim(bootstrap)
     kafka4.lab.kill_broker(killed)
     out, err = applying.communicate(timeout=180)
-    # a checkpoint stop: the health check, or the next batch or move needing the broker that is gone
+    # a checkpoint stop: the health check, the next batch or move needing the broker that is gone, or (the kill
+    # landing as the last batch finished) its throttles, which only it answers for, not yet removed
     # on failure, the stop's own lines: the last events name why the apply stopped
-    assert applying.returncode == 3 and ("health stop" in out or "not registered" in out), \
+    stops = ("health stop", "not registered", "could not be restored")
+    assert applying.returncode == 3 and any(stop in out for stop in stops), \
         f"exit {applying.returncode}; last events: {out[-2500:]}\n{err}"
 
     kafka4.lab.start_broker(killed)

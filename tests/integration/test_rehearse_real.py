@@ -35,6 +35,8 @@ def test_a_plan_from_real_kafka_4_rehearses_on_both_engines(tmp_path: Path) -> N
     scale = str(max(1.0, plan.summary.estimated_seconds / 20))
     for engine in ("kafka-4", "kops"):
         code, report, err = rehearse(production, "--engine", engine, "--scale", scale)
-        assert code in ((0, 2) if engine == "kafka-4" else (0,)), (engine, report["verdict"], err[-2000:])
+        # 2 is "an estimate is off": a timing verdict, which a loaded machine may tip (never assert wall-clock
+        # time); whether the kops engine holds its estimates is test_rehearse's concern, on its own cluster
+        assert code in (0, 2), (engine, report["verdict"], err[-2000:])
         assert report["engine"] == engine and report["layout_restored"], report["layout_differences"]
         assert all(b["measured_seconds"] is not None for b in report["batches"])

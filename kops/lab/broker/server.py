@@ -394,8 +394,9 @@ class BrokerServer:
         capacity = {"version": 4, "broker": self.id, "timestamp": sim_ms, "results": [
             {"logDir": disk.path, "errorCode": 0, "totalBytes": disk.total_bytes(),
              "usableBytes": disk.usable_bytes(held)}]}
-        self._write_kept(self.settings.lab_dir / CAPACITY_FOLDER, sim_ms, capacity)
-        return self._write_kept(self.settings.lab_dir / "logdirs", sim_ms, encode_log_dirs(report))
+        snapshot = self._write_kept(self.settings.lab_dir / "logdirs", sim_ms, encode_log_dirs(report))
+        self._write_kept(self.settings.lab_dir / CAPACITY_FOLDER, sim_ms, capacity)  # second: its snapshot exists
+        return snapshot
 
     def _write_kept(self, folder: Path, sim_ms: int, doc: dict[str, Any]) -> Path:
         """DIR/<folder>/broker-<id>-<ms>.json, whole or not at all; the newest LOG_DIR_FILES_KEPT stay."""
