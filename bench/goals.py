@@ -30,7 +30,7 @@ with the same goals on the result plans no move and no leadership change), `plan
 bytes` (the single-goal rebalance by disk utilization) on the same cluster: its goals' `after`, moves, bytes and
 hard violations.
 
-Usage: python bench/goals.py [--scale tiny|small|medium|million ...] [--timeout S]
+Usage: python bench/goals.py [--scale tiny|small|medium|million ...] [--scenario NAME] [--timeout S]
   default: small (50 brokers / 5,000 partitions) and medium (200 / 50,000); --scale million: 1,000 / 1,000,000.
 Run it under the shared lock: flock /tmp/kops-heavy.lock .venv/bin/python bench/goals.py
 """
@@ -274,7 +274,7 @@ def in_child(scenario: str, scale: str, folder: Path, timeout: float) -> dict:
     """`scenario` at `scale` in a fresh process; its line, with the whole process's wall time and peak RSS."""
     brokers, partitions = SCALES[scale]
     log = folder / f"{scale}-{scenario}.log"
-    command = [sys.executable, str(Path(__file__).resolve()), "--scenario", scenario, "--scale", scale]
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--scenario", scenario, "--scale", scale]
     code, seconds, rss = measured(command, log, timeout)
     if code != 0:
         status = f"timed out after {timeout:.0f} s" if code is None else f"failed: {log.read_text()[-400:]}"
@@ -286,11 +286,12 @@ def in_child(scenario: str, scale: str, folder: Path, timeout: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", action="append", choices=sorted(SCALES), help="default: small and medium")
-    parser.add_argument("--scenario", choices=SCENARIOS, help="only this one, in this process")
+    parser.add_argument("--scenario", choices=SCENARIOS, help="only this one")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds a scenario may take")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # run it here, in_child's process
     args = parser.parse_args()
     scales = args.scale or ["small", "medium"]
-    if args.scenario and len(scales) == 1:
+    if args.child:
         print(json.dumps(run(args.scenario, *SCALES[scales[0]])))
         return
     with tempfile.TemporaryDirectory(prefix="kops-bench-goals-") as temp:
