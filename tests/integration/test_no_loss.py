@@ -63,7 +63,7 @@ def test_no_acknowledged_record_is_lost_through_a_leader_kill_a_stop_and_a_resum
         wait_until(lambda: producer.acks.count > 200, timeout=60, what="records acknowledged before the apply")
 
         proc = apply_in_background(plan_file, cluster.zk_connect)
-        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
         first = plan.batches[0].moves
         victim = state(zk, first[0].topic, first[0].partition).leader  # the leader serving the copy
         assert zk.exists(paths.REASSIGN_PARTITIONS) is not None, "the batch is still in flight when the leader dies"

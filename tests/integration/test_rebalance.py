@@ -137,7 +137,7 @@ def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path) -> Non
     proc = kops("rebalance", "-z", zk_connect, "--apply", "--yes", "--format", "json", "--poll", "0.2",
                 "--throttle", "1MiB/s", "--batch-size", "1", "--min-improvement", "0.01", "-o", str(plan_file),
                 "--metrics-file", str(prom))
-    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
