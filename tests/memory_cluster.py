@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kops.cluster.port import Capabilities
+from kops.cluster.port import Capabilities, ConfigsOneAtATime
 from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, describe
 from kops.model.brokers import Broker
@@ -426,7 +426,7 @@ def _entity(entity_type: str, name: str) -> str:
 _ports = itertools.count(1)
 
 
-class MemoryCluster:
+class MemoryCluster(ConfigsOneAtATime):
     """One kops process's connection to a MemoryKafka: the port. Several may share one cluster (two operators,
     or a kops that crashed and the one that resumes)."""
 

@@ -19,9 +19,11 @@ from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
 
 Assignment = Mapping[int, Sequence[int]]
-__all__ = ["RECORD_WRITES", "WRITES", "Capabilities", "Cluster", "Fenced", "Lock", "RecordStore", "Refused", "Target"]
+__all__ = ["RECORD_WRITES", "WRITES", "Capabilities", "Cluster", "ConfigsOneAtATime", "Entity", "Fenced", "Lock",
+           "RecordStore", "Refused", "Target"]
 
 Target = tuple[TopicPartition, tuple[int, ...]]  # a partition and the replicas it is to have, in order
+Entity = tuple[str, str]  # a config entity: ("topics", name) or ("brokers", id)
 _Call = TypeVar("_Call", bound=Callable[..., Any])
 
 
@@ -107,6 +109,12 @@ class Cluster(Protocol):
     def read_config(self, entity_type: str, name: str) -> dict[str, str]: ...
     @writes
     def alter_config(self, entity_type: str, name: str, updates: Mapping[str, str | None]) -> None: ...
+    def read_configs(self, entities: Sequence[Entity]) -> dict[Entity, dict[str, str]]:
+        """Several entities' configs at once (a batch's throttles: one request where the transport allows)."""
+    @writes
+    def alter_configs(self, changes: Mapping[Entity, Mapping[str, str | None]]) -> None:
+        """Several entities' changes at once, each entity's whole or not at all; on a failure some entities may
+        be changed and others not (the caller repeats them one at a time to learn which)."""
 
     @writes
     def submit(self, targets: Sequence[Target], snapshot: Snapshot) -> None: ...
@@ -116,6 +124,24 @@ class Cluster(Protocol):
     def elect_preferred(self, partitions: Sequence[TopicPartition], timeout: float) -> bool: ...
     def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]: ...
     def close(self) -> None: ...
+
+
+class ConfigsOneAtATime:
+    """`read_configs` and `alter_configs` for a transport without a batch of them (ZooKeeper: a znode per entity,
+    each written with its change notification): one entity after another, stopping at the first failure."""
+
+    def read_config(self, entity_type: str, name: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def alter_config(self, entity_type: str, name: str, updates: Mapping[str, str | None]) -> None:
+        raise NotImplementedError
+
+    def read_configs(self, entities: Sequence[Entity]) -> dict[Entity, dict[str, str]]:
+        return {entity: self.read_config(*entity) for entity in entities}
+
+    def alter_configs(self, changes: Mapping[Entity, Mapping[str, str | None]]) -> None:
+        for (entity_type, name), updates in changes.items():
+            self.alter_config(entity_type, name, updates)
 
 
 WRITES = writes_of(Cluster)  # the calls the fence checks the lock before

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from kops.cluster.port import Assignment, Capabilities, Target
+from kops.cluster.port import Assignment, Capabilities, ConfigsOneAtATime, Target
 from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, dead_local, describe
 from kops.kip179.client import Kip179Client
@@ -32,7 +32,7 @@ from kops.zk_layout.reader import read_snapshot
 CANCEL = "cancel"
 
 
-class ZkCluster:
+class ZkCluster(ConfigsOneAtATime):
     def __init__(self, client: ZkClient, where: str = "") -> None:
         self.client = client
         self.where = where

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kops.cluster.port import Cluster
-from kops.errors import ConnectionFailed
+from kops.cluster.port import Cluster, Entity
+from kops.errors import ConnectionFailed, KopsError
 from kops.executor.record import ExecutionRecord
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
@@ -89,10 +89,24 @@ def _remember(record: ExecutionRecord, key: str, values: dict[str, str], found: 
 
 
 def write(cluster: Cluster, record: ExecutionRecord, wanted: dict[str, dict[str, str]]) -> None:
-    for key, values in sorted(wanted.items()):
-        entity_type, _, name = key.partition("/")
-        cluster.alter_config(entity_type, name, values)
+    """Every entity's throttles in one call; if it fails, one entity at a time, so the record names exactly the
+    ones written before the one that fails (its error is the one raised)."""
+    if not wanted:
+        return
+    try:
+        cluster.alter_configs({_entity(key): values for key, values in sorted(wanted.items())})
+    except KopsError:
+        for key, values in sorted(wanted.items()):
+            cluster.alter_config(*_entity(key), values)
+            record.throttles_written.setdefault(key, {}).update(values)
+        return
+    for key, values in wanted.items():
         record.throttles_written.setdefault(key, {}).update(values)
+
+
+def _entity(key: str) -> Entity:
+    entity_type, _, name = key.partition("/")
+    return entity_type, name
 
 
 def busy_entities(snapshot: Snapshot, ours: set[TopicPartition]) -> set[str]:
@@ -108,20 +122,40 @@ def busy_entities(snapshot: Snapshot, ours: set[TopicPartition]) -> set[str]:
 
 def restore(cluster: Cluster, record: ExecutionRecord, busy: set[str] | None = None) -> list[str]:
     """Put back the throttle keys kops changed, except on `busy` entities (kept for a later checkpoint; the
-    end of the execution restores everything). Returns the entities restored, which the record forgets."""
-    done = []
-    for key, before in sorted(record.throttles_before.items()):
-        if busy and key in busy:
-            continue
-        try:
-            _restore_one(cluster, key, before, record.throttles_written.get(key, {}))
-        except ConnectionFailed:
-            continue  # its broker does not answer now (killed, say): kept, for a later checkpoint or --resume
-        done.append(key)
+    end of the execution restores everything). Returns the entities restored, which the record forgets.
+    All in one read and one write; if that fails, entity by entity: one whose broker does not answer (killed,
+    say) is kept, for a later checkpoint or --resume, and the others are restored."""
+    keys = [key for key in sorted(record.throttles_before) if not (busy and key in busy)]
+    try:
+        done = _restore_together(cluster, record, keys)
+    except KopsError:
+        done = []
+        for key in keys:
+            try:
+                current = cluster.read_config(*_entity(key))
+                cluster.alter_config(*_entity(key), _restored(record, key, current))
+            except ConnectionFailed:
+                continue
+            done.append(key)
     for key in done:
         record.throttles_before.pop(key, None)
         record.throttles_written.pop(key, None)
     return done
+
+
+def _restore_together(cluster: Cluster, record: ExecutionRecord, keys: list[str]) -> list[str]:
+    if not keys:
+        return []
+    current = cluster.read_configs([_entity(key) for key in keys])
+    cluster.alter_configs({_entity(key): _restored(record, key, current[_entity(key)]) for key in keys})
+    return keys
+
+
+def _restored(record: ExecutionRecord, key: str, current: Mapping[str, str]) -> dict[str, str | None]:
+    """One entity's keys back to what was found, unless someone changed them since kops wrote them."""
+    written = record.throttles_written.get(key, {})
+    return {config_key: without_ours(config_key, current.get(config_key), written.get(config_key), old)
+            for config_key, old in record.throttles_before[key].items()}
 
 
 def without_ours(config_key: str, now: str | None, ours: str | None, before: str | None) -> str | None:
@@ -133,13 +167,3 @@ def without_ours(config_key: str, now: str | None, ours: str | None, before: str
         kept = _entries(now) - (_entries(ours) - _entries(before))
         return ",".join(sorted(kept)) if kept else before
     return now
-
-
-def _restore_one(cluster: Cluster, key: str, before: dict[str, str | None], written: dict[str, str]) -> None:
-    """One entity's keys back to what was found, unless someone changed them since kops wrote them."""
-    entity_type, _, name = key.partition("/")
-    current = cluster.read_config(entity_type, name)
-    changes: dict[str, str | None] = {config_key: without_ours(config_key, current.get(config_key),
-                                                               written.get(config_key), old)
-                                      for config_key, old in before.items()}
-    cluster.alter_config(entity_type, name, changes)

@@ -211,6 +211,19 @@ def test_throttle_configs_read_back_as_written_and_go_with_none(port_cluster: Si
     assert "2" not in side.port.snapshot().broker_configs
 
 
+def test_several_entities_configs_change_and_read_back_together(port_cluster: Side) -> None:
+    """A batch's throttles in one call: a topic's lists and two brokers' rates written, read and removed at
+    once, each entity reading back what was written to it (on Kafka, each broker's rates from that broker)."""
+    side = port_cluster
+    assert side.port.create_topic("together", {0: (1, 2)}, {})
+    changes = {("topics", "together"): {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:3"},
+               ("brokers", "1"): {LEADER_RATE: "1048576"}, ("brokers", "3"): {FOLLOWER_RATE: "2097152"}}
+    side.port.alter_configs(changes)
+    assert side.port.read_configs(list(changes)) == changes
+    side.port.alter_configs({entity: dict.fromkeys(values) for entity, values in changes.items()})
+    assert side.port.read_configs(list(changes)) == dict.fromkeys(changes, {})
+
+
 def test_cancel_restores_the_original_replica_set_in_the_order_kafka_gives_it(port_cluster: Side) -> None:
     """KIP-455's cancel: the original set, in the reassignment's order minus the replicas being added ([3, 1]
     moving to [4, 1, 2] comes back as [1, 3]); kops.executor.order puts the original order back itself."""

@@ -35,6 +35,9 @@ CALLS: dict[str, Call] = {  # one call of each of the port's, on a cluster with 
     "delete_topic": lambda c: c.delete_topic("pay"),
     "read_config": lambda c: c.read_config("topics", "pay"),
     "alter_config": lambda c: c.alter_config("topics", "pay", {"retention.ms": "1"}),
+    "read_configs": lambda c: c.read_configs([("topics", "pay"), ("brokers", "1")]),
+    "alter_configs": lambda c: c.alter_configs({("topics", "pay"): {"retention.ms": "1"},
+                                                ("brokers", "1"): {"leader.replication.throttled.rate": "9"}}),
     "submit": lambda c: c.submit([(PAY0, (3, 4))], c.snapshot()),
     "cancel": lambda c: c.cancel([PAY0], 1.0),
     "elect_preferred": lambda c: c.elect_preferred([PAY0], 1.0),
@@ -45,7 +48,9 @@ REFUSED = {"shrink_partitions"}  # KIP-253 is the kops engine's: Kafka refuses i
 
 
 def calls_of(protocol: type) -> set[str]:
-    return {name for name, value in vars(protocol).items() if callable(value) and not name.startswith("_")}
+    """Its public calls, inherited ones included (an adapter may take some from a mixin of the port's)."""
+    return {name for klass in protocol.__mro__ if klass.__module__.startswith(("kops", "tests"))
+            for name, value in vars(klass).items() if callable(value) and not name.startswith("_")}
 
 
 def cluster() -> MemoryCluster:
