@@ -631,8 +631,8 @@ class Executor:
         return self.read_snapshot()
 
     def _configs_now(self, forward: ExecutionRecord) -> dict[str, dict[str, str]]:
-        return {f"{c.entity_type}/{c.entity}": self.cluster.read_config(c.entity_type, c.entity)
-                for c in forward.configs}
+        found = self.cluster.read_configs([(c.entity_type, c.entity) for c in forward.configs])
+        return {f"{entity_type}/{name}": config for (entity_type, name), config in found.items()}
 
     def _rollback_record(self, forward: ExecutionRecord, plan_path: str, plan_digest: str,
                          snapshot: Snapshot) -> ExecutionRecord:

@@ -190,9 +190,6 @@ class AdminCluster:
     def _shows_writes(self, key: str, config: Mapping[str, str] | None) -> bool:
         return config is None or all(config.get(k) == v for k, v in self._written[key].items())
 
-    def _describe_config(self, entity_type: str, name: str) -> dict[str, str]:
-        return self._describe_configs([(entity_type, name)])[(entity_type, name)]
-
     def _describe_configs(self, entities: Sequence[Entity]) -> dict[Entity, dict[str, str]]:
         """One DescribeConfigs for every entity (kafka-python asks each broker for its own): the dynamic values."""
         resources = [_resource(entity_type, name) for entity_type, name in entities]
