@@ -84,8 +84,9 @@ def prepare(lab: KafkaLab, connect: str, bootstrap: str, scenario: str, partitio
             tool_writes.delete_topic(zk, TOPIC)
             _wait(lambda: TOPIC not in read_snapshot(zk).topics and not zk.exists(f"/admin/delete_topics/{TOPIC}"))
         tool_writes.create_topic(zk, TOPIC, placements(scenario, partitions))
-        _wait(lambda: TOPIC in layout(bootstrap) and all(
-            p["leader"] >= 0 for p in layout(bootstrap)[TOPIC].values()))  # type: ignore[operator]  # plain JSON rows
+        # one metadata read per check: two brokers answering two reads may disagree on whether the topic exists
+        _wait(lambda: (rows := layout(bootstrap).get(TOPIC)) is not None and all(
+            p["leader"] >= 0 for p in rows.values()))  # type: ignore[operator]  # plain JSON rows
     produce(bootstrap, TOPIC, int(megabytes * partitions * 1024 * 1024))
     _wait(lambda: all(len(p["isr"]) == 3 for p in layout(bootstrap)[TOPIC].values()))  # type: ignore[arg-type]  # plain JSON rows
 
