@@ -1,20 +1,17 @@
 """bench/vs_cruise_control.py: the one metric function on a hand-made case, and the comparison at a tiny scale.
 
 The comparison asserts only what must hold of any result: each tool's assignment is valid (the same partitions,
-each keeping its replication factor, no broker twice). Cruise Control's side runs when the anchor is built
-(../shared/anchors/cruise-control/build.sh; CI does not build it: a Maven download and javac of its analyzer,
-minutes) and is skipped with the reason otherwise."""
+each keeping its replication factor, no broker twice). Cruise Control's side starts a JVM, so it is an integration
+test: tests/integration/test_vs_cruise_control_anchor.py."""
 
 from __future__ import annotations
 
 import statistics
 from pathlib import Path
 
-import pytest
-
 from bench.cc_cluster import MIB, Assignment, Cluster, assignment_csv, generate, read_assignment
 from bench.cc_figures import bounds, figures, invalid
-from bench.vs_cruise_control import CC_HOME, VARIANTS, cc_built, compare
+from bench.vs_cruise_control import VARIANTS, compare
 
 
 def _hand_made() -> Cluster:
@@ -77,7 +74,7 @@ def test_the_csv_round_trip_keeps_order_and_leader(tmp_path: Path) -> None:
     assert read_assignment(path) == {("t", 0): (5, 4, 6)}  # the row marked leader first, whatever its position
 
 
-def _valid(rows: list[dict], tools: set[str]) -> None:
+def assert_valid(rows: list[dict], tools: set[str]) -> None:
     by_tool = {row["tool"]: row for row in rows}
     assert tools <= set(by_tool)
     for tool in tools:
@@ -87,10 +84,4 @@ def _valid(rows: list[dict], tools: set[str]) -> None:
 
 def test_kops_at_a_tiny_scale(tmp_path: Path) -> None:
     """Each kops variant reads the cluster through kops's own readers and leaves a valid assignment."""
-    _valid(list(compare(6, 120, tmp_path, cc_runs=0)), {"before", "lower-bound", *VARIANTS})
-
-
-@pytest.mark.skipif(not cc_built(), reason=f"Cruise Control's anchor is not built in {CC_HOME} "
-                                           "(../shared/anchors/cruise-control/build.sh builds it; CI does not)")
-def test_cruise_control_at_a_tiny_scale(tmp_path: Path) -> None:
-    _valid(list(compare(6, 120, tmp_path, cc_runs=1)), {"before", "lower-bound", "cruise-control", *VARIANTS})
+    assert_valid(list(compare(6, 120, tmp_path, cc_runs=0)), {"before", "lower-bound", *VARIANTS})
