@@ -23,17 +23,19 @@ from kops.errors import ExitCode, UsageError
 from kops.model import plan_format
 from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import DesiredState
+from kops.model.dir_moves import place
 from kops.model.partitions import TopicPartition
 from kops.model.plan import CapacityReport, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner import tiered
+from kops.planner.fingerprint import fingerprint
 from kops.planner.headroom import capacity_notes, capacity_rows
 from kops.planner.markdown import duration, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import Sizes, read_sizes
 from kops.units import format_size
-from kops.zk_layout.codecs.reassign_tool import ToolReassignment, read_reassignment_json, write_reassignment_json
+from kops.zk_layout.codecs.reassign_tool import exported, read_reassignment_json, write_reassignment_json
 
 
 class PlanFormat(str, Enum):
@@ -299,14 +301,21 @@ def _plan_imported(path: Path, reading: _Reading, policy: Policy,
         text = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}", where=str(path)) from None
-    entries = read_reassignment_json(text, str(path))
+    entries = read_reassignment_json(text, str(path), disk_moves=True)
     snap = reading.snapshot(None)
     targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
     connection = reading.connection
     cluster = connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster"
     declared, write = capacity
-    return plan_targets(snap, targets, cluster=cluster, policy=replace(policy, capacity=declared, write=write),
-                        sizes=reading.sizes(), where=str(path))
+    sizes = reading.sizes()
+    moved = plan_targets(snap, targets, cluster=cluster, policy=replace(policy, capacity=declared, write=write),
+                         sizes=sizes, where=str(path))
+    placed = {TopicPartition(e.topic, e.partition): e.placed for e in entries if e.placed}
+    if not placed:
+        return moved
+    result = place(moved, snap, placed, sizes, policy.throttle, policy.port_rate(), str(path),
+                   "imported from kafka-reassign-partitions JSON")
+    return replace(result, fingerprint=fingerprint(snap, {m.topic for m in result.moves + result.disk_moves}))
 
 
 def _write(result: Plan, out: Path | None, export_kafka: Path | None) -> None:
@@ -315,7 +324,7 @@ def _write(result: Plan, out: Path | None, export_kafka: Path | None) -> None:
         write_atomically(out, plan_format.dumps(result))
         console.info(f"wrote plan to {out}")
     if export_kafka is not None:
-        entries_out = [ToolReassignment(m.topic, m.partition, m.to_replicas) for m in result.moves]
+        entries_out = exported(result)
         write_atomically(export_kafka, write_reassignment_json(entries_out) + b"\n")
         console.info(f"wrote {len(entries_out)} move(s) as kafka-reassign-partitions JSON to {export_kafka}")
 

@@ -69,6 +69,23 @@ class Stale(KopsError):
     exit_code = ExitCode.STALE
 
 
+def refuse_dir_placement(plan: Plan) -> None:
+    """Until the executor runs them (docs/design/jbod.md §11, commit 6), a plan that moves replicas between log
+    dirs, or places new replicas in one, is refused before anything is read or written."""
+    disk = plan.disk_moves
+    if disk:
+        first = disk[0]
+        raise Refused(f"disk moves are planned but not executed yet: {len(disk)} replica(s), first "
+                      f"{first.topic}-{first.partition} on broker {first.broker} to {first.to_dir}",
+                      hint="run its kafka-reassign-partitions export (kops plan --export-kafka) with Kafka's tool")
+    placed = [(m, broker, path) for m in plan.moves for broker, path in m.placed]
+    if placed:
+        move, broker, path = placed[0]
+        raise Refused(f"moves into named log dirs are planned but not executed yet: {len(placed)} replica(s), "
+                      f"first {move.topic}-{move.partition} on broker {broker} to {path}",
+                      hint="run its kafka-reassign-partitions export (kops plan --export-kafka) with Kafka's tool")
+
+
 @dataclass
 class Controls:
     """Set from signal handlers: `stop` = stop at the next checkpoint; `cancel_now` = cancel the batch too."""
@@ -140,6 +157,7 @@ class Executor:
         """Run `plan` (batches, or rolling: `rolling`, else the plan's own `rolling`). An incomplete snapshot
         (brokers' views still disagreeing) is refused before anything is written, unless `allow_incomplete`.
         Destinations' disks are held to the plan's `limits.disk` (kops.executor.disks)."""
+        refuse_dir_placement(plan)
         self.gate.limit, self.gate.planned = disk_limit(plan), plan.summary.capacity
         snapshot = self.read_snapshot()
         if not allow_incomplete:

@@ -4,7 +4,8 @@ Each move is written once, in the batch that runs it (`kops-plan/1` listed moves
 under `batches`, and an edit to one copy went unnoticed). Beyond shapes, the declaration checks what apply
 relies on: a move's leader is one of its replicas, each partition is moved by one batch, a batch's bytes are
 what its moves copy, the rollback undoes exactly the moves, and every broker a move names is one the plan's
-broker tables know. Each object names the class of kops/model/plan.py it holds (`domain`): the conversions both
+broker tables know; a move's `to_dirs` place only the replicas it adds, and a disk move goes between two different
+dirs of one broker. Each object names the class of kops/model/plan.py it holds (`domain`): the conversions both
 ways are derived from this declaration (kops/formats/binding.py).
 """
 
@@ -57,6 +58,9 @@ class MoveDoc(Doc):
     remote_bytes: Size | None = Field(default=None, exclude_if=lambda v: v is None, description=(
         "tiered storage (KIP-405, `remote.storage.enable=true`): the partition's bytes in remote storage, which the "
         "move does not copy (`bytes` is the local log a new replica copies); absent for other topics"))
+    to_dirs: list[Text | None] | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "the log dir (absolute path) each replica of `to` is to be born in, null for any dir; only replicas the "
+        "move adds are placed (one that stays and changes dir is a disk move); absent: no placement"))
 
     @model_validator(mode="after")
     def _consistent(self) -> MoveDoc:
@@ -66,11 +70,48 @@ class MoveDoc(Doc):
         kind = model.move_kind(self.from_, self.to)
         if kind != self.kind:
             raise fail("is {kind}, but from and to make it a {actual} move", "kind", kind=self.kind, actual=kind)
+        problem = None if self.to_dirs is None else model.misplaced_dirs(self.to, self.from_, self.to_dirs)
+        if problem:
+            raise fail("{problem}", "to_dirs", problem=problem)
         return self
 
     @property
     def copied_bytes(self) -> int:
         return model.bytes_copied(self.bytes, self.from_, self.to)
+
+
+def _absolute(path: str) -> str:
+    if not path.startswith("/"):
+        raise fail("is {path}: a broker knows its log dirs by absolute path", path=path)
+    return path
+
+
+LogDir = Annotated[Text, AfterValidator(_absolute)]
+
+
+class DiskMoveDoc(Doc):
+    """One replica moved to another log dir of its own broker (KIP-113, AlterReplicaLogDirs): a `disk` move."""
+
+    domain = model.DiskMove
+
+    topic: Text = Field(description="the topic")
+    partition: Id = Field(description="the partition number")
+    broker: Id = Field(description="the broker whose replica moves")
+    from_dir: LogDir = Field(description="the log dir it is in")
+    to_dir: LogDir = Field(description="the log dir it goes to")
+    replicas: Replicas = Field(description="the partition's replicas when the move runs (unchanged by it)")
+    bytes: Size = Field(description="size of the replica, copied between the broker's own dirs (0 when unknown)")
+    kind: Literal["disk"] = Field(description="always `disk`")
+    reason: Text = Field(description="why the planner moves it")
+
+    @model_validator(mode="after")
+    def _two_dirs(self) -> DiskMoveDoc:
+        if self.from_dir == self.to_dir:
+            raise fail("is {path}, the dir the replica is in already", "to_dir", path=self.to_dir)
+        if self.broker not in self.replicas:
+            raise fail("{broker} holds no replica of it: replicas are {replicas}", "broker", broker=self.broker,
+                       replicas=self.replicas)
+        return self
 
 
 class ThrottleDoc(Doc):
@@ -98,9 +139,11 @@ class BatchDoc(Doc):
 
     index: Index = Field(description="position, from 1")
     moves: list[MoveDoc] = Field(description="the batch's moves (data and leader)")
-    bytes: Size = Field(description="bytes copied: each move's size times its new replicas")
+    bytes: Size = Field(description="bytes copied over the network: each move's size times its new replicas")
     throttle: ThrottleDoc
     estimate: EstimateDoc
+    disk_moves: list[DiskMoveDoc] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
+        "the batch's disk moves (a replica to another dir of its broker), run with its moves; absent when none"))
 
     @model_validator(mode="after")
     def _bytes_add_up(self) -> BatchDoc:
@@ -282,6 +325,10 @@ class SummaryDoc(Doc):
         "whole logs would add to `bytes`); absent when the plan moves no tiered topic"))
     capacity: CapacityReportDoc | None = Field(default=None, exclude_if=lambda v: v is None,
                                                description="absent when no broker's capacity is known")
+    disk_moves: Size = Field(default=0, exclude_if=lambda v: not v, description=(
+        "disk moves (a replica to another log dir of its broker); absent when none"))
+    disk_bytes: Size = Field(default=0, exclude_if=lambda v: not v, description=(
+        "bytes the disk moves copy between brokers' own dirs; absent when no disk move"))
     goals: Annotated[list[GoalDoc], AfterValidator(_each_goal_once)] = Field(
         default_factory=list, exclude_if=lambda v: not v,
         description="the goal list's table (`kops rebalance --goals`), in priority order: per goal, its figure "
@@ -330,6 +377,28 @@ class SealDoc(Doc):
     warnings: Text
 
 
+def _disk_moves(batches: list[BatchDoc]) -> list[DiskMoveDoc]:
+    return [m for b in batches for m in b.disk_moves]
+
+
+def _disk_moves_consistent(plan: PlanDoc) -> None:
+    """Each replica moved between dirs once, the rollback moving each back, and the summary's counts true."""
+    moves = _disk_moves(plan.batches)
+    seen: set[tuple[str, int, int]] = set()
+    for m in moves:
+        if (m.topic, m.partition, m.broker) in seen:
+            raise fail("batches: {tp} on broker {broker} is moved between dirs more than once",
+                       tp=f"{m.topic}-{m.partition}", broker=m.broker)
+        seen.add((m.topic, m.partition, m.broker))
+    undo = sorted((m.topic, m.partition, m.broker, m.to_dir, m.from_dir) for m in _disk_moves(plan.rollback.batches))
+    if undo != sorted((m.topic, m.partition, m.broker, m.from_dir, m.to_dir) for m in moves):
+        raise fail("rollback.batches do not undo exactly the plan's disk moves")
+    if (plan.summary.disk_moves, plan.summary.disk_bytes) != (len(moves), sum(m.bytes for m in moves)):
+        raise fail("says {said} disk move(s) of {said_bytes} bytes, but the batches hold {n} of {size}",
+                   "summary.disk_moves", said=plan.summary.disk_moves, said_bytes=plan.summary.disk_bytes,
+                   n=len(moves), size=sum(m.bytes for m in moves))
+
+
 class PlanDoc(Doc):
     """The plan file. JSON with sorted keys and no clock: the same inputs give the same bytes."""
 
@@ -373,8 +442,9 @@ class PlanDoc(Doc):
         undo = sorted((m.topic, m.partition, m.to, m.from_) for b in self.rollback.batches for m in b.moves)
         if undo != sorted((m.topic, m.partition, m.from_, m.to) for m in moves):
             raise fail("rollback.batches do not undo exactly the plan's moves")
+        _disk_moves_consistent(self)
         known = set(self.summary.replicas_before) | set(self.summary.replicas_after)
-        named = {str(b) for m in moves for b in m.from_ + m.to}
+        named = {str(b) for m in moves for b in m.from_ + m.to} | {str(m.broker) for m in _disk_moves(self.batches)}
         if known and named - known:
             raise fail("moves name broker(s) {ids}, which the plan's summary does not know",
                        ids=sorted(int(b) for b in named - known))

@@ -10,15 +10,37 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from kops.model.partitions import TopicPartition
+
+# The three kinds of move: "data" (a replica set changes: bytes go over the network), "leader" (only the order
+# changes) and "disk" (a replica goes to another log dir of its own broker: KIP-113, AlterReplicaLogDirs).
+DISK = "disk"
+# the broker config that throttles a disk move's copy (ReplicaAlterLogDirsThread), bytes/s; not a replication throttle
+ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 def move_kind(from_replicas: tuple[int, ...] | list[int], to_replicas: tuple[int, ...] | list[int]) -> str:
     """"leader" when only the order changes (a new preferred leader, no data moved), else "data"; the plan file
-    writes it and refuses a move that says otherwise."""
+    writes it and refuses a move that says otherwise. A `DiskMove` is always "disk"."""
     return "leader" if set(from_replicas) == set(to_replicas) else "data"
+
+
+def misplaced_dirs(to_replicas: tuple[int, ...] | list[int], from_replicas: tuple[int, ...] | list[int],
+                   to_dirs: tuple[str | None, ...] | list[str | None]) -> str | None:
+    """Why a move's `to_dirs` cannot be carried out, or None: one entry per replica of `to_replicas`, an absolute
+    path only for a replica the move adds (a replica that stays and changes dir is a `DiskMove`)."""
+    if len(to_dirs) != len(to_replicas):
+        return f"has {len(to_dirs)} entries for {len(to_replicas)} replicas"
+    for broker, path in zip(to_replicas, to_dirs, strict=True):
+        if path is None:
+            continue
+        if not path.startswith("/"):
+            return f"names {path!r} for broker {broker}: a log dir is an absolute path"
+        if broker in from_replicas:
+            return f"names a dir for broker {broker}, which the move does not add (a disk move does that)"
+    return None
 
 
 def bytes_copied(size: int, from_replicas: tuple[int, ...] | list[int],
@@ -67,6 +89,8 @@ class Move:
     leader: int = -1
     reason: str = ""
     remote_bytes: int | None = None  # tiered storage (KIP-405): the partition's bytes in remote storage, not copied
+    # the log dir each replica of `to_replicas` is to be born in (None: any dir); None: no placement at all
+    to_dirs: tuple[str | None, ...] | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -91,6 +115,39 @@ class Move:
     def inverse(self) -> Move:
         return Move(self.topic, self.partition, self.to_replicas, self.from_replicas, self.bytes,
                     self.to_replicas[0] if self.to_replicas else -1, "rollback")
+
+    @property
+    def placed(self) -> list[tuple[int, str]]:
+        """(broker, log dir) of each new replica the move places in a dir."""
+        return [(b, d) for b, d in zip(self.to_replicas, self.to_dirs or (), strict=False) if d is not None]
+
+
+@dataclass(frozen=True, order=True)
+class DiskMove:
+    """One replica moved from one log dir of its broker to another (KIP-113): the third kind of move, "disk".
+
+    The broker writes a *future* replica in `to_dir` while the replica keeps serving from `from_dir`, then swaps
+    them; `bytes` (the replica's size) are copied between the broker's own disks, not over the network, at the
+    rate of `replica.alter.log.dirs.io.max.bytes.per.second`. Its inverse is the move back to `from_dir`.
+    """
+
+    topic: str
+    partition: int
+    broker: int
+    from_dir: str
+    to_dir: str
+    replicas: tuple[int, ...]  # the partition's replicas when it runs: the precondition, and what an export writes
+    bytes: int = 0
+    reason: str = ""
+    kind: ClassVar[str] = DISK
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    def inverse(self) -> DiskMove:
+        return DiskMove(self.topic, self.partition, self.broker, self.to_dir, self.from_dir, self.replicas, self.bytes,
+                        "rollback")
 
 
 @dataclass(frozen=True)
@@ -173,10 +230,16 @@ class Batch:
     moves: tuple[Move, ...]
     throttle: Throttle
     estimate: Estimate
+    disk_moves: tuple[DiskMove, ...] = ()  # intra-broker moves, run with the batch's reassignments
 
     @property
     def bytes(self) -> int:
+        """Bytes copied over the network (a disk move's bytes stay on its broker: `disk_bytes`)."""
         return sum(m.copied_bytes for m in self.moves)
+
+    @property
+    def disk_bytes(self) -> int:
+        return sum(m.bytes for m in self.disk_moves)
 
 
 @dataclass(frozen=True)
@@ -274,6 +337,8 @@ class Summary:
     remote_bytes: int | None = None  # tiered topics' bytes in remote storage the moves leave there (per new replica)
     capacity: CapacityReport | None = None  # each broker's capacity, usage and headroom, where any is known
     goals: tuple[GoalOutcome, ...] = ()  # a goal list's table, in priority order; empty without a list
+    disk_moves: int = 0  # intra-broker moves (kind "disk")
+    disk_bytes: int = 0  # what they copy between a broker's own dirs
 
 
 @dataclass(frozen=True)
@@ -302,6 +367,10 @@ class Plan:
     @property
     def moves(self) -> list[Move]:
         return [m for b in self.batches for m in b.moves]
+
+    @property
+    def disk_moves(self) -> list[DiskMove]:
+        return [m for b in self.batches for m in b.disk_moves]
 
     @property
     def throttle_rate(self) -> int | None:

@@ -5,8 +5,9 @@ This is the file operators already have; kops reads it (`plan --import-kafka`) a
 absolute path of the broker's log dir the replica is to live in, which Kafka's tool sends as AlterReplicaLogDirs
 (KIP-113) after the reassignment. Read as the tool reads it (ReassignPartitionsCommand
 `parsePartitionReassignmentData`), and refused earlier than the broker would refuse it (a path that is not
-absolute is never one of a broker's dirs: LOG_DIR_NOT_FOUND). Until kops executes disk moves, a file naming a dir
-is refused on import (docs/design/jbod.md §4).
+absolute is never one of a broker's dirs: LOG_DIR_NOT_FOUND). A plan's moves and disk moves are written back
+with their dirs (`exported`): a disk move as an entry whose replicas stay as they are, which the tool runs as
+AlterReplicaLogDirs alone (docs/design/jbod.md §4).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from kops.jsondoc import (
     field,
     parse_json,
 )
+from kops.model.plan import Plan
 
 ANY_LOG_DIR = "any"
 
@@ -117,3 +119,21 @@ def write_reassignment_json(entries: Iterable[ToolReassignment]) -> bytes:
         dirs = list(e.log_dirs) if e.log_dirs is not None else [ANY_LOG_DIR] * len(e.replicas)
         rows.append({"topic": e.topic, "partition": e.partition, "replicas": list(e.replicas), "log_dirs": dirs})
     return dumps_compact({"version": 1, "partitions": rows})
+
+
+def exported(plan: Plan) -> list[ToolReassignment]:
+    """The plan's moves and disk moves as the tool's entries, one per partition: its target replicas, and
+    `log_dirs` where any replica is placed (the new replicas' `to_dirs`, the disk moves' target dirs); a
+    partition both moved and moved between dirs is one entry, as the tool takes it."""
+    replicas: dict[tuple[str, int], tuple[int, ...]] = {}
+    dirs: dict[tuple[str, int], dict[int, str]] = {}
+    for disk in plan.disk_moves:
+        replicas[(disk.topic, disk.partition)] = disk.replicas
+        dirs.setdefault((disk.topic, disk.partition), {})[disk.broker] = disk.to_dir
+    for move in plan.moves:
+        replicas[(move.topic, move.partition)] = move.to_replicas
+        dirs.setdefault((move.topic, move.partition), {}).update(move.placed)
+    return [ToolReassignment(topic, partition, targets,
+                             tuple(dirs[(topic, partition)].get(b, ANY_LOG_DIR) for b in targets)
+                             if dirs.get((topic, partition)) else None)
+            for (topic, partition), targets in sorted(replicas.items())]
