@@ -20,6 +20,7 @@ import pytest
 
 from kops.cli.main import main
 from kops.lab.kafka_client import admin_client, create_topics
+from kops.model import plan_format
 from kops.zk_layout.codecs.log_dirs import parse_log_dirs
 from tests.engines import EngineLab, fill_real, require_real
 from tests.labtools import wait_until
@@ -177,3 +178,52 @@ def test_kops_moves_a_replica_between_dirs_and_places_one_a_reassignment_brings(
         assert port.alter_replica_dirs({(tp, 2): "/nowhere"}) == {(tp, 2): "LogDirNotFoundError"}
     finally:
         port.close()
+
+
+REASSIGN_TOOL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def reassign_tool(cluster: EngineLab, *args: str) -> str:
+    """kafka-reassign-partitions from the fetched kafka-tools, against the cluster's brokers."""
+    lab = cluster.lab
+    return lab.run_tool(lab.distribution(), REASSIGN_TOOL, "--bootstrap-server", str(cluster.bootstrap), *args)
+
+
+def test_a_file_naming_dirs_imports_and_its_export_runs_with_kafka_s_tool(filled: EngineLab, tmp_path: Path) -> None:
+    """`kops plan --import-kafka` of a file naming log dirs: partition 4 stays on (2, 3) with broker 2's replica
+    to its other dir (a disk move), partition 5 goes from (3, 1) to (3, 2) with broker 2's new replica born in a
+    named dir and broker 3's replica to its other dir. The plan holds both kinds; its export, run by Kafka's own
+    kafka-reassign-partitions, leaves every replica in the dir the plan named (DescribeLogDirs, as kops state -b
+    reads it). Broker 1 is left alone: the first test throttles its alter-log-dirs thread to 1 KiB/s."""
+    cluster = filled
+    now = {(p, b): path for t, p, b, path, future in kops_state(cluster, tmp_path / "before.json")["replica_dirs"]
+           if t == TOPIC and not future}
+    dirs = {b: [str(d) for d in cluster.lab.log_dirs(b)] for b in (2, 3)}
+    other = {(p, b): next(d for d in dirs[b] if d != now[(p, b)]) for p, b in ((4, 2), (5, 3))}
+    wanted = {"version": 1, "partitions": [
+        {"topic": TOPIC, "partition": 4, "replicas": [2, 3], "log_dirs": [other[(4, 2)], "any"]},
+        {"topic": TOPIC, "partition": 5, "replicas": [3, 2], "log_dirs": [other[(5, 3)], dirs[2][1]]},
+    ]}
+    given, plan_file, exported = tmp_path / "given.json", tmp_path / "plan.json", tmp_path / "export.json"
+    given.write_text(json.dumps(wanted))
+    assert main(["plan", "--import-kafka", str(given), "-b", str(cluster.bootstrap), "-o", str(plan_file),
+                 "--export-kafka", str(exported), "--format", "json"]) == 0
+    plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+    assert sorted((d.partition, d.broker, d.to_dir) for d in plan.disk_moves) == [
+        (4, 2, other[(4, 2)]), (5, 3, other[(5, 3)])]
+    assert [(m.partition, m.to_dirs) for m in plan.moves] == [(5, (None, dirs[2][1]))]
+    assert json.loads(exported.read_text())["partitions"] == wanted["partitions"]
+
+    out = reassign_tool(cluster, "--execute", "--reassignment-json-file", str(exported))
+    assert "Successfully started" in out, out
+    placed = {(e["partition"], b): d for e in wanted["partitions"] for b, d in zip(e["replicas"], e["log_dirs"])
+              if d != "any"}
+
+    def in_their_dirs() -> bool:
+        rows = kops_rows(kops_state(cluster, tmp_path / "after.json"))
+        return all((TOPIC, p, b, d, False) in rows and not any(r[4] and r[1:3] == (p, b) for r in rows)
+                   for (p, b), d in placed.items())
+
+    wait_until(in_their_dirs, timeout=120, what="every replica in the dir the plan named")
+    out = reassign_tool(cluster, "--verify", "--reassignment-json-file", str(exported))
+    assert "still in progress" not in out, out
