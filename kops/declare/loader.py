@@ -35,6 +35,7 @@ from kops.model.desired import (
     SourceLocation,
     TopicDeclaration,
 )
+from kops.model.goals import goal_list
 from kops.model.plan import Rolling
 from kops.model.snapshot import admin_api_connect
 from kops.zk_layout.connect import parse_connect
@@ -44,7 +45,7 @@ PLAY_KEYS = (
     "allow_delete", "serial",
 )
 BROKER_KEYS = ("decommission", "add")
-REBALANCE_KEYS = ("goal", "tolerance", "heal_after")
+REBALANCE_KEYS = ("goal", "goals", "tolerance", "heal_after")
 EXECUTION_KEYS = ("throttle", "batch", "order", "stall_timeout", "mode", "max_moves_per_broker", "max_moves")
 MODES = ("batches", "rolling")
 BATCH_KEYS = ("max_partitions", "max_bytes", "max_moves_per_broker")
@@ -416,6 +417,7 @@ def _apply_brokers(section: dict[str, Any], loc: SourceLocation, cluster: _Clust
 def _apply_rebalance(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems,
                      label: str) -> None:
     goal = fields.as_choice(section.get("goal", "replicas"), GOALS, "rebalance.goal", loc, problems) or "replicas"
+    goals = _goal_list(section, loc, problems)
     tolerance = 0.1
     if section.get("tolerance") is not None:
         parsed = fields.as_fraction(section["tolerance"], "rebalance.tolerance", loc, problems)
@@ -423,14 +425,29 @@ def _apply_rebalance(section: dict[str, Any], loc: SourceLocation, cluster: _Clu
     heal_after = None
     if section.get("heal_after") is not None:
         heal_after = fields.as_duration(section["heal_after"], "rebalance.heal_after", loc, problems)
-    rebalance = Rebalance(goal, tolerance, loc, heal_after)
+    rebalance = Rebalance(goal, tolerance, loc, heal_after, goals)
     previous = cluster.rebalance
-    if previous is not None and (previous.goal, previous.tolerance, previous.heal_after) != (goal, tolerance,
-                                                                                          heal_after):
+    if previous is not None and (previous.goal, previous.tolerance, previous.heal_after, previous.goals) != (
+            goal, tolerance, heal_after, goals):
         problems.error(loc, f"{label}: a different rebalance is already declared for cluster {cluster.name}",
                        f"at {previous.location}")
         return
     cluster.rebalance = rebalance
+
+
+def _goal_list(section: dict[str, Any], loc: SourceLocation, problems: Problems) -> tuple[str, ...]:
+    """`rebalance.goals` through the one goal-list parser (kops/model/goals.py); not beside `goal`, which it
+    replaces."""
+    if section.get("goals") is None:
+        return ()
+    if section.get("goal") is not None:
+        problems.error(loc, "rebalance: goal and goals together", "name the goal in the goals list")
+        return ()
+    try:
+        return goal_list(section["goals"], "rebalance.goals")
+    except ValueError as exc:
+        problems.error(loc, str(exc), "e.g. goals: [disk, network_in, replicas, leaders]")
+        return ()
 
 
 def _apply_execution(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems,

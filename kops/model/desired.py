@@ -81,10 +81,15 @@ GOALS = ("replicas", "leaders", "bytes")
 
 @dataclass(frozen=True)
 class Rebalance:
+    """A play's `rebalance:` section. `goal` is the single balancer of before goal lists (kops/planner/rebalance.py);
+    `goals`, when declared, is the prioritized list `kops plan` places every replica by (kops/planner/goal_plan.py),
+    the one `kops rebalance --goals` walks; `tolerance` is the trigger either way (docs/design/goals.md §5)."""
+
     goal: str = "replicas"
-    tolerance: float = 0.1  # allowed relative deviation from the mean
+    tolerance: float = 0.1  # allowed relative deviation from the fair share before a goal acts
     location: SourceLocation | None = None
     heal_after: float | None = None  # seconds a broker may be absent before kops plan heals it (healing.md)
+    goals: tuple[str, ...] = ()  # a goal list (kops/model/goals.py); empty: `goal` alone, as before goal lists
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kops.planner.goal_state import LEADER_LOADS, GoalState
 from kops.planner.goal_values import capacities
@@ -39,6 +39,7 @@ class Band:
     hi: dict[int, float]
     scale: dict[int, float]
     peak: float  # the run's starting peak, in the goal's unit: no action of another goal raises a broker above it
+    share: dict[int, float] = field(default_factory=dict)  # each broker's fair share, in load units
 
     @property
     def leadership(self) -> bool:
@@ -95,7 +96,8 @@ def _utilization_band(state: GoalState, name: str) -> Band:
     peak, trough = max(util.values()), min(util.values())
     hi = {b: min(shares[b] + slack, peak) * caps[b] for b in state.brokers}
     lo = {b: min(max(shares[b] - slack, min(shares[b], trough)) * caps[b], hi[b]) for b in state.brokers}
-    return Band(name, lo, hi, {b: 1.0 / caps[b] for b in state.brokers}, peak)
+    return Band(name, lo, hi, {b: 1.0 / caps[b] for b in state.brokers}, peak,
+                {b: shares[b] * caps[b] for b in state.brokers})
 
 
 def _count_band(state: GoalState, name: str) -> Band:
@@ -109,7 +111,8 @@ def _count_band(state: GoalState, name: str) -> Band:
     hi = {b: min(math.ceil(s - 1e-9) + math.floor(COUNT_SLACK * s), peak) for b, s in shares.items()}
     lo = {b: min(max(math.floor(s + 1e-9) - math.floor(COUNT_SLACK * s), min(math.floor(s + 1e-9), trough)), hi[b])
           for b, s in shares.items()}
-    return Band(name, {b: float(v) for b, v in lo.items()}, {b: float(v) for b, v in hi.items()}, ones, float(peak))
+    return Band(name, {b: float(v) for b, v in lo.items()}, {b: float(v) for b, v in hi.items()}, ones, float(peak),
+                dict(shares))
 
 
 def _topic_band(state: GoalState) -> TopicBand:
@@ -135,3 +138,20 @@ def bands(state: GoalState, goals: tuple[str, ...]) -> tuple[tuple[Band | TopicB
         else:
             made.append(_utilization_band(state, name))
     return tuple(made), skipped
+
+
+def beyond(state: GoalState, band: Band | TopicBand, tolerance: float) -> bool:
+    """Does a playbook's `tolerance` let this goal act: some broker beyond both its band and its fair share ±
+    tolerance × the share (a topic: above both its ceiling and its base × (1 + tolerance)). With tolerance 0 a goal
+    acts wherever a broker is out of its band, as `kops rebalance` does; above it a goal whose brokers all lie within
+    the tolerance is left alone (the playbook's trigger, docs/design/goals.md §5), still held by the goals below."""
+    if isinstance(band, TopicBand):
+        return any(n > max(band.ceiling[t], math.ceil(band.base[t] * (1 + tolerance) - 1e-9))
+                   for t, counts in state.topic.items() for n in counts.values())
+    load = state.load[band.name]
+    for b in state.brokers:
+        share = band.share.get(b, 0.0)
+        if (load[b] > max(band.hi[b], share * (1 + tolerance)) + 1e-9
+                or load[b] < min(band.lo[b], share * (1 - tolerance)) - 1e-9):
+            return True
+    return False

@@ -10,8 +10,7 @@ its lower bound and what was spent on it (`GoalOutcome`), which the plan carries
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from kops.model.capacity import resolve
@@ -20,8 +19,8 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.budget import Limits
+from kops.planner.goal_plan import goal_table, replay
 from kops.planner.goal_state import state_of
-from kops.planner.goal_values import GoalFigure, GoalInputs, goal_figures, imbalances
 from kops.planner.optimizer import Action, Spend, optimize
 from kops.planner.planner import Policy, plan_targets
 
@@ -62,19 +61,6 @@ class GoalRebalance:
     @property
     def worthwhile(self) -> bool:
         return self.plan.has_changes and self.improvement > 0 and self.improvement >= self.min_improvement
-
-
-def replay(start: Mapping[TopicPartition, tuple[int, ...]], actions: Sequence[Action]) -> dict[TopicPartition,
-                                                                                                tuple[int, ...]]:
-    """The assignment after `actions`, taken in order from `start`."""
-    replicas = dict(start)
-    for a in actions:
-        current = replicas[a.tp]
-        if a.leadership:
-            replicas[a.tp] = (a.dest, *(b for b in current if b != a.dest))
-        else:
-            replicas[a.tp] = tuple(a.dest if b == a.source else b for b in current)
-    return replicas
 
 
 def _plan(snapshot: Snapshot, start: Mapping[TopicPartition, tuple[int, ...]], after: Mapping[TopicPartition,
@@ -135,24 +121,6 @@ def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[Top
     plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes)
     plan, kept = _fitted(outcome.actions, plan_of, limits)
     after = replay(start, outcome.actions[:kept])
-    table = _table(request.goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped)
+    table = goal_table(request.goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped)
     plan = replace(plan, summary=replace(plan.summary, goals=table))  # the plan file carries the table
     return GoalRebalance(plan, table, outcome.converged and kept == len(outcome.actions), request.min_improvement)
-
-
-def _table(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]],
-           after: Mapping[TopicPartition, tuple[int, ...]], inputs: GoalInputs, actions: Sequence[Action],
-           skipped: Mapping[str, str]) -> tuple[GoalOutcome, ...]:
-    before = {f.name: f for f in goal_figures(start, inputs, goals)}
-    now = {f.name: f for f in goal_figures(after, inputs, goals)}
-    moves = Counter(a.goal for a in actions if not a.leadership)
-    leads = Counter(a.goal for a in actions if a.leadership)
-
-    shares = (imbalances(start, inputs), imbalances(after, inputs))
-
-    def row(name: str) -> GoalOutcome:
-        b: GoalFigure = before[name]
-        return GoalOutcome(name, b.unit, b.value, now[name].value, b.lower_bound, moves[name], leads[name],
-                           shares[0].get(name, 0.0), shares[1].get(name, 0.0), b.skipped or skipped.get(name))
-
-    return tuple(row(g) for g in goals)

@@ -34,6 +34,7 @@ class GoalState:
         self.brokers: tuple[int, ...] = tuple(sorted(inputs.racks))
         self.racks = inputs.racks
         self.limits = limits or {}
+        self.pinned: frozenset[TopicPartition] = frozenset()  # partitions no action may change (kops plan's)
         self.replicas: dict[TopicPartition, tuple[int, ...]] = {tp: tuple(r) for tp, r in assignment.items() if r}
         self.value: dict[str, dict[TopicPartition, float]] = {
             "disk": {tp: float(inputs.sizes.get(tp, 0)) for tp in self.replicas},
@@ -145,7 +146,7 @@ class GoalState:
     def fits(self, tp: TopicPartition, source: int, dest: int) -> bool:
         """May the replica on `source` go to `dest`: not already a replica, racks kept, every limit of `dest` kept."""
         replicas = self.replicas[tp]
-        if dest in replicas or not self.rack_ok(tp, source, dest):
+        if dest in replicas or tp in self.pinned or not self.rack_ok(tp, source, dest):
             return False
         out = self.value["network_out"][tp] if replicas[0] == source else 0.0
         return (self._within("disk", dest, self.value["disk"][tp])
@@ -154,7 +155,7 @@ class GoalState:
 
     def free(self, tp: TopicPartition, source: int, dest: int) -> bool:
         """`dest` holds no replica of `tp` and racks stay distinct: a move that only limits could still refuse."""
-        return dest not in self.replicas[tp] and self.rack_ok(tp, source, dest)
+        return dest not in self.replicas[tp] and tp not in self.pinned and self.rack_ok(tp, source, dest)
 
     def limited(self, brokers: tuple[int, ...], before: dict[tuple[str, int], float]) -> bool:
         """After an action: every broker within each limit, or no fuller than `before` it (a swap's two halves
@@ -171,7 +172,7 @@ class GoalState:
         return {(r, b): self.load[r][b] for r in self.limits for b in brokers}
 
     def lead_fits(self, tp: TopicPartition, broker: int) -> bool:
-        return self._within("network_out", broker, self.value["network_out"][tp])
+        return tp not in self.pinned and self._within("network_out", broker, self.value["network_out"][tp])
 
 
 def state_of(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], write: Mapping[TopicPartition, float],
@@ -183,10 +184,19 @@ def state_of(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], write: Map
         for number, part in topic.partitions.items():
             assignment[TopicPartition(name, number)] = tuple(
                 part.target_replicas if part.adding or part.removing else part.replicas)
-    brokers = sorted(b.id for b in snapshot.brokers)
+    return goal_state(assignment, {b.id: b.rack for b in snapshot.brokers}, sizes, write, caps, fanout)
+
+
+def goal_state(assignment: Assignment, racks: Mapping[int, str | None], sizes: Mapping[TopicPartition, int],
+               write: Mapping[TopicPartition, float], caps: Capacities,
+               fanout: Mapping[str, int] | None = None) -> GoalState:
+    """The optimizer's state for an assignment over the brokers of `racks` (its only destinations), with each
+    broker's capacities and limits where known: `kops rebalance` passes every registered broker, `kops plan` the
+    brokers a play leaves eligible."""
+    brokers = sorted(racks)
     capacity = {r: {b: v for b in brokers if (v := caps.figure(b, r).value) is not None}
                 for r in ("disk", "network_in", "network_out")}
     limits = {r: {b: v for b in brokers if (v := caps.limit(b, r)) is not None} for r in RESOURCES}
-    inputs = GoalInputs(racks={b.id: b.rack for b in snapshot.brokers}, sizes=dict(sizes), write=dict(write),
-                        fanout=dict(fanout or {}), capacity=capacity)
+    inputs = GoalInputs(racks=dict(racks), sizes=dict(sizes), write=dict(write), fanout=dict(fanout or {}),
+                        capacity=capacity)
     return GoalState(assignment, inputs, {r: v for r, v in limits.items() if v})

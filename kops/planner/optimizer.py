@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kops.model.partitions import TopicPartition
-from kops.planner.bands import COUNTS, Band, TopicBand, bands
+from kops.planner.bands import COUNTS, Band, TopicBand, bands, beyond
 from kops.planner.goal_state import GoalState
 
 MAX_SWEEPS = 16
@@ -321,13 +321,16 @@ def _topic_pass(walk: _Walk, index: int, band: TopicBand) -> int:
     return taken
 
 
-def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = None) -> Outcome:
-    """Walk `goals` (in priority order) over `state`, changing it in place; the actions taken, in order."""
+def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = None,
+             tolerance: float = 0.0) -> Outcome:
+    """Walk `goals` (in priority order) over `state`, changing it in place; the actions taken, in order. A goal that
+    a playbook's `tolerance` leaves alone (`bands.beyond`) takes no action but still holds the goals below it."""
     made, skipped = bands(state, goals)
     walk = _Walk(state, made, spend or Spend())
+    acting = [i for i, band in enumerate(made) if tolerance <= 0 or beyond(state, band, tolerance)]
     for _sweep in range(MAX_SWEEPS):
         taken = sum(_topic_pass(walk, i, band) if isinstance(band, TopicBand) else _band_pass(walk, i, band)
-                    for i, band in enumerate(made))
+                    for i, band in enumerate(made) if i in acting)
         if not taken:
             return Outcome(tuple(walk.log), True, skipped)
     return Outcome(tuple(walk.log), False, skipped)

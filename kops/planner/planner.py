@@ -14,6 +14,9 @@ Steps, in order, all on one working `Layout`:
    cluster) is chosen so preferred leaders spread evenly (`leaders.balance_leaders`);
 7. the moves are the partitions whose replica list differs from the snapshot's; they are batched with
    throttles and estimates; the rollback is their inverse in reverse order.
+With a goal list (`rebalance: {goals: [...]}`), steps 4-6 are one walk of the list over what steps 1-3 left
+(kops/planner/goal_plan.py): new brokers' share, the rebalance and leadership alike, created partitions placed by
+it too, so `kops rebalance` with the same goals finds nothing left to do; the plan carries the goal table.
 
 Worked example: brokers 1–3 in racks a, b, c; topic `t` partition 0 on [1, 2] is declared with
 replication_factor 3 → grow keeps [1, 2] and adds broker 3 (the only rack unused) → one move [1,2] → [1,2,3]
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from kops import __version__
 from kops.bulk import collector_paused
 from kops.model import topic_configs
-from kops.model.capacity import CapacityDeclaration, resolve
+from kops.model.capacity import Capacities, CapacityDeclaration, resolve
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
 from kops.model.features import KIP253_PARTITION_DELETION
 from kops.model.partitions import TopicPartition
@@ -52,6 +55,7 @@ from kops.model.topics import Topic
 from kops.planner import batches as batching
 from kops.planner import placement, tiered
 from kops.planner.fingerprint import fingerprint
+from kops.planner.goal_plan import GoalPlacement, Loads, place_by_goals
 from kops.planner.headroom import Changes, Headroom, PeaksRefused, peak_room, violations, with_capacity_report
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
@@ -136,6 +140,24 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
     for _name, decl in sorted(desired.topics.items()):
         _topic(work, decl, eligible, rack_aware, policy)
     _decommission(work, eligible, rack_aware)
+    placed = None
+    if desired.rebalance and desired.rebalance.goals and eligible and not work.problems:
+        placed = _by_goals(work, eligible, policy, caps)  # new brokers' share, the rebalance and leaders alike
+    else:
+        _balance(work, original, eligible, rack_aware)
+    if work.problems:
+        raise PlanningError(work.problems)
+    planned = _assemble_within(work, original, policy, eligible,
+                               desired.brokers.location if desired.brokers.decommission or desired.brokers.add
+                               else None, "raise the capacity's limit, add brokers, or change less at once")
+    return planned if placed is None else replace(planned, summary=replace(planned.summary, goals=placed.outcomes))
+
+
+def _balance(work: _Work, original: dict[TopicPartition, tuple[int, ...]], eligible: list[int],
+             rack_aware: bool) -> None:
+    """Without a goal list: new brokers take their replica share, the single `rebalance.goal` evens its load, and
+    preferred leaders spread over the changed partitions (all of them when the play reshapes the cluster)."""
+    desired, layout = work.desired, work.layout
     if desired.brokers.add and eligible:
         _new_brokers_share(work, eligible, rack_aware)
     if desired.rebalance and eligible:
@@ -145,11 +167,41 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
                                    if tp in original and r != original[tp] and set(r) != set(original[tp])}
     if scope is None or scope:
         balance_leaders(layout, eligible, scope)
-    if work.problems:
-        raise PlanningError(work.problems)
-    return _assemble_within(work, original, policy, eligible,
-                            desired.brokers.location if desired.brokers.decommission or desired.brokers.add else None,
-                            "raise the capacity's limit, add brokers, or change less at once")
+
+
+def _by_goals(work: _Work, eligible: list[int], policy: Policy, caps: Capacities) -> GoalPlacement:
+    """The play's goal list walked over the layout its forced changes left (kops/planner/goal_plan.py): replicas,
+    created partitions included, end where the goals want them, and leadership is the list's (no separate leader
+    step), so `kops rebalance` with the same goals right after this plan finds nothing to do."""
+    layout, rebalance = work.layout, work.desired.rebalance
+    assert rebalance is not None
+    loads = Loads(layout.sizes, policy.write, policy.fanout, caps)
+    placed = place_by_goals(layout.replicas, {b: layout.rack(b) for b in eligible}, loads, rebalance.goals,
+                            rebalance.tolerance, _pinned(work, policy))
+    for action in placed.actions:
+        work.reason.setdefault(action.tp, f"rebalance {action.goal}")
+    for tp in {a.tp for a in placed.actions}:
+        layout.set(tp, placed.after[tp])
+    work.creations = [replace(c, assignment=_now(layout, c.topic, c.assignment)) for c in work.creations]
+    work.additions = [replace(a, assignment=_now(layout, a.topic, a.assignment)) for a in work.additions]
+    return placed
+
+
+def _now(layout: Layout, topic: str, assignment: Mapping[int, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
+    return {p: layout.replicas[TopicPartition(topic, p)] for p in assignment}
+
+
+def _pinned(work: _Work, policy: Policy) -> set[TopicPartition]:
+    """Partitions a goal list may not move: of declared topics whose placement names brokers, excludes some or
+    assigns statically; of topics being deleted; reassignments in flight (unless --allow-in-flight)."""
+    fixed = {name for name, decl in work.desired.topics.items()
+             if decl.placement.brokers is not None or decl.placement.exclude_brokers
+             or decl.placement.assignments is not None}
+    fixed |= set(work.snapshot.pending_deletions)
+    pinned = {tp for tp in work.layout.replicas if tp.topic in fixed}
+    if not policy.allow_in_flight:
+        pinned |= {TopicPartition(m.topic, m.partition) for m in work.snapshot.in_flight()}
+    return pinned
 
 
 def _assemble_within(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy: Policy,

@@ -112,6 +112,14 @@ SCENARIOS = {
   rebalance: {goal: bytes, tolerance: 0.1}
   execution: {throttle: 20MiB/s}
 """,
+    "goals": """- name: welcome brokers 7 and 8, create events, and place every replica by one goal list
+  hosts: golden
+  topics:
+    - {name: events, partitions: 6, replication_factor: 3}
+  brokers: {add: [7, 8]}
+  rebalance: {goals: [disk, network_in, replicas, leaders], tolerance: 0}
+  execution: {throttle: 20MiB/s, batch: {max_partitions: 8}}
+""",
     "destructive-guard": """- name: retire the legacy topic
   hosts: golden
   allow_delete: true
@@ -167,7 +175,7 @@ def six_brokers_snapshot():
 
 
 SNAPSHOTS = {"decommission-tiered": tiered_snapshot, "capacity-report": capacity_snapshot,
-             "capacity-over": six_brokers_snapshot}
+             "capacity-over": six_brokers_snapshot, "goals": capacity_snapshot}
 INVENTORIES = {"capacity-report": INVENTORY + """\
       capacity:
         network_in: 8MiB/s
@@ -195,7 +203,14 @@ INVENTORIES["capacity-over"] = INVENTORY + """\
           5: {disk: 7GiB}
           6: {disk: 4GiB}
 """
-WRITES = {"capacity-report": {"clicks": 512 * 2**10, "orders": 256 * 2**10}}  # bytes/s per partition of these topics
+INVENTORIES["goals"] = INVENTORY + """\
+      capacity:
+        network_in: 16MiB/s         # every broker's disk is its reported log dir (8 GiB): both charts drawn
+        network_out: 64MiB/s
+"""
+WRITES = {"capacity-report": {"clicks": 512 * 2**10, "orders": 256 * 2**10},
+          "goals": {"clicks": 512 * 2**10, "orders": 256 * 2**10, "payments": 64 * 2**10, "logs": 32 * 2**10,
+                    "legacy": 16 * 2**10}}  # bytes/s per partition of these topics
 
 
 def partition_size(name: str, p: int) -> int:

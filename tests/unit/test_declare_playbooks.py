@@ -420,3 +420,31 @@ def test_random_yaml_documents_never_traceback(tmp_path: Path, document) -> None
     inv.write_text(INVENTORY)
     load_declarations(pb, inv)
     load_declarations(pb, pb)  # the same document as an inventory
+
+
+def test_rebalance_goals_are_read_by_the_one_goal_list_parser(tmp_path: Path) -> None:
+    decl = load(tmp_path, """
+        - hosts: prod
+          rebalance: {goals: [bytes, network_in, replicas], tolerance: 0}
+        - hosts: dev
+          rebalance: {goals: "disk, leaders"}
+    """)
+    assert decl.ok, messages(decl)
+    prod, dev = decl.desired["prod"].rebalance, decl.desired["dev"].rebalance
+    assert (prod.goals, prod.tolerance) == (("disk", "network_in", "replicas"), 0.0)
+    assert (dev.goals, dev.tolerance) == (("disk", "leaders"), 0.1)
+
+
+@pytest.mark.parametrize(("section", "expected"), [
+    ("{goals: [disk, cpu]}", "rebalance.goals: unknown goal 'cpu': one of disk, network_in"),
+    ("{goals: [disk, bytes]}", "rebalance.goals: goal 'disk' is named twice (as 'bytes')"),
+    ("{goals: []}", "rebalance.goals: a goal list is one or more of"),
+    ("{goal: replicas, goals: [replicas]}", "rebalance: goal and goals together"),
+])
+def test_a_bad_goal_list_is_one_problem_at_its_play(tmp_path: Path, section: str, expected: str) -> None:
+    decl = load(tmp_path, f"""
+        - hosts: prod
+          rebalance: {section}
+    """)
+    found = messages(decl)
+    assert len(found) == 1 and expected in found[0] and found[0].startswith(str(tmp_path / "play.yml")), found

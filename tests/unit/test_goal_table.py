@@ -122,7 +122,10 @@ def test_some_brokers_without_capacity_are_named_and_a_plan_without_goals_shows_
     assert "| goal |" not in plain and "utilization" not in plain
 
 
-def test_the_golden_plans_carry_no_goal_table() -> None:
+def test_only_the_golden_plan_of_a_goal_list_carries_a_goal_table() -> None:
+    """A play without `rebalance.goals` plans as before goal lists (no table); the `goals` golden's play has one."""
     golden = Path(__file__).resolve().parents[1] / "golden"
-    for path in sorted(golden.glob("*/expected-plan.json")):
-        assert "goals" not in json.loads(path.read_text())["summary"], path.parent.name
+    tables = {path.parent.name: json.loads(path.read_text())["summary"].get("goals")
+              for path in sorted(golden.glob("*/expected-plan.json"))}
+    assert [name for name, table in tables.items() if table] == ["goals"]
+    assert [g["name"] for g in tables["goals"]] == ["disk", "network_in", "replicas", "leaders"]

@@ -51,6 +51,10 @@ def test_scenarios_show_what_they_are_named_for() -> None:
     assert min(after.values()) >= 10
     assert plans["leader-balance"].summary.moves == 0 and plans["leader-balance"].summary.leader_moves > 0
     assert plans["config-change"].configs[0].destructive and "segment.ms" not in plans["config-change"].configs[0].set
+    goals = plans["goals"].summary.goals  # one list placed the new brokers' share, the created topic and leaders
+    assert [g.name for g in goals] == ["disk", "network_in", "replicas", "leaders"]
+    assert all(g.lower_bound <= g.after < g.before for g in goals), goals
+    assert min(plans["goals"].summary.replicas_after[b] for b in (7, 8)) > 0
     assert plans["destructive-guard"].summary.destructive == ("delete topic legacy (2 partitions)",)
 
 

@@ -1,0 +1,91 @@
+"""A goal list's walk and its table, shared by `kops rebalance --goals` and `kops plan` (docs/design/goals.md §2, §6.4).
+
+`kops plan` with a playbook's `rebalance: {goals: [...]}` first makes the play's forced changes (declared topics,
+decommissions) as always, then walks the list over the result with the optimizer (kops/planner/optimizer.py), from
+the brokers the play leaves eligible only: new brokers get their share, the decommissioned brokers' replicas end
+where the goals want them, and partitions the play creates are placed by the goals too (they cost no bytes, so the
+count goals move them first). The walk ends at a state where a second walk with the same goals finds nothing to do,
+so `kops rebalance --goals` with the same list right after such a plan moves nothing.
+
+Worked example: brokers 1-3 hold 6 replicas each, broker 4 is added with `goals: [replicas]`, tolerance 0: the
+fair share is 4.5, the band [4, 5]; the walk moves the lightest replicas from the fullest brokers to broker 4 until
+it holds 4 (5, 5, 4, 4), and the table reports replicas at 133% of the mean before, 111% after, lower bound 111%.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from kops.model.capacity import Capacities
+from kops.model.partitions import TopicPartition
+from kops.model.plan import GoalOutcome
+from kops.planner.goal_state import goal_state
+from kops.planner.goal_values import GoalFigure, GoalInputs, goal_figures, imbalances
+from kops.planner.optimizer import Action, optimize
+
+Replicas = dict[TopicPartition, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Loads:
+    """What the goals read besides the assignment: sizes, write rates, consumer fan-out, capacities."""
+
+    sizes: Mapping[TopicPartition, int]
+    write: Mapping[TopicPartition, float]
+    fanout: Mapping[str, int]
+    caps: Capacities
+
+
+@dataclass(frozen=True)
+class GoalPlacement:
+    after: Replicas  # every partition's replicas after the walk
+    actions: tuple[Action, ...]
+    outcomes: tuple[GoalOutcome, ...]
+    converged: bool
+
+
+def replay(start: Mapping[TopicPartition, tuple[int, ...]], actions: Sequence[Action]) -> Replicas:
+    """The assignment after `actions`, taken in order from `start`."""
+    replicas = dict(start)
+    for a in actions:
+        current = replicas[a.tp]
+        if a.leadership:
+            replicas[a.tp] = (a.dest, *(b for b in current if b != a.dest))
+        else:
+            replicas[a.tp] = tuple(a.dest if b == a.source else b for b in current)
+    return replicas
+
+
+def place_by_goals(start: Mapping[TopicPartition, tuple[int, ...]], racks: Mapping[int, str | None], loads: Loads,
+                   goals: tuple[str, ...], tolerance: float, pinned: Collection[TopicPartition]) -> GoalPlacement:
+    """`kops plan`'s walk: `goals` over `start` (the play's forced changes made), on the brokers of `racks` only,
+    moving no partition of `pinned` (static or constrained placements, deletions pending, reassignments in flight);
+    `tolerance` is the playbook's trigger. Unbounded: a plan does what its play declares."""
+    state = goal_state(start, racks, loads.sizes, loads.write, loads.caps, loads.fanout)
+    state.pinned = frozenset(pinned)
+    begin = dict(state.replicas)
+    outcome = optimize(state, goals, tolerance=tolerance)
+    after = dict(state.replicas)
+    table = goal_table(goals, begin, after, state.inputs, outcome.actions, outcome.skipped)
+    return GoalPlacement(after, outcome.actions, table, outcome.converged)
+
+
+def goal_table(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]],
+               after: Mapping[TopicPartition, tuple[int, ...]], inputs: GoalInputs, actions: Sequence[Action],
+               skipped: Mapping[str, str]) -> tuple[GoalOutcome, ...]:
+    """Per goal, in order: its figure before and after, its lower bound, the moves and leadership changes the walk
+    spent on it, its imbalance before and after, and why it was skipped (if it was)."""
+    before = {f.name: f for f in goal_figures(start, inputs, goals)}
+    now = {f.name: f for f in goal_figures(after, inputs, goals)}
+    moves = Counter(a.goal for a in actions if not a.leadership)
+    leads = Counter(a.goal for a in actions if a.leadership)
+    shares = (imbalances(start, inputs), imbalances(after, inputs))
+
+    def row(name: str) -> GoalOutcome:
+        b: GoalFigure = before[name]
+        return GoalOutcome(name, b.unit, b.value, now[name].value, b.lower_bound, moves[name], leads[name],
+                           shares[0].get(name, 0.0), shares[1].get(name, 0.0), b.skipped or skipped.get(name))
+
+    return tuple(row(g) for g in goals)
