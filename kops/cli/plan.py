@@ -25,12 +25,12 @@ from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import DesiredState
 from kops.model.dir_moves import place
 from kops.model.partitions import TopicPartition
-from kops.model.plan import CapacityReport, Plan
+from kops.model.plan import CapacityReport, GoalOutcome, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner import tiered
 from kops.planner.fingerprint import fingerprint
 from kops.planner.headroom import capacity_notes, capacity_rows
-from kops.planner.markdown import duration, render_markdown
+from kops.planner.markdown import duration, goal_rows, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import Sizes, read_sizes
@@ -75,6 +75,7 @@ def render_text(plan: Plan, details: bool = True) -> None:
         out.print(table)
     if s.capacity is not None:
         _print_capacity(s.capacity)
+    _print_goals(s.goals)
     bound = f" (lower bound {s.lower_bound_moves})" if s.lower_bound_moves else ""
     out.print(
         f"[bold]Summary:[/] {len(plan.creations)} to create, {len(plan.deletions)} to delete, "
@@ -89,6 +90,17 @@ def render_text(plan: Plan, details: bool = True) -> None:
         out.print(f"Then a preferred-leader election for {len(plan.election)} partition(s).")
     for note in plan.rollback.irreversible:
         out.print(f"[dim]Rollback cannot undo: {note}[/]")
+
+
+def _print_goals(goals: tuple[GoalOutcome, ...]) -> None:
+    """The play's goal list, as `kops rebalance --goals` prints it: figures before and after, the bound, the cost
+    (nothing for a play without one)."""
+    if not goals:
+        return
+    table = console.table("Goals", "Goal", "Unit", ">Before", ">After", ">Lower bound", ">Moves", ">Leader moves")
+    for row in goal_rows(goals):
+        table.add_row(*row)
+    console.out.print(table)
 
 
 def _print_capacity(report: CapacityReport) -> None:

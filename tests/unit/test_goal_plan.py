@@ -5,10 +5,12 @@ plan moves nothing, and a rebalance after a rebalance moves nothing; the plan ca
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kops.cli.main import main
 from kops.model.desired import Rebalance
 from kops.model.goals import GOAL_NAMES
 from kops.model.partitions import TopicPartition
@@ -128,3 +130,13 @@ def test_plan_then_rebalance_and_rebalance_then_rebalance_move_nothing(play) -> 
     second = rebalance_goals(apply_plan(snap, first.plan), GoalRequest(goals, min_improvement=0.0), sizes,
                              Policy(write=write))
     assert not second.plan.has_changes
+
+
+def test_kops_plan_prints_the_goal_table(capsys) -> None:
+    """The text output shows the play's goal table as `kops rebalance --goals` does (the golden `goals` play)."""
+    folder = Path(__file__).resolve().parents[1] / "golden" / "goals"
+    assert main(["plan", str(folder / "playbook.yml"), "-i", str(folder / "inventory.yml"), "--snapshot",
+                 str(folder / "snapshot.json"), "--sizes", str(folder / "sizes.json")]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["disk"], ["replicas"])]
+    assert "Goals" in out and [r[0] for r in rows] == ["disk", "replicas"] and rows[0][4:6] == ["61.77", "40.77"]
