@@ -168,3 +168,32 @@ def test_sigterm_stops_at_the_next_checkpoint(skewed_lab, tmp_path: Path) -> Non
 
 def record_moves(plan_file: Path, batch: int):
     return plan_format.loads(plan_file.read_bytes(), str(plan_file)).batches[batch].moves
+
+
+def test_a_goal_list_applied_then_the_same_goals_move_nothing(skewed_lab, tmp_path: Path, capsys) -> None:
+    """`kops rebalance --goals disk,replicas --apply` on the skewed cluster (broker 4 empty), the layout read back
+    (and, on Kafka, as Kafka reports it), then the same goals again: nothing left to move (docs/design/goals.md §5:
+    the walk ends at a fixed point)."""
+    cluster, zk = skewed_lab
+    sizes = tmp_path / "sizes.json"  # what create_and_fill wrote: 2 MiB per partition
+    sizes.write_text(json.dumps({f"pay-{p}": 2 * MB for p in SKEWED["pay"]}))
+    base = ["rebalance", "-z", cluster.zk_connect, "--sizes", str(sizes), "--goals", "disk,replicas",
+            "--min-improvement", "0", "--format", "json"]
+    plan_file = tmp_path / "goals.json"
+    assert main(base + ["--apply", "--yes", "--poll", "0.2", "-o", str(plan_file)]) == 0
+    doc = summary(capsys.readouterr().out)
+    goals = {g["name"]: g for g in doc["goals"]}
+    assert doc["status"] == "applied" and doc["moves"] >= 1 and list(goals) == ["disk", "replicas"]
+    assert goals["disk"]["after"] < goals["disk"]["before"] and goals["replicas"]["after"] <= goals["replicas"][
+        "before"]
+    plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+    expected = {t: dict(a) for t, a in SKEWED.items()}
+    for m in plan.moves:
+        expected[m.topic][m.partition] = m.to_replicas
+    assert judged(cluster, zk, expected) and replica_counts(zk).get(4, 0) == doc["moves"] > 0
+    assert throttle_configs(zk) == {} and zk.exists(paths.KOPS_LOCK) is None
+    wait_until(lambda: not read_snapshot(zk).under_replicated(), what="in sync")
+    assert main(base) == 0
+    again = summary(capsys.readouterr().out)
+    assert again["status"] == "noop" and again["moves"] == 0 and again["plan"] is None, again
+    assert layout(zk) == expected
