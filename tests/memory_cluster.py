@@ -24,7 +24,14 @@ What it models, as KRaft's controller does (ReplicationControlManager, Partition
 Failures a test injects: `MemoryCluster.crash_at` (a kill -9 at the Nth write: that port raises `Crash` and is
 dead, its lease lapses), `MemoryCluster.freeze` (a paused kops: its lease lapses, `lost` says so),
 `MemoryKafka.stop_broker` / `stick_broker`.
-Not modelled: produce traffic during a move (logs grow only when a test appends), log dirs, KIP-860's guard,
+- log dirs (JBOD, KIP-113), as ReplicaManager keeps them: each broker's dirs (`MemoryKafka.dirs`, one by
+  default), the dir of each replica (a new one in its preferred dir, else the broker's first); AlterReplicaLogDirs
+  answers REPLICA_NOT_AVAILABLE for a replica the broker does not host (the dir kept as preferred),
+  LOG_DIR_NOT_FOUND for a path not among its dirs, KAFKA_STORAGE_ERROR for an offline one (`MemoryKafka.offline`),
+  and otherwise starts a future replica (or drops it, when asked for the dir the replica is in) that copies on
+  the driven clock at the broker's bandwidth, at most `replica.alter.log.dirs.io.max.bytes.per.second` shared by
+  its futures, then takes the replica's place; an offline dir lists no replica and reports its error.
+Not modelled: produce traffic during a move (logs grow only when a test appends), KIP-860's guard,
 controller failover, a SIGSTOPped broker (KRaft fences it after its session: model it as a stop), ZooKeeper-mode
 quirks, configs read back stale (each write is visible at once).
 """
@@ -44,6 +51,8 @@ from kops.holder import Locked, LockLost, describe
 from kops.model.brokers import Broker
 from kops.model.capacity import LogDirUsage
 from kops.model.partitions import Partition, PartitionState, TopicPartition
+from kops.model.placement import DirCopy, ReplicaDir, dirs_by_broker, jbod_brokers
+from kops.model.plan import ALTER_LOG_DIRS_RATE
 from kops.model.snapshot import ControllerInfo, RequestedMove, Snapshot, admin_api_connect
 from kops.model.throttle_keys import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, list_entries
 from kops.model.topics import Topic
@@ -55,7 +64,9 @@ LEASE = 10.0  # the Admin-API lock's default lease (AdminCluster's `lease`)
 START = 1_767_225_600.0  # the driven clock's wall time at zero (2026-01-01T00:00:00Z)
 LOCK_TOPIC = "__kops"
 LOG_DIR = "/var/lib/kafka/data"  # every broker's one log dir
-KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455")
+KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455", dir_moves=True)
+Replica = tuple[TopicPartition, int]
+NOT_HOSTED, NOT_FOUND, OFFLINE = "ReplicaNotAvailableError", "LogDirNotFoundError", "KafkaStorageError"
 
 
 class Crash(BaseException):
@@ -140,7 +151,12 @@ class MemoryKafka:
         self.configs: dict[str, dict[str, str]] = {}
         self.records: dict[str, bytes] = {}  # `execution/<id>` and `cancel/<id>`, as keys of `__kops`
         self.claims: list[_Claim] = []
-        self.disks: dict[int, int] = {}  # broker -> its one log dir's filesystem, bytes; others answer -1 (Kafka < 3.3)
+        self.disks: dict[int, int] = {}  # broker -> each log dir's filesystem, bytes; others answer -1 (Kafka < 3.3)
+        self.dirs: dict[int, tuple[str, ...]] = {}  # broker -> its log dirs (absent: LOG_DIR alone)
+        self.offline: set[tuple[int, str]] = set()  # (broker, dir) lost: KAFKA_STORAGE_ERROR
+        self.placed: dict[Replica, str] = {}  # the dir a replica is in (absent: preferred, else the broker's first)
+        self.preferred: dict[Replica, str] = {}  # dirs asked for replicas not hosted yet
+        self.futures: dict[Replica, tuple[str, float]] = {}  # intra-broker moves: target dir, bytes copied
 
     # -- brokers ---------------------------------------------------------------------------------------------
 
@@ -271,6 +287,8 @@ class MemoryKafka:
         part.replicas = list(target) + part.removing
         for b in part.adding:
             part.logs.setdefault(b, 0.0)
+            self.placed.pop((tp, b), None)  # born in its preferred dir (or the first), not where an old copy was
+            self.futures.pop((tp, b), None)
         self._maybe_complete(part)
 
     def cancel(self, tp: TopicPartition) -> bool:
@@ -331,6 +349,7 @@ class MemoryKafka:
             else:
                 claim.last_beat = now
         self._copy(seconds)
+        self._copy_dirs(seconds)
         self._lag_out(now)
 
     def _copy(self, seconds: float) -> None:
@@ -372,6 +391,72 @@ class MemoryKafka:
         for part in self._parts():
             if self.serving(part.leader) and part.leader not in gone and gone & set(part.isr):
                 part.isr = [r for r in part.isr if r not in gone]
+
+    # -- log dirs (KIP-113) ------------------------------------------------------------------------------------
+
+    def log_dirs_of(self, broker: int) -> tuple[str, ...]:
+        return self.dirs.get(broker, (LOG_DIR,))
+
+    def hosts(self, tp: TopicPartition, broker: int) -> bool:
+        part = self.part(tp)
+        return part is not None and broker in part.logs
+
+    def dir_of(self, tp: TopicPartition, broker: int) -> str:
+        """The dir holding the broker's replica: where it was put, else its preferred dir, else the first."""
+        key = (tp, broker)
+        if key not in self.placed:
+            self.placed[key] = self.preferred.pop(key, self.log_dirs_of(broker)[0])
+        return self.placed[key]
+
+    def alter_dir(self, tp: TopicPartition, broker: int, path: str) -> str | None:
+        """ReplicaManager.alterReplicaLogDirs for one replica: None when taken, else the error's name."""
+        if path not in self.log_dirs_of(broker):
+            return NOT_FOUND
+        if (broker, path) in self.offline:
+            return OFFLINE
+        key = (tp, broker)
+        if not self.hosts(tp, broker):
+            self.preferred[key] = path
+            self.placed.pop(key, None)
+            return NOT_HOSTED
+        if self.dir_of(tp, broker) == path:
+            self.futures.pop(key, None)  # futureReplicaDirChanged: the copy is dropped
+        elif self.futures.get(key, ("", 0.0))[0] != path:
+            self.futures[key] = (path, 0.0)
+        return None
+
+    def _copy_dirs(self, seconds: float) -> None:
+        """Future replicas copy at the broker's bandwidth, at most its alter-log-dirs throttle, shared."""
+        copying = [key for key in sorted(self.futures) if self._dir_online(*key)]
+        per_broker = Counter(b for _tp, b in copying)
+        for key in copying:
+            tp, broker = key
+            part = self.part(tp)
+            if part is None or broker not in part.logs:
+                self.futures.pop(key, None)
+                continue
+            limit = min(self.bandwidth, self._rate(broker, ALTER_LOG_DIRS_RATE) or self.bandwidth)
+            path, copied = self.futures[key]
+            copied += limit / per_broker[broker] * seconds
+            if copied >= part.logs[broker]:
+                self.placed[key] = path
+                del self.futures[key]
+            else:
+                self.futures[key] = (path, copied)
+
+    def _dir_online(self, tp: TopicPartition, broker: int) -> bool:
+        target = self.futures.get((tp, broker), ("", 0.0))[0]
+        return self.serving(broker) and not {(broker, self.dir_of(tp, broker)), (broker, target)} & self.offline
+
+    def dir_copy(self, tp: TopicPartition, broker: int) -> DirCopy | None:
+        """DescribeLogDirs of one replica: its dir and size, its future replica's; None where not listed."""
+        part = self.part(tp)
+        if part is None or broker not in part.logs or not self.serving(broker) \
+                or (broker, self.dir_of(tp, broker)) in self.offline:
+            return None
+        future = self.futures.get((tp, broker))
+        return DirCopy(self.dir_of(tp, broker), int(part.logs[broker]), future[0] if future else None,
+                       int(future[1]) if future else 0)
 
     # -- reading ---------------------------------------------------------------------------------------------
 
@@ -482,15 +567,46 @@ class MemoryCluster(ConfigsOneAtATime):
         return {tp: max(per.values()) for tp, per in self.kafka.replica_sizes().items() if per}
 
     def log_dirs(self) -> tuple[LogDirUsage, ...]:
-        """DescribeLogDirs v4 without partitions: one dir per serving broker, usable = its disk − its replicas."""
+        """DescribeLogDirs v4 without partitions: each dir of each serving broker, usable = its disk − its
+        replicas; an offline dir with its error and no figures."""
         self.alive()
-        held: dict[int, int] = {}
-        for per in self.kafka.replica_sizes().values():
+        kafka = self.kafka
+        held: dict[tuple[int, str], int] = {}
+        for tp, per in kafka.replica_sizes().items():
             for b, size in per.items():
-                held[b] = held.get(b, 0) + size
-        disks = self.kafka.disks
-        return tuple(LogDirUsage.of(b, LOG_DIR, disks.get(b, -1), disks[b] - held.get(b, 0) if b in disks else -1)
-                     for b in sorted(self.kafka.racks) if self.kafka.serving(b))
+                key = (b, kafka.dir_of(tp, b))
+                held[key] = held.get(key, 0) + size
+        disks = kafka.disks
+        return tuple(LogDirUsage.of(b, d, disks.get(b, -1), disks[b] - held.get((b, d), 0) if b in disks else -1,
+                                    OFFLINE if (b, d) in kafka.offline else None)
+                     for b in sorted(kafka.racks) if kafka.serving(b) for d in kafka.log_dirs_of(b))
+
+    def replica_dirs(self, dirs: tuple[LogDirUsage, ...]) -> tuple[ReplicaDir, ...]:
+        """Which dir holds each replica of the brokers with several dirs (futures included), as AdminCluster."""
+        self.alive()
+        brokers = set(jbod_brokers(dirs_by_broker((d.broker, d.path) for d in dirs)))
+        rows = []
+        for (tp, broker), copy in self._copies(brokers).items():
+            if copy.path is not None:
+                rows.append(ReplicaDir(tp.topic, tp.partition, broker, copy.path))
+            if copy.future_path is not None:
+                rows.append(ReplicaDir(tp.topic, tp.partition, broker, copy.future_path, future=True))
+        return tuple(sorted(rows))
+
+    def _copies(self, brokers: set[int]) -> dict[Replica, DirCopy]:
+        kafka = self.kafka
+        found = {(TopicPartition(n, p), b): kafka.dir_copy(TopicPartition(n, p), b)
+                 for n, parts in kafka.topics.items() for p, part in parts.items() for b in part.logs if b in brokers}
+        return {key: copy for key, copy in found.items() if copy is not None}
+
+    def dir_copies(self, replicas: Sequence[Replica]) -> dict[Replica, DirCopy]:
+        self.alive()
+        found = {key: self.kafka.dir_copy(*key) for key in replicas}
+        return {key: copy for key, copy in found.items() if copy is not None}
+
+    def alter_replica_dirs(self, wanted: Mapping[Replica, str]) -> dict[Replica, str | None]:
+        self.write(f"alter_replica_dirs {len(wanted)}")
+        return {(tp, broker): self.kafka.alter_dir(tp, broker, path) for (tp, broker), path in wanted.items()}
 
     def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]:
         """Bytes each replica is behind its leader's log end, where the leader answers (DescribeLogDirs)."""

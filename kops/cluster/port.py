@@ -16,13 +16,15 @@ from typing import Any, Protocol, TypeVar
 from kops.errors import Refused
 from kops.model.capacity import LogDirUsage
 from kops.model.partitions import TopicPartition
+from kops.model.placement import DirCopy, ReplicaDir
 from kops.model.snapshot import Snapshot
 
 Assignment = Mapping[int, Sequence[int]]
 __all__ = ["RECORD_WRITES", "WRITES", "Capabilities", "Cluster", "ConfigsOneAtATime", "Entity", "Fenced", "Lock",
-           "RecordStore", "Refused", "Target"]
+           "RecordStore", "Refused", "Replica", "Target"]
 
 Target = tuple[TopicPartition, tuple[int, ...]]  # a partition and the replicas it is to have, in order
+Replica = tuple[TopicPartition, int]  # a partition's replica on one broker
 Entity = tuple[str, str]  # a config entity: ("topics", name) or ("brokers", id)
 _Call = TypeVar("_Call", bound=Callable[..., Any])
 
@@ -47,6 +49,8 @@ class Capabilities:
     moves_in_flight: bool  # new moves are taken while others run
     cancel_by: str  # how it cancels ("KIP-455", "KIP-236"), where it can
     no_cancel: str = ""  # where it cannot: why, then what would ("...; reach it through the Admin API")
+    dir_moves: bool = False  # replicas moved between a broker's log dirs (KIP-113 AlterReplicaLogDirs)
+    no_dir_moves: str = ""  # where they cannot be: why, and what would ("...: pass -b BOOTSTRAP")
 
 
 class Lock(Protocol):
@@ -123,6 +127,16 @@ class Cluster(Protocol):
     @writes
     def elect_preferred(self, partitions: Sequence[TopicPartition], timeout: float) -> bool: ...
     def lags(self, asked: Sequence[tuple[TopicPartition, int]]) -> dict[tuple[TopicPartition, int], int]: ...
+
+    # log dirs (JBOD, KIP-113; docs/design/jbod.md §3), where `capabilities().dir_moves`
+    def replica_dirs(self, dirs: tuple[LogDirUsage, ...]) -> tuple[ReplicaDir, ...]:
+        """Which dir holds each replica of the brokers `dirs` shows with several dirs; () where not known."""
+    def dir_copies(self, replicas: Sequence[Replica]) -> dict[Replica, DirCopy]:
+        """Each replica's dir and size and, while a disk move copies it, its future replica's."""
+    @writes
+    def alter_replica_dirs(self, wanted: Mapping[Replica, str]) -> dict[Replica, str | None]:
+        """AlterReplicaLogDirs: per replica None (accepted) or Kafka's error name (ReplicaNotAvailableError for
+        a replica its broker does not host yet, which is then born in that dir)."""
     def close(self) -> None: ...
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from kops.cluster.port import Assignment, Capabilities, ConfigsOneAtATime, Target
+from kops.cluster.port import Assignment, Capabilities, ConfigsOneAtATime, Replica, Target
 from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, dead_local, describe
 from kops.kip179.client import Kip179Client
@@ -23,6 +23,7 @@ from kops.kip179.protocol import ErrorCode
 from kops.model.capacity import LogDirUsage
 from kops.model.features import KIP179_ADMIN, KIP236_CANCEL, KIP236_QUEUE
 from kops.model.partitions import TopicPartition
+from kops.model.placement import DirCopy, ReplicaDir
 from kops.model.snapshot import Snapshot
 from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import NodeExists, NodeMissing, ZkClient
@@ -30,6 +31,9 @@ from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
 from kops.zk_layout.reader import read_snapshot
 
 CANCEL = "cancel"
+_NO_DIR_MOVES_ZK = ("needs the Admin API (AlterReplicaLogDirs), which ZooKeeper does not offer: reach the cluster "
+                    "with -b BOOTSTRAP")
+_NO_DIR_MOVES_SEEDS = "is Kafka's (JBOD): the kops engine's brokers have one log dir each"
 
 
 class ZkCluster(ConfigsOneAtATime):
@@ -56,7 +60,20 @@ class ZkCluster(ConfigsOneAtATime):
         cancel and queue (the kops engine)."""
         features = snapshot.cluster_features()
         return Capabilities(cancel_in_flight=KIP236_CANCEL in features, moves_in_flight=KIP236_QUEUE in features,
-                            cancel_by="KIP-236", no_cancel="through ZooKeeper (no KIP-236)")
+                            cancel_by="KIP-236", no_cancel="through ZooKeeper (no KIP-236)",
+                            no_dir_moves=_NO_DIR_MOVES_SEEDS if features else _NO_DIR_MOVES_ZK)
+
+    # -- log dirs: the Admin API's (docs/design/jbod.md §3, §6) -----------------------------------------------
+
+    def replica_dirs(self, dirs: tuple[LogDirUsage, ...]) -> tuple[ReplicaDir, ...]:
+        """No znode says which dir holds a replica: unknown (`dir_of` answers None where a broker has several)."""
+        return ()
+
+    def dir_copies(self, replicas: Sequence[Replica]) -> dict[Replica, DirCopy]:
+        raise Refused(f"reading log-dir moves {_NO_DIR_MOVES_ZK}", where=self.where)
+
+    def alter_replica_dirs(self, wanted: Mapping[Replica, str]) -> dict[Replica, str | None]:
+        raise Refused(f"moving replicas between log dirs {_NO_DIR_MOVES_ZK}", where=self.where)
 
     def sizes(self) -> dict[TopicPartition, int]:
         """ZooKeeper holds no sizes: plans take them from `kops sizes summarize` (--sizes)."""

@@ -26,11 +26,11 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from kops.cluster.port import Cluster, Fenced, Lock
+from kops.cluster.port import Cluster, Fenced, Lock, Replica
 from kops.errors import ExitCode, KopsError, Refused
-from kops.executor import health, order, progress, stall, steps, throttles
+from kops.executor import health, log_dirs, order, progress, stall, steps, throttles
 from kops.executor.disks import DiskGate, disk_limit, what_to_do
 from kops.executor.events import (
     BatchDone,
@@ -67,23 +67,6 @@ class Stale(KopsError):
     """The cluster no longer matches what the plan (or the batch) expects."""
 
     exit_code = ExitCode.STALE
-
-
-def refuse_dir_placement(plan: Plan) -> None:
-    """Until the executor runs them (docs/design/jbod.md §11, commit 6), a plan that moves replicas between log
-    dirs, or places new replicas in one, is refused before anything is read or written."""
-    disk = plan.disk_moves
-    if disk:
-        first = disk[0]
-        raise Refused(f"disk moves are planned but not executed yet: {len(disk)} replica(s), first "
-                      f"{first.topic}-{first.partition} on broker {first.broker} to {first.to_dir}",
-                      hint="run its kafka-reassign-partitions export (kops plan --export-kafka) with Kafka's tool")
-    placed = [(m, broker, path) for m in plan.moves for broker, path in m.placed]
-    if placed:
-        move, broker, path = placed[0]
-        raise Refused(f"moves into named log dirs are planned but not executed yet: {len(placed)} replica(s), "
-                      f"first {move.topic}-{move.partition} on broker {broker} to {path}",
-                      hint="run its kafka-reassign-partitions export (kops plan --export-kafka) with Kafka's tool")
 
 
 @dataclass
@@ -148,6 +131,7 @@ class Executor:
         self.gate = DiskGate(lambda: self.cluster.log_dirs(), reporter)  # the port as it is then (fenced or not)
         self._uncancellable_said: set[int] = set()  # batches whose "cannot cancel here" was said once
         self._lock: Lock | None = None  # while held, every write goes through a cluster fenced by it
+        self._placed: dict[Replica, str] = {}  # the dir each new replica of the plan's moves is born in
         self._raw: Cluster | None = None
 
     # -- entry points --------------------------------------------------------------------------------------
@@ -157,12 +141,17 @@ class Executor:
         """Run `plan` (batches, or rolling: `rolling`, else the plan's own `rolling`). An incomplete snapshot
         (brokers' views still disagreeing) is refused before anything is written, unless `allow_incomplete`.
         Destinations' disks are held to the plan's `limits.disk` (kops.executor.disks)."""
-        refuse_dir_placement(plan)
         self.gate.limit, self.gate.planned = disk_limit(plan), plan.summary.capacity
         snapshot = self.read_snapshot()
         if not allow_incomplete:
             snapshot.refuse_incomplete()
         self._refuse_unsafe(snapshot, plan.cluster_id)
+        can = self.cluster.capabilities(snapshot)
+        log_dirs.refuse_without(self, plan, can.dir_moves, can.no_dir_moves)
+        self._placed = log_dirs.placements(plan)
+        if log_dirs.needs_dirs(plan) and (rolling or plan.rolling):
+            self.emit(Message("a plan that puts replicas in named log dirs runs in batches: running its batches"))
+            rolling, plan = None, replace(plan, rolling=None)
         with self._locked(plan_path) as lock:
             if resume:
                 record = self._resumable(plan_digest, "apply")
@@ -226,6 +215,8 @@ class Executor:
                                     hint="`kops status` shows the executions; pass --execution ID")
                 snapshot = self._settle_forward(forward, snapshot)
                 record = self._rollback_record(forward, plan_path, plan_digest, snapshot)
+                can = self.cluster.capabilities(snapshot)
+                log_dirs.refuse_without(self, record, can.dir_moves, can.no_dir_moves)
                 self.journal.create(record)
                 forward.throttles_before.clear()  # the rollback restores them now
                 forward.throttles_written.clear()
@@ -457,9 +448,11 @@ class Executor:
                     self.settle_throttles()
                 if first_start:
                     batch.started_at = self.clock.now()  # the batch's duration runs from its submission
+                log_dirs.place_first(self, todo, self._placed, f"batch {batch.index}")
                 self.submit(todo, snapshot, f"batch {batch.index}")
                 self.save(record)
         self._follow(record, batch, snapshot)
+        log_dirs.run_dir_moves(self, record, batch, self._placed)
         throttles.restore(self.cluster, record, throttles.busy_entities(self.read_snapshot(), batch.tps))
         batch.status, batch.finished_at = DONE, self.clock.now()
         self.save(record)

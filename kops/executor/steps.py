@@ -35,7 +35,8 @@ class RollbackSteps:
 
 
 def from_plan(plan: Plan) -> list[BatchRecord]:
-    return [BatchRecord(b.index, list(b.moves), estimate_seconds=b.estimate.seconds) for b in plan.batches]
+    return [BatchRecord(b.index, list(b.moves), estimate_seconds=b.estimate.seconds, disk_moves=list(b.disk_moves))
+            for b in plan.batches]
 
 
 def rolling_from_plan(plan: Plan, snapshot: Snapshot) -> list[BatchRecord]:
@@ -60,6 +61,17 @@ def _config_difference(written: dict[str, str], now: dict[str, str]) -> str:
         ", where the execution set " + (", ".join(f"{k}={written[k]!r}" for k in keys[:3] if k in written) or "nothing")
 
 
+def _with_disk_moves_back(started: list[BatchRecord], undone: list[tuple[int, list[Move]]],
+                          estimates: dict[int, float | None]) -> list[BatchRecord]:
+    """The rollback's batches, last forward batch first: each with the inverse of its moves and of its disk moves
+    (every disk move of a started batch goes back to its `from_dir`; one that never left it is done at once)."""
+    moves = dict(undone)
+    back = {b.index: [m.inverse() for m in b.disk_moves] for b in started if b.disk_moves}
+    order = sorted(set(moves) | set(back), reverse=True)
+    return [BatchRecord(n, moves.get(index, []), estimate_seconds=estimates[index], disk_moves=back.get(index, []))
+            for n, index in enumerate(order, 1)]
+
+
 def rollback_of(forward: ExecutionRecord, snapshot: Snapshot,
                 current_configs: dict[str, dict[str, str]]) -> RollbackSteps:
     """What undoes `forward` on a cluster in the state `snapshot` (nothing may be in flight on its partitions)."""
@@ -67,8 +79,7 @@ def rollback_of(forward: ExecutionRecord, snapshot: Snapshot,
     undo = invert([(b.index, b.moves) for b in started], lambda tp: _replicas(snapshot, tp),
                   f"rollback of execution {forward.id}")
     estimates = {b.index: b.estimate_seconds for b in started}
-    batches = [BatchRecord(n, moves, estimate_seconds=estimates[index])
-               for n, (index, moves) in enumerate(undo.batches, 1)]
+    batches = _with_disk_moves_back(started, undo.batches, estimates)
     if forward.rolling is not None:  # undone rolling too
         batches = one_per_move([m for b in batches for m in b.moves], snapshot)
     drift = list(undo.drift)

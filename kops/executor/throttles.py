@@ -13,12 +13,13 @@ and a throttle another tool set for its own moves, survive kops.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 
 from kops.cluster.port import Cluster, Entity
 from kops.errors import ConnectionFailed, KopsError
 from kops.executor.record import ExecutionRecord
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Move
+from kops.model.plan import ALTER_LOG_DIRS_RATE, Move
 from kops.model.snapshot import Snapshot
 from kops.model.throttle_keys import TOPIC_KEYS
 from kops.model.throttle_keys import list_entries as _entries
@@ -43,6 +44,26 @@ def plan_batch_throttles(record: ExecutionRecord, moves: list[Move], snapshot: S
             continue  # an absent replica a healing drops (docs/design/healing.md) sends nothing; none would answer
         _remember(record, entity_key("brokers", str(broker)), values, config_of("brokers", str(broker)))
         wanted[entity_key("brokers", str(broker))] = values
+    return wanted
+
+
+def alter_log_dirs_throttles(record: ExecutionRecord, brokers: set[int],
+                             snapshot: Snapshot) -> dict[str, dict[str, str]]:
+    """Disk moves' throttle, `replica.alter.log.dirs.io.max.bytes.per.second` at the execution's rate on each
+    broker in `brokers` (a lower value found stays); the values found are recorded, as for the replication
+    throttles, and restored with them. Nothing when the execution is unthrottled."""
+    if record.rate is None:
+        return {}
+    wanted: dict[str, dict[str, str]] = {}
+    for broker in sorted(brokers):
+        key = entity_key("brokers", str(broker))
+        found = snapshot.broker_configs.get(str(broker), {})
+        rate = record.rate
+        with suppress(KeyError, ValueError):
+            rate = min(rate, int(found[ALTER_LOG_DIRS_RATE]))
+        values = {ALTER_LOG_DIRS_RATE: str(rate)}
+        _remember(record, key, values, found)
+        wanted[key] = values
     return wanted
 
 

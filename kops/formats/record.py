@@ -21,6 +21,8 @@ FORMAT = "kops-execution/1"
 BatchStatus = Literal["pending", "running", "done", "cancelled"]
 RunStatus = Literal["running", "done", "stopped", "failed"]
 MoveRow = tuple[Text, Id, Replicas, Replicas, Size]  # topic, partition, from, to, bytes of one replica
+DiskMoveRow = tuple[Text, Id, Id, Text, Text, Replicas, Size]  # topic, partition, broker, from dir, to dir, replicas,
+# bytes
 Timestamp = Seconds  # seconds since the epoch
 Scalar = Annotated[str, Strict()] | Annotated[int, Strict()] | Annotated[float, Strict()] | None
 
@@ -39,7 +41,9 @@ class ConfigRecordDoc(Doc):
 class BatchRecordDoc(Doc):
     domain = BatchRecord
     rows: ClassVar[dict[str, tuple[str, ...]]] = {"moves": ("topic", "partition", "from_replicas", "to_replicas",
-                                                           "bytes")}
+                                                           "bytes"),
+                                                 "disk_moves": ("topic", "partition", "broker", "from_dir", "to_dir",
+                                                                "replicas", "bytes")}
 
     index: int = Field(ge=1, le=2**31 - 1, strict=True)
     status: BatchStatus
@@ -49,6 +53,9 @@ class BatchRecordDoc(Doc):
     started_at: Timestamp | None
     finished_at: Timestamp | None
     progress_at: Timestamp | None = Field(description="the last time the batch moved (stall detection)")
+    disk_moves: list[DiskMoveRow] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
+        "`[topic, partition, broker, from dir, to dir, replicas, bytes]`: a replica to another log dir of its "
+        "broker, run after the batch's moves; `from dir` is what rollback restores; absent when none"))
 
 
 class RecordDoc(Doc):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Move, Rolling
+from kops.model.plan import DiskMove, Move, Rolling
 
 PENDING, RUNNING, DONE, CANCELLED = "pending", "running", "done", "cancelled"  # batch states
 STOPPED, FAILED = "stopped", "failed"  # execution states besides RUNNING and DONE
@@ -26,6 +26,7 @@ class BatchRecord:
     started_at: float | None = None
     finished_at: float | None = None
     progress_at: float | None = None  # the last time the batch moved (stall detection, kops status)
+    disk_moves: list[DiskMove] = field(default_factory=list)  # replicas to another dir of their broker, after moves
 
     @property
     def tps(self) -> set[TopicPartition]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,36 +149,48 @@ def settled_dir(port: Any, tp: Any, broker: int, path: str) -> bool:
     return copy is not None and copy.path == path and not copy.moving
 
 
+Wait = Callable[[Callable[[], bool], str], None]
+
+
+def moves_between_dirs_and_places_one_a_reassignment_brings(port: Any, dirs_of: Callable[[int], list[str]],
+                                                            wait: Wait) -> None:
+    """The port's log-dir calls as Kafka answers them, on a cluster holding TOPIC as LAYOUT with two dirs per
+    broker: a hosted replica moves to its broker's other dir (AlterReplicaLogDirs, then the swap); for a replica
+    its broker does not host, the broker answers REPLICA_NOT_AVAILABLE and keeps the dir as preferred, so the
+    replica a reassignment then brings is born there (docs/design/jbod.md §1); an unknown path is
+    LOG_DIR_NOT_FOUND. Run over kops's Admin adapter on real Kafka (below) and over the memory cluster
+    (tests/unit/test_executor_log_dirs.py), which the executor's fast tests run on."""
+    from kops.model.partitions import TopicPartition
+
+    tp = TopicPartition(TOPIC, 3)  # on brokers 1 and 2
+    now = port.dir_copies([(tp, 2)])[(tp, 2)].path
+    other = next(d for d in dirs_of(2) if d != now)
+    assert port.alter_replica_dirs({(tp, 2): other}) == {(tp, 2): None}
+    wait(lambda: settled_dir(port, tp, 2, other), f"{tp} on broker 2 in {other}")
+
+    target = dirs_of(3)[1]  # made the fuller of broker 3's dirs, so Kafka would not pick it
+    held = port.dir_copies([(TopicPartition(TOPIC, p), 3) for p, r in LAYOUT.items() if 3 in r])
+    for (other_tp, _), copy in held.items():
+        if copy.path != target:
+            assert port.alter_replica_dirs({(other_tp, 3): target}) == {(other_tp, 3): None}
+            wait(lambda t=other_tp: settled_dir(port, t, 3, target), f"{other_tp} in {target}")
+    assert port.alter_replica_dirs({(tp, 3): target}) == {(tp, 3): "ReplicaNotAvailableError"}
+    port.submit([(tp, (1, 2, 3))], port.snapshot())
+    wait(lambda: settled_dir(port, tp, 3, target), f"{tp}'s new replica in {target}")
+    assert port.alter_replica_dirs({(tp, 2): "/nowhere"}) == {(tp, 2): "LogDirNotFoundError"}
+
+
 def test_kops_moves_a_replica_between_dirs_and_places_one_a_reassignment_brings(filled: EngineLab) -> None:
-    """Through kops's Admin adapter: a hosted replica moves to its broker's other dir (AlterReplicaLogDirs, then
-    the swap); for a replica its broker does not host, the broker answers REPLICA_NOT_AVAILABLE and keeps the
-    dir as preferred, so the replica a reassignment then brings is born there (docs/design/jbod.md §1)."""
     from kops.cluster.admin.adapter import AdminCluster
     from kops.cluster.admin.connection import AdminSettings
-    from kops.model.partitions import TopicPartition
 
     port = AdminCluster(AdminSettings(str(filled.bootstrap)))
     try:
-        tp = TopicPartition(TOPIC, 3)  # on brokers 1 and 2
-        now = port.dir_copies([(tp, 2)])[(tp, 2)].path
-        other = next(str(d) for d in filled.lab.log_dirs(2) if str(d) != now)
-        assert port.alter_replica_dirs({(tp, 2): other}) == {(tp, 2): None}
-        wait_until(lambda: settled_dir(port, tp, 2, other), timeout=60, what=f"{tp} on broker 2 in {other}")
-
-        target = str(filled.lab.log_dirs(3)[1])  # made the fuller of broker 3's dirs, so Kafka would not pick it
-        held = port.dir_copies([(TopicPartition(TOPIC, p), 3) for p, r in LAYOUT.items() if 3 in r])
-        for (other_tp, _), copy in held.items():
-            if copy.path != target:
-                assert port.alter_replica_dirs({(other_tp, 3): target}) == {(other_tp, 3): None}
-                wait_until(lambda t=other_tp: settled_dir(port, t, 3, target), timeout=60,
-                           what=f"{other_tp} in {target}")
-        assert port.alter_replica_dirs({(tp, 3): target}) == {(tp, 3): "ReplicaNotAvailableError"}
-        port.submit([(tp, (1, 2, 3))], port.snapshot())
-        wait_until(lambda: settled_dir(port, tp, 3, target), timeout=60, what=f"{tp}'s new replica in {target}")
-        assert port.alter_replica_dirs({(tp, 2): "/nowhere"}) == {(tp, 2): "LogDirNotFoundError"}
+        moves_between_dirs_and_places_one_a_reassignment_brings(
+            port, lambda b: [str(d) for d in filled.lab.log_dirs(b)],
+            lambda ready, what: wait_until(ready, timeout=60, what=what))
     finally:
         port.close()
-
 
 REASSIGN_TOOL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
@@ -227,3 +239,42 @@ def test_a_file_naming_dirs_imports_and_its_export_runs_with_kafka_s_tool(filled
     wait_until(in_their_dirs, timeout=120, what="every replica in the dir the plan named")
     out = reassign_tool(cluster, "--verify", "--reassignment-json-file", str(exported))
     assert "still in progress" not in out, out
+
+
+def test_kops_apply_puts_replicas_in_the_dirs_named_and_rollback_puts_them_back(filled: EngineLab, tmp_path: Path,
+                                                                                capsys: Any) -> None:
+    """`kops apply` of an imported plan with a disk move (partition 1's replica on broker 3 to its other dir) and a
+    move whose new replica is placed (partition 2 from (3, 1) to (3, 2), broker 2's replica in its first dir):
+    DescribeLogDirs then shows each in its dir, and `kops rollback` puts the replica back in the dir it was in and
+    partition 2 back on (3, 1). On Kafka 3.9 reached through ZooKeeper the plan is refused first, asking for -b.
+    Broker 1 only loses a replica: the first test throttles its alter-log-dirs thread to 1 KiB/s."""
+    cluster = filled
+    now = {(p, b): path for t, p, b, path, future in kops_state(cluster, tmp_path / "before.json")["replica_dirs"]
+           if t == TOPIC and not future}
+    before = now[(1, 3)]
+    other = next(str(x) for x in cluster.lab.log_dirs(3) if str(x) != before)
+    born = str(cluster.lab.log_dirs(2)[0])
+    given, plan_file = tmp_path / "given.json", tmp_path / "plan.json"
+    given.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": TOPIC, "partition": 1, "replicas": [2, 3], "log_dirs": ["any", other]},
+        {"topic": TOPIC, "partition": 2, "replicas": [3, 2], "log_dirs": ["any", born]},
+    ]}))
+    bootstrap = str(cluster.bootstrap)
+    assert main(["plan", "--import-kafka", str(given), "-b", bootstrap, "-o", str(plan_file), "--throttle",
+                 "8MiB/s", "--format", "json"]) == 0
+    if cluster.zk_connect:
+        capsys.readouterr()
+        assert main(["apply", str(plan_file), "-z", cluster.zk_connect, "--yes"]) == 1
+        assert "-b BOOTSTRAP" in " ".join(capsys.readouterr().err.split())
+
+    assert main(["apply", str(plan_file), "-b", bootstrap, "--yes", "--poll", "0.2"]) == 0
+    rows = kops_rows(kops_state(cluster, tmp_path / "after.json"))
+    assert (TOPIC, 1, 3, other, False) in rows and (TOPIC, 2, 2, born, False) in rows
+    assert not any(future and p in (1, 2) for _, p, _, _, future in rows)
+    assert {(p, b) for _, p, b, _, future in rows if p == 2 and not future} == {(2, 3), (2, 2)}
+
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--poll", "0.2"]) == 0
+    rows = kops_rows(kops_state(cluster, tmp_path / "back.json"))
+    assert (TOPIC, 1, 3, before, False) in rows
+    assert not any(future and p in (1, 2) for _, p, _, _, future in rows)
+    assert {(p, b) for _, p, b, _, future in rows if p == 2 and not future} == {(2, 3), (2, 1)}

@@ -42,6 +42,9 @@ CALLS: dict[str, Call] = {  # one call of each of the port's, on a cluster with 
     "cancel": lambda c: c.cancel([PAY0], 1.0),
     "elect_preferred": lambda c: c.elect_preferred([PAY0], 1.0),
     "lags": lambda c: c.lags([(PAY0, 2)]),
+    "replica_dirs": lambda c: c.replica_dirs(c.log_dirs()),
+    "dir_copies": lambda c: c.dir_copies([(PAY0, 1)]),
+    "alter_replica_dirs": lambda c: c.alter_replica_dirs({(PAY0, 1): "/var/lib/kafka/data"}),
     "close": lambda c: c.close(),
 }
 REFUSED = {"shrink_partitions"}  # KIP-253 is the kops engine's: Kafka refuses it before anything is written

@@ -1,8 +1,8 @@
 """Replicas placed in log dirs (issue 37, docs/design/jbod.md §4): a kafka-reassign-partitions file naming
 `log_dirs` becomes a plan whose new replicas carry their `to_dirs` and whose replicas that stay but change dir
 are disk moves (kind `disk`, a batch of their own, undone by the rollback); the plan file carries both and
-refuses what cannot be run; the export writes them back as Kafka's tool reads them; and `kops apply` refuses a
-plan holding them until the executor runs them. On real Kafka: tests/integration/test_jbod_real.py."""
+refuses what cannot be run; and the export writes them back as Kafka's tool reads them. The executor's side:
+tests/unit/test_executor_log_dirs.py; on real Kafka: tests/integration/test_jbod_real.py."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from kops.errors import DocumentError, ExitCode, Refused
-from kops.executor.executor import Executor
+from kops.errors import DocumentError
 from kops.model import plan_format
 from kops.model.capacity import LogDirUsage
 from kops.model.dir_moves import place
@@ -24,7 +23,6 @@ from kops.model.snapshot import Snapshot
 from kops.planner.planner import plan_targets
 from kops.zk_layout.codecs.reassign_tool import exported, read_reassignment_json, write_reassignment_json
 from tests.builders import brokers, snapshot, topic
-from tests.memory_cluster import MemoryCluster, MemoryKafka
 
 MB = 1024 * 1024
 DIRS = tuple(LogDirUsage(b, f"/data/b{b}/d{d}", 100 * MB, 50 * MB) for b in (1, 2, 3) for d in (1, 2))
@@ -154,16 +152,3 @@ def test_the_export_writes_the_dirs_back_as_kafka_s_tool_reads_them() -> None:
     ]
     back = read_reassignment_json(write_reassignment_json(entries), "out.json", disk_moves=True)
     assert [e.placed for e in back] == [[(1, "/data/b1/d2")], [(3, "/data/b3/d2")], []]
-
-
-def test_apply_refuses_disk_moves_and_placed_moves_in_one_line() -> None:
-    executor = Executor(MemoryCluster(MemoryKafka(3)), lambda event: None)  # type: ignore[arg-type]
-    plan = imported()
-    with pytest.raises(Refused) as caught:
-        executor.apply(plan, "p.json", "0123456789abcdef")
-    assert caught.value.one_line().startswith("disk moves are planned but not executed yet: 1 replica(s), first "
-                                              "orders-0 on broker 1 to /data/b1/d2 (")
-    assert caught.value.exit_code == ExitCode.ERROR
-    placed_only = replace(plan, batches=plan.batches[:-1])
-    with pytest.raises(Refused, match="moves into named log dirs are planned but not executed yet: 1 replica"):
-        executor.apply(placed_only, "p.json", "0123456789abcdef")

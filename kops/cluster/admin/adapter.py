@@ -60,7 +60,7 @@ SOURCES = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFIG"}
 READ_BACK_SECONDS = 15.0
 STALE_READ_SECONDS = 5.0  # how long a read that does not show kops's own last write is taken for a lagging broker
 LAG_EVERY = 1.0  # seconds between two DescribeLogDirs for progress
-KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455")
+KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455", dir_moves=True)
 
 
 class AdminCluster:
@@ -368,7 +368,7 @@ class AdminCluster:
 
     def capabilities(self, snapshot: Snapshot) -> Capabilities:
         """KIP-455 (Kafka 2.4+): AlterPartitionReassignments adds moves while others run, and a null target
-        cancels one in flight."""
+        cancels one in flight; KIP-113's AlterReplicaLogDirs moves replicas between a broker's dirs."""
         return KIP455
 
     def cancel(self, partitions: Sequence[TopicPartition], timeout: float) -> None:
