@@ -30,7 +30,8 @@ dead, its lease lapses), `MemoryCluster.freeze` (a paused kops: its lease lapses
   LOG_DIR_NOT_FOUND for a path not among its dirs, KAFKA_STORAGE_ERROR for an offline one (`MemoryKafka.offline`),
   and otherwise starts a future replica (or drops it, when asked for the dir the replica is in) that copies on
   the driven clock at the broker's bandwidth, at most `replica.alter.log.dirs.io.max.bytes.per.second` shared by
-  its futures, then takes the replica's place; an offline dir lists no replica and reports its error.
+  its futures, then takes the replica's place (a stuck broker's ReplicaAlterLogDirsThread, a fetcher too, copies
+  nothing); an offline dir lists no replica and reports its error.
 Not modelled: produce traffic during a move (logs grow only when a test appends), KIP-860's guard,
 controller failover, a SIGSTOPped broker (KRaft fences it after its session: model it as a stop), ZooKeeper-mode
 quirks, configs read back stale (each write is visible at once).
@@ -446,7 +447,7 @@ class MemoryKafka:
 
     def _dir_online(self, tp: TopicPartition, broker: int) -> bool:
         target = self.futures.get((tp, broker), ("", 0.0))[0]
-        return self.serving(broker) and not {(broker, self.dir_of(tp, broker)), (broker, target)} & self.offline
+        return self.fetching(broker) and not {(broker, self.dir_of(tp, broker)), (broker, target)} & self.offline
 
     def dir_copy(self, tp: TopicPartition, broker: int) -> DirCopy | None:
         """DescribeLogDirs of one replica: its dir and size, its future replica's; None where not listed."""

@@ -195,7 +195,7 @@ def _watch(ex: Executor, record: ExecutionRecord, batch: BatchRecord, dirs: _Dir
         dirs.best, dirs.since = progress, now
         batch.progress_at = ex.clock.now()
         return
-    if ex.stall_timeout is not None and now - dirs.since > ex.stall_timeout:
+    if now - dirs.since > ex.stall_timeout:
         left = sorted(set(dirs.wanted))
         tp, broker = left[0]
         raise Stop(f"{what} stalled: no log-dir move progressed for {now - dirs.since:.0f} s, first {tp} on broker "

@@ -20,7 +20,7 @@ from kops.cluster.port import Capabilities
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import ExitCode, Refused
 from kops.executor.events import Event
-from kops.executor.executor import Executor, Outcome
+from kops.executor.executor import Controls, Executor, Outcome
 from kops.executor.journal import Journal
 from kops.model.brokers import FeatureRange
 from kops.model.dir_moves import place
@@ -230,3 +230,28 @@ def test_the_memory_cluster_answers_the_log_dir_calls_as_kafka_does() -> None:
         raise AssertionError(f"not reached: {what}")
 
     moves_between_dirs_and_places_one_a_reassignment_brings(port, lambda b: list(kafka.log_dirs_of(b)), wait)
+
+
+def test_cancel_now_mid_copy_drops_the_copy_and_restores_the_throttle(tmp_path: Path) -> None:
+    b = bed(tmp_path, throttle=MB // 4)
+    controls = Controls()
+    b.kafka.clock.listeners.append(lambda _step: controls.cancel_now.set()
+                                   if b.kafka.futures.get((ORDERS0, 1), ("", 0))[1] > MB else None)
+    outcome = Executor(MemoryCluster(b.kafka), b.events.append, controls, clock=b.kafka.clock,  # type: ignore[arg-type]  # the driven clock has Clock's three methods
+                       poll_seconds=0.5).apply(b.plan, b.path, DIGEST)
+    assert outcome.exit_code == ExitCode.STOPPED and outcome.reason is not None
+    assert outcome.reason.startswith("batch 2 cancelled in flight: 1 log-dir move(s) dropped")
+    assert not b.kafka.futures and b.kafka.dir_of(ORDERS0, 1) == d(1, 1)
+    assert ALTER_LOG_DIRS_RATE not in b.kafka.read_config("brokers", "1")
+
+
+def test_a_copy_that_stops_progressing_stops_the_batch_as_stalled(tmp_path: Path) -> None:
+    b = bed(tmp_path, throttle=MB // 4)
+    b.kafka.clock.listeners.append(lambda _step: b.kafka.stick_broker(1)
+                                   if b.kafka.futures.get((ORDERS0, 1), ("", 0))[1] > MB and 1 not in b.kafka.stuck
+                                   else None)
+    outcome = Executor(MemoryCluster(b.kafka), b.events.append, clock=b.kafka.clock,  # type: ignore[arg-type]  # the driven clock has Clock's three methods
+                       poll_seconds=0.5, stall_timeout=60.0).apply(b.plan, b.path, DIGEST)
+    assert outcome.exit_code == ExitCode.STOPPED and outcome.reason is not None
+    assert outcome.reason.startswith("batch 2 stalled: no log-dir move progressed for 6")
+    assert f"first orders-0 on broker 1 to {d(1, 2)}" in outcome.reason
