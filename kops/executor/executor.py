@@ -49,7 +49,7 @@ from kops.executor.journal import Journal
 from kops.executor.record import CANCELLED, DONE, RUNNING, STOPPED, BatchRecord, ConfigRecord, ExecutionRecord, joined
 from kops.executor.rolling import run_rolling
 from kops.executor.stall import DEFAULT_STALL_SECONDS, StallWatch
-from kops.executor.stopping import Stop
+from kops.executor.stopping import Stale, Stop
 from kops.holder import LockLost, holder_info
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move, Plan, Rolling
@@ -61,12 +61,6 @@ FULL_READ_SECONDS = 10.0  # polls read the batch's partitions; the whole cluster
 PROGRESS_SAVE_SECONDS = 5.0  # a batch's last progress is saved at most this often
 THROTTLE_SETTLE_SECONDS = 0.5
 CONFIG_SETTLE_SECONDS = 5.0  # a config seen neither as written nor as found is re-read this long before it is drift
-
-
-class Stale(KopsError):
-    """The cluster no longer matches what the plan (or the batch) expects."""
-
-    exit_code = ExitCode.STALE
 
 
 @dataclass

@@ -34,7 +34,7 @@ from kops.errors import KopsError, Refused
 from kops.executor import throttles
 from kops.executor.events import BatchProgressed, Message
 from kops.executor.record import CANCELLED, RUNNING, BatchRecord, ExecutionRecord
-from kops.executor.stopping import Stop
+from kops.executor.stopping import Stale, Stop
 from kops.holder import LockLost
 from kops.model.placement import DirCopy
 from kops.model.plan import Move, Plan
@@ -134,8 +134,6 @@ def _settled(copy: DirCopy | None, path: str) -> bool:
 def _refuse_drift(batch: BatchRecord, wanted: Mapping[Replica, str], copies: Mapping[Replica, DirCopy],
                   what: str) -> None:
     """A disk move whose replica is gone from its broker, or sits in a third dir, is drift (exit 4)."""
-    from kops.executor.executor import Stale
-
     for m in batch.disk_moves:
         copy = copies.get((m.tp, m.broker))
         if copy is None or copy.path is None:
