@@ -10,7 +10,8 @@ For a batch, in order:
    (`run_dir_moves`): the alter-log-dirs throttle written on their brokers (the values found recorded first and
    restored with the replication throttles at the batch's end), then AlterReplicaLogDirs, asked again at each
    poll while a broker answers REPLICA_NOT_AVAILABLE; each is followed until the replica sits in its target dir
-   with no future replica left; progress is the future replicas' bytes;
+   with no future replica left; progress is the future replicas' bytes. Before anything of it is written, each
+   target dir must keep the plan's disk margin after the copies it receives (as the disk gate holds brokers);
 3. at each poll: a dir of the batch's replicas offline (`log_dirs()` reports its error, or AlterReplicaLogDirs
    answers KAFKA_STORAGE_ERROR) is a health stop naming broker and dir; no progress for the stall timeout stops;
    a cancel request stops after the dir moves are back where they were (AlterReplicaLogDirs to the current
@@ -32,12 +33,14 @@ from typing import TYPE_CHECKING
 from kops.cluster.port import Replica
 from kops.errors import KopsError, Refused
 from kops.executor import throttles
+from kops.executor.disks import what_to_do
 from kops.executor.events import BatchProgressed, Message
 from kops.executor.record import CANCELLED, RUNNING, BatchRecord, ExecutionRecord
 from kops.executor.stopping import Stale, Stop
 from kops.holder import LockLost
 from kops.model.placement import DirCopy
 from kops.model.plan import Move, Plan
+from kops.units import format_size
 
 if TYPE_CHECKING:
     from kops.executor.executor import Executor
@@ -117,6 +120,7 @@ def run_dir_moves(ex: Executor, record: ExecutionRecord, batch: BatchRecord, pla
     moving = {r: d for r, d in wanted.items() if not _settled(copies.get(r), d)}
     if not moving:
         return
+    _room(ex, record, moving, copies, what)
     snapshot = ex.read_snapshot()
     values = throttles.alter_log_dirs_throttles(record, {b for _, b in moving}, snapshot)
     batch.status, batch.started_at = RUNNING, batch.started_at or ex.clock.now()
@@ -157,6 +161,28 @@ def _health(ex: Executor, wanted: Mapping[Replica, str], what: str) -> None:
         if d.error is not None and d.broker in brokers:
             raise Stop(f"health stop in {what}: broker {d.broker}'s log dir {d.path} is offline ({d.error}); "
                        f"replace the disk or fix the broker, then `kops apply --resume`")
+
+
+def _room(ex: Executor, record: ExecutionRecord, moving: Mapping[Replica, str], copies: Mapping[Replica, DirCopy],
+          what: str) -> None:
+    """Each target dir keeps the margin of the plan's disk limit after the copies it is about to receive (what a
+    future replica already holds is counted in its usable bytes): else a stop before anything is written, as the
+    disk gate stops a batch (kops/executor/disks.py). A dir whose figures are not reported is not checked."""
+    incoming: dict[tuple[int, str], tuple[int, int]] = {}
+    for (tp, broker), path in moving.items():
+        copy = copies.get((tp, broker))
+        need = 0 if copy is None else copy.size - (copy.future_size if copy.future_path == path else 0)
+        count, size = incoming.get((broker, path), (0, 0))
+        incoming[(broker, path)] = (count + 1, size + max(0, need))
+    for d in ex.cluster.log_dirs():
+        count, need = incoming.get((d.broker, d.path), (0, 0))
+        if not need or d.usable_bytes is None or not d.total_bytes:
+            continue
+        margin = round((1 - ex.gate.limit) * d.total_bytes)
+        if d.usable_bytes - need < margin:
+            raise Stop(f"{what}: broker {d.broker}'s log dir {d.path} has {format_size(d.usable_bytes)} usable, "
+                       f"needs {format_size(need)} for its {count} replica(s) + {format_size(margin)} margin (limit "
+                       f"{ex.gate.limit:g} of {format_size(d.total_bytes)}); {what_to_do(record.kind)}")
 
 
 def _follow(ex: Executor, record: ExecutionRecord, batch: BatchRecord, dirs: _Dirs) -> None:

@@ -255,3 +255,20 @@ def test_a_copy_that_stops_progressing_stops_the_batch_as_stalled(tmp_path: Path
     assert outcome.exit_code == ExitCode.STOPPED and outcome.reason is not None
     assert outcome.reason.startswith("batch 2 stalled: no log-dir move progressed for 6")
     assert f"first orders-0 on broker 1 to {d(1, 2)}" in outcome.reason
+
+
+def test_a_target_dir_without_room_for_the_copy_stops_before_it_starts(tmp_path: Path) -> None:
+    """Once batch 1 placed orders-1's new replica (8 MiB) in broker 1's /d2, each dir turns out to be 16 MiB: the
+    disk move of orders-0 (8 MiB) into that dir would leave nothing of the 20% margin."""
+    b = bed(tmp_path)
+
+    def shrink(_step: float) -> None:
+        part = b.kafka.part(ORDERS1)
+        if part is not None and part.replicas == [2, 1] and not b.kafka.disks:
+            b.kafka.disks = {1: 16 * MB, 2: 16 * MB, 3: 16 * MB}
+    b.kafka.clock.listeners.append(shrink)
+    outcome = b.apply()
+    assert outcome.exit_code == ExitCode.STOPPED and outcome.reason is not None
+    assert outcome.reason.startswith(f"batch 2: broker 1's log dir {d(1, 2)} has 8.0 MiB usable, needs 8.0 MiB for "
+                                     f"its 1 replica(s) + 3.2 MiB margin (limit 0.8 of 16.0 MiB); free space on it")
+    assert not b.kafka.futures and ALTER_LOG_DIRS_RATE not in b.kafka.read_config("brokers", "1")
