@@ -22,7 +22,7 @@ from kops.model.capacity import Capacities
 from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome
 from kops.planner.goal_state import goal_state
-from kops.planner.goal_values import GoalFigure, GoalInputs, goal_figures, imbalances
+from kops.planner.goal_values import GoalFigure, GoalInputs, reports
 from kops.planner.optimizer import Action, optimize
 
 Replicas = dict[TopicPartition, tuple[int, ...]]
@@ -77,11 +77,11 @@ def goal_table(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int,
                skipped: Mapping[str, str]) -> tuple[GoalOutcome, ...]:
     """Per goal, in order: its figure before and after, its lower bound, the moves and leadership changes the walk
     spent on it, its imbalance before and after, and why it was skipped (if it was)."""
-    before = {f.name: f for f in goal_figures(start, inputs, goals)}
-    now = {f.name: f for f in goal_figures(after, inputs, goals)}
+    (first, share_before), (last, share_after) = reports(start, inputs, goals), reports(after, inputs, goals)
+    before, now = {f.name: f for f in first}, {f.name: f for f in last}
     moves = Counter(a.goal for a in actions if not a.leadership)
     leads = Counter(a.goal for a in actions if a.leadership)
-    shares = (imbalances(start, inputs), imbalances(after, inputs))
+    shares = (share_before, share_after)
 
     def row(name: str) -> GoalOutcome:
         b: GoalFigure = before[name]

@@ -49,6 +49,7 @@ class GoalState:
         self.held: dict[int, set[TopicPartition]] = {b: set() for b in every}
         self.led: dict[int, set[TopicPartition]] = {b: set() for b in every}
         self._ranked: dict[tuple[str, int], Ranked] = {}
+        self.touched: set[int] = set()  # brokers whose loads changed since the optimizer last looked (it clears it)
         for tp, replicas in self.replicas.items():
             for b in replicas:
                 self._gain(tp, b)
@@ -90,6 +91,7 @@ class GoalState:
 
     def _gain(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
         load = self.load
+        self.touched.add(b)
         load["disk"][b] += sign * self.value["disk"][tp]
         load["network_in"][b] += sign * self.value["network_in"][tp]
         load["replicas"][b] += sign
@@ -102,6 +104,7 @@ class GoalState:
 
     def _take_lead(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
         load = self.load
+        self.touched.add(b)
         load["leaders"][b] += sign
         load["leader_bytes_in"][b] += sign * self.value["network_in"][tp]
         load["network_out"][b] += sign * self.value["network_out"][tp]

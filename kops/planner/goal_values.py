@@ -81,8 +81,10 @@ def _count(name: str, held: Mapping[int, float], bound: int, brokers: int) -> Go
     return GoalFigure(name, OF_MEAN, round(max(held.values(), default=0.0) * scale, 2), round(bound * scale, 2))
 
 
-def _per_broker(assignment: Assignment, leaders: Mapping[TopicPartition, int], inputs: GoalInputs,
-                ) -> dict[str, dict[int, float]]:
+Held = dict[str, dict[int, float]]  # per load (disk, network_in, ..., leader_in): each broker's
+
+
+def _per_broker(assignment: Assignment, leaders: Mapping[TopicPartition, int], inputs: GoalInputs) -> Held:
     """Each broker's load per goal under `assignment`, leadership from `leaders` (else the first replica)."""
     held: dict[str, dict[int, float]] = {k: defaultdict(float) for k in
                                          ("disk", "network_in", "network_out", "replicas", "leaders", "leader_in")}
@@ -127,10 +129,12 @@ def _preferred(assignment: Assignment, leaders: Mapping[TopicPartition, int], in
 
 
 def goal_figures(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, ...] = GOAL_NAMES,
-                 leaders: Mapping[TopicPartition, int] | None = None) -> tuple[GoalFigure, ...]:
-    """Each of `goals`' figure for `assignment` (leaders: the partitions led by another replica than their first)."""
+                 leaders: Mapping[TopicPartition, int] | None = None, *, held: Held | None = None,
+                 topic: GoalFigure | None = None) -> tuple[GoalFigure, ...]:
+    """Each of `goals`' figure for `assignment` (leaders: the partitions led by another replica than their first;
+    `held` and `topic`: the per-broker loads and topic figure, where `reports` computed them already)."""
     leaders = leaders or {}
-    held = _per_broker(assignment, leaders, inputs)
+    held = held if held is not None else _per_broker(assignment, leaders, inputs)
     brokers = len(inputs.racks)
     replicated = [(float(inputs.sizes.get(tp, 0)), len(r)) for tp, r in assignment.items()]
     rated = [(inputs.write.get(tp, 0.0), len(r)) for tp, r in assignment.items()]
@@ -146,7 +150,7 @@ def goal_figures(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, .
                                                                              inputs.racks), brokers),
         "leaders": lambda: _count("leaders", held["leaders"], -(-len(assignment) // brokers) if brokers else 0,
                                   brokers),
-        "topic_replicas": lambda: _topic_replicas(assignment, inputs),
+        "topic_replicas": lambda: topic or _topic_replicas(assignment, inputs),
         "preferred_leaders": lambda: _preferred(assignment, leaders, inputs),
     }
     needs = {"disk": inputs.sizes, "network_in": inputs.write, "network_out": inputs.write,
@@ -157,11 +161,12 @@ def goal_figures(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, .
                  for g in goals)
 
 
-def imbalances(assignment: Assignment, inputs: GoalInputs) -> dict[str, float]:
+def imbalances(assignment: Assignment, inputs: GoalInputs, *, held: Held | None = None,
+               topic: GoalFigure | None = None) -> dict[str, float]:
     """Each goal's imbalance: the share of its load above the brokers' fair share, Σ max(0, load − fair) ÷ Σ load
     (0 even; 0.25: a quarter would have to move), fair by capacity where every broker's is known. Topic replicas:
     the replicas above their topics' ceilings over all replicas; preferred leaders: partitions led elsewhere."""
-    held = _per_broker(assignment, {}, inputs)
+    held = held if held is not None else _per_broker(assignment, {}, inputs)
     brokers = sorted(inputs.racks)
     out: dict[str, float] = {}
     for goal, load, resource in (("disk", "disk", "disk"), ("network_in", "network_in", "network_in"),
@@ -172,6 +177,16 @@ def imbalances(assignment: Assignment, inputs: GoalInputs) -> dict[str, float]:
         level = total / sum(caps.values()) if caps and total else 0.0
         out[goal] = round(sum(max(0.0, held[load].get(b, 0.0) - level * caps[b]) for b in brokers) / total, 6) \
             if total else 0.0
-    out["topic_replicas"] = round(_topic_replicas(assignment, inputs).value / 100, 6)
+    out["topic_replicas"] = round((topic or _topic_replicas(assignment, inputs)).value / 100, 6)
     out["preferred_leaders"] = 0.0
     return out
+
+
+def reports(assignment: Assignment, inputs: GoalInputs,
+            goals: tuple[str, ...]) -> tuple[tuple[GoalFigure, ...], dict[str, float]]:
+    """An assignment's goal figures and imbalances (preferred leaders), its per-broker loads and topic spread
+    computed once for both: a million-partition plan's goal table read them four times."""
+    held = _per_broker(assignment, {}, inputs)
+    topic = _topic_replicas(assignment, inputs)
+    return goal_figures(assignment, inputs, goals, held=held, topic=topic), imbalances(assignment, inputs, held=held,
+                                                                                       topic=topic)

@@ -17,7 +17,7 @@ mean. docs/design/goals.md §6.2.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -126,17 +126,16 @@ def count_bound(items: Iterable[int], racks: Mapping[int, str | None]) -> int:
 def topic_excess_bound(factors: Iterable[int], racks: Mapping[int, str | None]) -> int:
     """Replicas of one topic that must sit above its per-broker ceiling ceil(replicas / brokers) in any valid
     assignment (`factors`: its partitions' replication factors): a rack of n brokers that must hold F of them
-    carries at least F - n * ceiling above it."""
-    factors = list(factors)
+    carries at least F - n * ceiling above it. Partitions of one factor split alike, so each factor is split once
+    (a topic of thousands of partitions has one or two factors)."""
+    counted = Counter(factors)
     pools = rack_pools(racks)
     if not pools:
         return 0
-    ceiling = -(-sum(factors) // len(pools))
-    members: dict[str, int] = defaultdict(int)
-    for rack in pools.values():
-        members[rack] += 1
+    ceiling = -(-sum(f * n for f, n in counted.items()) // len(pools))
+    members = Counter(pools.values())
     forced: dict[str, int] = defaultdict(int)
-    for factor in factors:
+    for factor, partitions in counted.items():
         for rack, (low, _) in _split(factor, members).items():
-            forced[rack] += low
+            forced[rack] += low * partitions
     return sum(max(0, forced[r] - n * ceiling) for r, n in members.items())

@@ -16,7 +16,9 @@ its result finds nothing to do. docs/design/goals.md §5 and §6.1.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kops.model.partitions import TopicPartition
@@ -75,6 +77,18 @@ class _Walk:
         topics = [(i, g) for i, g in enumerate(goals) if isinstance(g, TopicBand)]
         self.topic_index = topics[0][0] if topics else None
         self.topic_start = self.topic_now = topics[0][1].total(state) if topics else 0
+        sizes = sorted(state.value["disk"].values())
+        self.cheap = sizes[len(sizes) // 2] if sizes else 0.0  # the median replica size (no action changes sizes)
+        self._by_topic: dict[str, list[TopicPartition]] | None = None
+
+    def partitions_by_topic(self) -> dict[str, list[TopicPartition]]:
+        """Each topic's partitions, built once: a topic's replicas on a broker without scanning all it holds."""
+        if self._by_topic is None:
+            found: dict[str, list[TopicPartition]] = defaultdict(list)
+            for tp in self.state.replicas:
+                found[tp.topic].append(tp)
+            self._by_topic = dict(found)
+        return self._by_topic
 
     def _distances(self, upto: int, brokers: Sequence[int], topics: tuple[str, ...]) -> list[float]:
         out: list[float] = []
@@ -175,6 +189,37 @@ class _Walk:
         return True
 
 
+class _Order:
+    """The brokers by `key` (then id), kept exact as actions change loads: a step re-ranks only the brokers whose
+    loads changed (`GoalState.touched`, tried-and-undone actions included), instead of sorting every broker."""
+
+    def __init__(self, brokers: Sequence[int], key: Callable[[int], float]) -> None:
+        self.key = key
+        self.now = {b: key(b) for b in brokers}
+        self.order = sorted((k, b) for b, k in self.now.items())
+
+    def refresh(self, touched: set[int]) -> None:
+        for b in touched:
+            if b in self.now:
+                del self.order[bisect.bisect_left(self.order, (self.now[b], b))]
+                self.now[b] = self.key(b)
+                bisect.insort(self.order, (self.now[b], b))
+
+    def first(self, skip: int, n: int | None = None) -> list[int]:
+        """The brokers in order but `skip`: all, or the first `n`."""
+        found = (b for _, b in self.order if b != skip)
+        return list(found if n is None else itertools.islice(found, n))
+
+    def fewest(self, counts: Mapping[int, int], skip: int, n: int) -> list[int]:
+        """The first `n` brokers but `skip` by (how many of a topic they hold, key, id)."""
+        found = [b for _, b in itertools.islice(((k, b) for k, b in self.order
+                                                 if b != skip and not counts.get(b, 0)), n)]
+        if len(found) < n:
+            holding = sorted((c, self.now[b], b) for b, c in counts.items() if c and b != skip and b in self.now)
+            found += [b for _, _, b in holding[:n - len(found)]]
+        return found
+
+
 def _around(state: GoalState, name: str, ranked: list[tuple[float, TopicPartition]],
             gap: float) -> list[TopicPartition]:
     """The candidates whose value best fills `gap`: the largest at most the gap first, then smaller ones, then the
@@ -190,13 +235,6 @@ def _around(state: GoalState, name: str, ranked: list[tuple[float, TopicPartitio
     return sorted(window, key=lambda tp: (state.value["disk"][tp], tp))[:CANDIDATES]
 
 
-def _roomiest(walk: _Walk, band: Band, skip: int) -> list[int]:
-    """Every other broker, the most room in this goal's band first."""
-    state = walk.state
-    room = sorted(((state.load[band.name][b] - band.hi[b]) * band.scale[b], b) for b in state.brokers if b != skip)
-    return [b for _, b in room]
-
-
 def _open_to(state: GoalState, tp: TopicPartition, source: int, ranked: list[int]) -> list[int]:
     """The first DESTINATIONS of `ranked` that `tp`'s replica on `source` may go to by replicas and racks: where
     every replica keeps its rack, only the source's rack is open, and the roomiest brokers may all be elsewhere."""
@@ -209,13 +247,7 @@ def _open_to(state: GoalState, tp: TopicPartition, source: int, ranked: list[int
     return found
 
 
-def _fullest(walk: _Walk, band: Band, skip: int) -> list[int]:
-    state = walk.state
-    full = sorted(((band.lo[b] - state.load[band.name][b]) * band.scale[b], b) for b in state.brokers if b != skip)
-    return [b for _, b in full[:DESTINATIONS]]
-
-
-def _shed(walk: _Walk, index: int, band: Band, broker: int) -> bool:
+def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bool:
     """One action that lowers `broker`, above its band: a leadership change first where the goal follows it."""
     state = walk.state
     gap = state.load[band.name][broker] - band.hi[broker]
@@ -228,7 +260,7 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int) -> bool:
             if any(walk.lead(index, tp, b) for b in others):
                 return True
         return False  # leadership goals change leaders only: a replica moved for them is bytes no data goal asked for
-    dests = _roomiest(walk, band, broker)
+    dests = roomy.first(broker)  # every other broker, the most room in this goal's band first
     if any(walk.move(index, tp, broker, d) for tp in candidates for d in _open_to(state, tp, broker, dests)):
         return True
     return not counts and _swap_down(walk, index, band, broker, candidates, dests, gap)
@@ -263,7 +295,7 @@ def _lighter(state: GoalState, band: Band, tp: TopicPartition, dest: int, gap: f
     return sorted(lighter, key=lambda o: (abs(state.value["disk"][o] - key), o))[:SWAP_TRIES]
 
 
-def _pull(walk: _Walk, index: int, band: Band, broker: int) -> bool:
+def _pull(walk: _Walk, index: int, band: Band, broker: int, full: _Order) -> bool:
     """One action that raises `broker`, below its band: from the fullest brokers."""
     state = walk.state
     gap = band.lo[broker] - state.load[band.name][broker]
@@ -275,7 +307,7 @@ def _pull(walk: _Walk, index: int, band: Band, broker: int) -> bool:
         followed = sorted((tp for tp in state.held[broker] if state.replicas[tp][0] != broker),
                           key=lambda tp: (-leader_excess(tp), tp))
         return any(walk.lead(index, tp, broker) for tp in followed[:CANDIDATES])
-    for source in _fullest(walk, band, broker):
+    for source in full.first(broker, DESTINATIONS):
         if any(walk.move(index, tp, source, broker) for tp in _around(state, band.name, state.ranked(band.name, source),
                                                                       gap)):
             return True
@@ -284,38 +316,57 @@ def _pull(walk: _Walk, index: int, band: Band, broker: int) -> bool:
 
 def _band_pass(walk: _Walk, index: int, band: Band) -> int:
     state, taken = walk.state, 0
-    over = sorted((b for b in state.brokers if state.load[band.name][b] > band.hi[b] + EPS),
+    load = state.load[band.name]
+    state.touched.clear()
+    roomy = _Order(state.brokers, lambda b: (load[b] - band.hi[b]) * band.scale[b])
+    full = _Order(state.brokers, lambda b: (band.lo[b] - load[b]) * band.scale[b])
+
+    def seen() -> None:
+        roomy.refresh(state.touched)
+        full.refresh(state.touched)
+        state.touched.clear()
+
+    over = sorted((b for b in state.brokers if load[b] > band.hi[b] + EPS),
                   key=lambda b: (-band.distance(state, b), b))
     for b in over:
-        while state.load[band.name][b] > band.hi[b] + EPS and _shed(walk, index, band, b):
+        while load[b] > band.hi[b] + EPS and _shed(walk, index, band, b, roomy):
             taken += 1
-    under = sorted((b for b in state.brokers if state.load[band.name][b] < band.lo[b] - EPS),
+            seen()
+        seen()
+    under = sorted((b for b in state.brokers if load[b] < band.lo[b] - EPS),
                    key=lambda b: (-band.distance(state, b), b))
     for b in under:
-        while state.load[band.name][b] < band.lo[b] - EPS and _pull(walk, index, band, b):
+        while load[b] < band.lo[b] - EPS and _pull(walk, index, band, b, full):
             taken += 1
+            seen()
+        seen()
     return taken
 
 
 def _topic_pass(walk: _Walk, index: int, band: TopicBand) -> int:
     """Each broker holding more of a topic than its ceiling gives its lightest replicas of it to the brokers holding
-    fewest of it, roomiest first in the goals above (a light replica to a roomy broker disturbs them least)."""
+    fewest of it, roomiest first in the goals above (a light replica to a roomy broker disturbs them least).
+    A topic's spread is worth moving small replicas only: those no larger than the median."""
     state, taken = walk.state, 0
     above = [g for g in walk.goals[:index] if isinstance(g, Band)]
 
     def room(b: int) -> float:
         return max(((state.load[g.name][b] - g.hi[b]) * g.scale[b] for g in above), default=0.0)
 
-    sizes = sorted(state.value["disk"].values())
-    cheap = sizes[len(sizes) // 2] if sizes else 0.0  # a topic's spread is worth moving small replicas only
+    state.touched.clear()
+    order, brokers, disk = _Order(state.brokers, room), set(state.brokers), state.value["disk"]
+    partitions = walk.partitions_by_topic()
     for topic in sorted(band.ceiling):
-        counts = state.topic[topic]
-        for b in sorted(x for x in state.brokers if counts.get(x, 0) > band.ceiling[topic]):
-            while counts.get(b, 0) > band.ceiling[topic]:
-                mine = sorted((state.value["disk"][tp], tp) for tp in state.held[b]
-                              if tp.topic == topic and state.value["disk"][tp] <= cheap)
-                dests = sorted((x for x in state.brokers if x != b), key=lambda x: (counts.get(x, 0), room(x), x))
-                if not any(walk.move(index, tp, b, d) for _, tp in mine[:CANDIDATES] for d in dests[:DESTINATIONS]):
+        counts, ceiling = state.topic[topic], band.ceiling[topic]
+        for b in sorted(x for x, n in counts.items() if n > ceiling and x in brokers):
+            while counts.get(b, 0) > ceiling:
+                mine = sorted((disk[tp], tp) for tp in partitions[topic]
+                              if b in state.replicas[tp] and disk[tp] <= walk.cheap)
+                dests = order.fewest(counts, b, DESTINATIONS)
+                moved = any(walk.move(index, tp, b, d) for _, tp in mine[:CANDIDATES] for d in dests)
+                order.refresh(state.touched)
+                state.touched.clear()
+                if not moved:
                     break
                 taken += 1
     return taken

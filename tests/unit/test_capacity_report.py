@@ -56,7 +56,9 @@ def test_no_capacity_no_report_and_the_golden_plans_say_nothing_of_it() -> None:
     assert capacity_report(planned, snap, sizes, None) is None and capacity_markdown(None) == []
     for folder in sorted(p for p in GOLDEN.iterdir() if (p / "expected-plan.json").exists()):
         golden = plan_format.loads((folder / "expected-plan.json").read_bytes(), folder.name)
-        assert (golden.summary.capacity is not None) == folder.name.startswith("capacity-"), folder.name
+        inventory = folder / "inventory.yml"
+        declares = inventory.exists() and "capacity:" in inventory.read_text()
+        assert (golden.summary.capacity is not None) == declares, folder.name
 
 
 def test_the_golden_report_agrees_with_the_plans_own_tables() -> None:
