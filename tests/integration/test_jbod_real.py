@@ -278,3 +278,40 @@ def test_kops_apply_puts_replicas_in_the_dirs_named_and_rollback_puts_them_back(
     assert (TOPIC, 1, 3, before, False) in rows
     assert not any(future and p in (1, 2) for _, p, _, _, future in rows)
     assert {(p, b) for _, p, b, _, future in rows if p == 2 and not future} == {(2, 3), (2, 1)}
+
+
+def test_a_disk_move_resumes_after_kops_is_killed_mid_copy_and_rolls_back(filled: EngineLab, tmp_path: Path) -> None:
+    """kill -9 of `kops apply` while broker 2's replica of the 8 MiB partition is copying to its other dir (its
+    future replica listed), under a 1 MiB/s alter-log-dirs throttle: `kops apply --resume` follows the copy to its
+    end and restores the throttle; `kops rollback` moves the replica back."""
+    from kops.cluster.admin.adapter import AdminCluster
+    from kops.cluster.admin.connection import AdminSettings
+    from kops.model.partitions import TopicPartition
+    from tests.integration.test_executor import kops
+
+    cluster, bootstrap = filled, str(filled.bootstrap)
+    tp = TopicPartition(TOPIC, MOVING)
+    port = AdminCluster(AdminSettings(bootstrap))
+    try:
+        before = port.dir_copies([(tp, 2)])[(tp, 2)].path
+        other = next(str(x) for x in cluster.lab.log_dirs(2) if str(x) != before)
+        given, plan_file = tmp_path / "given.json", tmp_path / "plan.json"
+        given.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": TOPIC, "partition": MOVING, "replicas": list(LAYOUT[MOVING]), "log_dirs": ["any", other]}]}))
+        assert main(["plan", "--import-kafka", str(given), "-b", bootstrap, "-o", str(plan_file), "--throttle",
+                     "1MiB/s", "--format", "json"]) == 0
+        killed = kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                      "--session-timeout", "6")
+        wait_until(lambda: port.dir_copies([(tp, 2)])[(tp, 2)].future_path == other, timeout=90,
+                   what="the future replica copying")
+        killed.kill()
+        killed.wait()
+        assert port.read_config("brokers", "2").get(ALTER_THROTTLE) == str(2**20)  # left behind by the kill
+        assert main(["apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--poll", "0.2"]) == 0
+        assert settled_dir(port, tp, 2, other)
+        assert ALTER_THROTTLE not in port.read_config("brokers", "2")
+        assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--poll", "0.2"]) == 0
+        assert settled_dir(port, tp, 2, before)
+        assert ALTER_THROTTLE not in port.read_config("brokers", "2")
+    finally:
+        port.close()
