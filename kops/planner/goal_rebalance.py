@@ -23,6 +23,7 @@ from kops.planner.goal_plan import goal_table, replay
 from kops.planner.goal_state import state_of
 from kops.planner.optimizer import Action, Spend, optimize
 from kops.planner.planner import Policy, plan_targets
+from kops.planner.relief import RELIEF_GOALS
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class GoalRebalance:
     outcomes: tuple[GoalOutcome, ...]
     converged: bool
     min_improvement: float
+    relieved: int = 0  # actions that brought a broker back within a capacity limit (kops/planner/relief.py)
 
     @property
     def _first(self) -> GoalOutcome | None:
@@ -60,7 +62,9 @@ class GoalRebalance:
 
     @property
     def worthwhile(self) -> bool:
-        return self.plan.has_changes and self.improvement > 0 and self.improvement >= self.min_improvement
+        """A plan that brings a broker back within a limit is worth applying whatever the goals gain."""
+        return self.plan.has_changes and (self.relieved > 0 or self.improvement > 0
+                                          and self.improvement >= self.min_improvement)
 
 
 def _plan(snapshot: Snapshot, start: Mapping[TopicPartition, tuple[int, ...]], after: Mapping[TopicPartition,
@@ -123,4 +127,6 @@ def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[Top
     after = replay(start, outcome.actions[:kept])
     table = goal_table(request.goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped)
     plan = replace(plan, summary=replace(plan.summary, goals=table))  # the plan file carries the table
-    return GoalRebalance(plan, table, outcome.converged and kept == len(outcome.actions), request.min_improvement)
+    relieved = sum(1 for a in outcome.actions[:kept] if a.goal in RELIEF_GOALS)
+    return GoalRebalance(plan, table, outcome.converged and kept == len(outcome.actions), request.min_improvement,
+                         relieved)

@@ -12,13 +12,13 @@ allow (kops/planner/lower_bounds.py).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kops.model.goals import GOAL_NAMES
 from kops.model.partitions import TopicPartition
-from kops.planner.lower_bounds import count_bound, fair_shares, topic_excess_bound
+from kops.planner.lower_bounds import count_bound, fair_shares, rack_pools, topic_excess
 
 Assignment = Mapping[TopicPartition, tuple[int, ...]]
 OF_CAPACITY, OF_MEAN, OF_REPLICAS, OF_PARTITIONS = "% of capacity", "% of mean", "% of replicas", "% of partitions"
@@ -111,11 +111,12 @@ def _topic_replicas(assignment: Assignment, inputs: GoalInputs) -> GoalFigure:
         for b in replicas:
             per_topic[tp.topic][b] += 1
     brokers, total = len(inputs.racks), sum(sum(f) for f in factors.values())
+    members = tuple(sorted(Counter(rack_pools(inputs.racks).values()).items()))  # the racks, once for every topic
     above = bound = 0
     for topic, counts in per_topic.items():
         ceiling = -(-sum(factors[topic]) // brokers)
         above += sum(max(0, n - ceiling) for n in counts.values())
-        bound += topic_excess_bound(factors[topic], inputs.racks)
+        bound += topic_excess(tuple(sorted(Counter(factors[topic]).items())), members)
     scale = 100.0 / total if total else 0.0
     return GoalFigure("topic_replicas", OF_REPLICAS, round(above * scale, 2), round(bound * scale, 2))
 

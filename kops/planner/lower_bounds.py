@@ -16,6 +16,7 @@ mean. docs/design/goals.md §6.2.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
@@ -126,16 +127,24 @@ def count_bound(items: Iterable[int], racks: Mapping[int, str | None]) -> int:
 def topic_excess_bound(factors: Iterable[int], racks: Mapping[int, str | None]) -> int:
     """Replicas of one topic that must sit above its per-broker ceiling ceil(replicas / brokers) in any valid
     assignment (`factors`: its partitions' replication factors): a rack of n brokers that must hold F of them
-    carries at least F - n * ceiling above it. Partitions of one factor split alike, so each factor is split once
-    (a topic of thousands of partitions has one or two factors)."""
-    counted = Counter(factors)
+    carries at least F - n * ceiling above it."""
     pools = rack_pools(racks)
-    if not pools:
+    return topic_excess(tuple(sorted(Counter(factors).items())), tuple(sorted(Counter(pools.values()).items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def topic_excess(factors: tuple[tuple[int, int], ...], members: tuple[tuple[str, int], ...]) -> int:
+    """`topic_excess_bound` of a topic with `factors` ((replication factor, partitions) pairs) over racks of
+    `members` ((rack, brokers) pairs). Partitions of one factor split alike, so each factor is split once; and
+    topics alike (most have one factor and a partition count among a few) share the answer: a million-partition
+    cluster's tens of thousands of topics ask a few hundred questions."""
+    brokers = sum(n for _, n in members)
+    if not brokers:
         return 0
-    ceiling = -(-sum(f * n for f, n in counted.items()) // len(pools))
-    members = Counter(pools.values())
+    ceiling = -(-sum(f * n for f, n in factors) // brokers)
+    per_rack = dict(members)
     forced: dict[str, int] = defaultdict(int)
-    for factor, partitions in counted.items():
-        for rack, (low, _) in _split(factor, members).items():
+    for factor, partitions in factors:
+        for rack, (low, _) in _split(factor, per_rack).items():
             forced[rack] += low * partitions
-    return sum(max(0, forced[r] - n * ceiling) for r, n in members.items())
+    return sum(max(0, forced[r] - n * ceiling) for r, n in members)

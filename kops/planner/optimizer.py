@@ -18,12 +18,14 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kops.model.partitions import TopicPartition
+from kops.planner.actions import EPS, Action, Spend
 from kops.planner.bands import COUNTS, Band, TopicBand, bands, beyond
 from kops.planner.goal_state import GoalState
+from kops.planner.relief import relieve
 
 MAX_SWEEPS = 16
 CANDIDATES = 6  # replicas tried per step, around the gap
@@ -31,36 +33,7 @@ DESTINATIONS = 8  # brokers tried per replica, most room first
 SWAP_CANDIDATES = 3  # replicas a swap tries to give
 SWAP_WINDOW = 8  # the destination's replicas looked at, each side of the size a swap wants back
 SWAP_TRIES = 3  # of those, the nearest tried
-EPS = 1e-9
 AnyBand = Band | TopicBand
-
-
-@dataclass
-class Spend:
-    """What the walk may spend (None: unbounded) and what it has spent: replica moves, leadership changes, bytes."""
-
-    max_moves: int | None = None
-    max_leader_moves: int | None = None
-    max_bytes: float | None = None
-    moves: int = 0
-    leader_moves: int = 0
-    bytes: float = 0.0
-
-    def move_allowed(self, size: float) -> bool:
-        return ((self.max_moves is None or self.moves < self.max_moves)
-                and (self.max_bytes is None or self.bytes + size <= self.max_bytes))
-
-    def lead_allowed(self) -> bool:
-        return self.max_leader_moves is None or self.leader_moves < self.max_leader_moves
-
-
-@dataclass(frozen=True)
-class Action:
-    goal: str
-    tp: TopicPartition
-    source: int  # the broker losing the replica (a leadership change: the old leader)
-    dest: int
-    leadership: bool = False
 
 
 @dataclass(frozen=True)
@@ -205,10 +178,13 @@ class _Order:
                 self.now[b] = self.key(b)
                 bisect.insort(self.order, (self.now[b], b))
 
-    def first(self, skip: int, n: int | None = None) -> list[int]:
-        """The brokers in order but `skip`: all, or the first `n`."""
-        found = (b for _, b in self.order if b != skip)
-        return list(found if n is None else itertools.islice(found, n))
+    def brokers(self) -> Iterator[int]:
+        """The brokers in order, lazily: a step usually needs the first few."""
+        return (b for _, b in self.order)
+
+    def first(self, skip: int, n: int) -> list[int]:
+        """The first `n` brokers in order but `skip`."""
+        return list(itertools.islice((b for _, b in self.order if b != skip), n))
 
     def fewest(self, counts: Mapping[int, int], skip: int, n: int) -> list[int]:
         """The first `n` brokers but `skip` by (how many of a topic they hold, key, id)."""
@@ -235,7 +211,7 @@ def _around(state: GoalState, name: str, ranked: list[tuple[float, TopicPartitio
     return sorted(window, key=lambda tp: (state.value["disk"][tp], tp))[:CANDIDATES]
 
 
-def _open_to(state: GoalState, tp: TopicPartition, source: int, ranked: list[int]) -> list[int]:
+def _open_to(state: GoalState, tp: TopicPartition, source: int, ranked: Iterable[int]) -> list[int]:
     """The first DESTINATIONS of `ranked` that `tp`'s replica on `source` may go to by replicas and racks: where
     every replica keeps its rack, only the source's rack is open, and the roomiest brokers may all be elsewhere."""
     found: list[int] = []
@@ -260,20 +236,20 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
             if any(walk.lead(index, tp, b) for b in others):
                 return True
         return False  # leadership goals change leaders only: a replica moved for them is bytes no data goal asked for
-    dests = roomy.first(broker)  # every other broker, the most room in this goal's band first
-    if any(walk.move(index, tp, broker, d) for tp in candidates for d in _open_to(state, tp, broker, dests)):
+    # every other broker, the most room in this goal's band first (the broker itself holds `tp`: never open)
+    if any(walk.move(index, tp, broker, d) for tp in candidates for d in _open_to(state, tp, broker, roomy.brokers())):
         return True
-    return not counts and _swap_down(walk, index, band, broker, candidates, dests, gap)
+    return not counts and _swap_down(walk, index, band, broker, candidates, roomy, gap)
 
 
 def _swap_down(walk: _Walk, index: int, band: Band, broker: int, candidates: list[TopicPartition],
-               dests: list[int], gap: float) -> bool:
+               roomy: _Order, gap: float) -> bool:
     """Where no single move fits (a destination with no room in a higher goal's band): give a replica and take back
     one lighter in this goal. For disk, one smaller by about the gap; for a rate, one of about the same size (so
     neither disk moves) that carries less."""
     state = walk.state
     for tp in candidates[:SWAP_CANDIDATES]:
-        for d in _open_to(state, tp, broker, dests):
+        for d in _open_to(state, tp, broker, roomy.brokers()):
             others = _lighter(state, band, tp, d, gap)
             if any(walk.swap(index, tp, broker, other, d) for other in others):
                 return True
@@ -300,13 +276,7 @@ def _pull(walk: _Walk, index: int, band: Band, broker: int, full: _Order) -> boo
     state = walk.state
     gap = band.lo[broker] - state.load[band.name][broker]
     if band.leadership:
-        def leader_excess(tp: TopicPartition) -> float:
-            leader = state.replicas[tp][0]
-            return state.load[band.name][leader] - band.hi[leader]
-
-        followed = sorted((tp for tp in state.held[broker] if state.replicas[tp][0] != broker),
-                          key=lambda tp: (-leader_excess(tp), tp))
-        return any(walk.lead(index, tp, broker) for tp in followed[:CANDIDATES])
+        return any(walk.lead(index, tp, broker) for tp in _followed(state, broker, full))
     for source in full.first(broker, DESTINATIONS):
         if any(walk.move(index, tp, source, broker) for tp in _around(state, band.name, state.ranked(band.name, source),
                                                                       gap)):
@@ -314,12 +284,26 @@ def _pull(walk: _Walk, index: int, band: Band, broker: int, full: _Order) -> boo
     return False
 
 
+def _followed(state: GoalState, broker: int, by_excess: _Order) -> list[TopicPartition]:
+    """Up to CANDIDATES partitions `broker` follows, those whose leader lies furthest above its band first, then by
+    partition: found leader by leader (`by_excess`, the band pass's order for a leadership goal) instead of over
+    everything the broker holds."""
+    held, found = state.held[broker], []
+    for _, group in itertools.groupby(by_excess.order, key=lambda entry: entry[0]):
+        found += sorted(tp for _, leader in group if leader != broker for tp in state.led[leader] & held)
+        if len(found) >= CANDIDATES:
+            break
+    return found[:CANDIDATES]
+
+
 def _band_pass(walk: _Walk, index: int, band: Band) -> int:
     state, taken = walk.state, 0
     load = state.load[band.name]
     state.touched.clear()
     roomy = _Order(state.brokers, lambda b: (load[b] - band.hi[b]) * band.scale[b])
-    full = _Order(state.brokers, lambda b: (band.lo[b] - load[b]) * band.scale[b])
+    # pulls: fullest first (a leadership goal: its leaders furthest above their band first, `_followed`)
+    full = _Order(state.brokers, (lambda b: band.hi[b] - load[b]) if band.leadership else
+                  (lambda b: (band.lo[b] - load[b]) * band.scale[b]))
 
     def seen() -> None:
         roomy.refresh(state.touched)
@@ -375,13 +359,31 @@ def _topic_pass(walk: _Walk, index: int, band: TopicBand) -> int:
 def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = None,
              tolerance: float = 0.0) -> Outcome:
     """Walk `goals` (in priority order) over `state`, changing it in place; the actions taken, in order. A goal that
-    a playbook's `tolerance` leaves alone (`bands.beyond`) takes no action but still holds the goals below it."""
-    made, skipped = bands(state, goals)
-    walk = _Walk(state, made, spend or Spend())
-    acting = [i for i, band in enumerate(made) if tolerance <= 0 or beyond(state, band, tolerance)]
+    a playbook's `tolerance` leaves alone (`bands.beyond`) takes no action but still holds the goals below it.
+    Hard limits come first (kops/planner/relief.py); a broker that nothing could relieve may find room once the
+    goals have moved, and then the bands are drawn again from where relief left the cluster, so that a second
+    optimize over the result has nothing to do."""
+    spend = spend or Spend()
+    log = relieve(state, spend)
+    skipped: dict[str, str] = {}
+    for _round in range(MAX_SWEEPS):
+        made, skipped = bands(state, goals)
+        walk = _Walk(state, made, spend)
+        converged = _sweeps(walk, made, [i for i, band in enumerate(made)
+                                         if tolerance <= 0 or beyond(state, band, tolerance)])
+        log += walk.log
+        relief = relieve(state, spend)
+        if not relief:
+            return Outcome(tuple(log), converged, skipped)
+        log += relief
+    return Outcome(tuple(log), False, skipped)
+
+
+def _sweeps(walk: _Walk, made: tuple[AnyBand, ...], acting: list[int]) -> bool:
+    """Sweeps over the acting goals until one takes no action (converged) or MAX_SWEEPS pass."""
     for _sweep in range(MAX_SWEEPS):
         taken = sum(_topic_pass(walk, i, band) if isinstance(band, TopicBand) else _band_pass(walk, i, band)
                     for i, band in enumerate(made) if i in acting)
         if not taken:
-            return Outcome(tuple(walk.log), True, skipped)
-    return Outcome(tuple(walk.log), False, skipped)
+            return True
+    return False

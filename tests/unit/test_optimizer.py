@@ -15,6 +15,7 @@ from kops.planner.bands import Band, bands
 from kops.planner.goal_state import GoalState
 from kops.planner.goal_values import GoalInputs, goal_figures
 from kops.planner.optimizer import Spend, optimize
+from kops.planner.relief import RELIEF_GOALS
 from tests.builders import bench_goal_inputs
 from tests.examples import examples
 
@@ -73,9 +74,10 @@ def test_limits_racks_no_goal_worse_and_a_second_walk_does_nothing(rnd: random.R
     assert all(len(after[tp]) == len(r) and len(set(after[tp])) == len(r) for tp, r in assignment.items())
     assert _over(state, start) == []
     assert _racks_kept(assignment, after, inputs.racks)
-    before_figures = {f.name: f.value for f in goal_figures(assignment, inputs, goals)}
-    after_figures = {f.name: f.value for f in goal_figures(after, inputs, goals)}
-    assert [g for g in goals if after_figures[g] > before_figures[g] + 0.01] == [], (before_figures, after_figures)
+    if not any(a.goal in RELIEF_GOALS for a in outcome.actions):  # hard limits first: relief may cost a goal
+        before_figures = {f.name: f.value for f in goal_figures(assignment, inputs, goals)}
+        after_figures = {f.name: f.value for f in goal_figures(after, inputs, goals)}
+        assert [g for g in goals if after_figures[g] > before_figures[g] + 0.01] == [], (before_figures, after_figures)
     if outcome.converged:
         again = GoalState(after, inputs, limits)
         assert optimize(again, goals).actions == ()

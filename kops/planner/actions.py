@@ -1,0 +1,37 @@
+"""What the goal walk does and what it may spend: the actions a plan is replayed from, and the run's budgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kops.model.partitions import TopicPartition
+
+EPS = 1e-9
+
+
+@dataclass
+class Spend:
+    """What the walk may spend (None: unbounded) and what it has spent: replica moves, leadership changes, bytes."""
+
+    max_moves: int | None = None
+    max_leader_moves: int | None = None
+    max_bytes: float | None = None
+    moves: int = 0
+    leader_moves: int = 0
+    bytes: float = 0.0
+
+    def move_allowed(self, size: float) -> bool:
+        return ((self.max_moves is None or self.moves < self.max_moves)
+                and (self.max_bytes is None or self.bytes + size <= self.max_bytes))
+
+    def lead_allowed(self) -> bool:
+        return self.max_leader_moves is None or self.leader_moves < self.max_leader_moves
+
+
+@dataclass(frozen=True)
+class Action:
+    goal: str
+    tp: TopicPartition
+    source: int  # the broker losing the replica (a leadership change: the old leader)
+    dest: int
+    leadership: bool = False
