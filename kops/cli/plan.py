@@ -30,7 +30,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner import tiered
 from kops.planner.fingerprint import fingerprint
 from kops.planner.headroom import capacity_notes, capacity_rows
-from kops.planner.markdown import duration, goal_rows, render_markdown
+from kops.planner.markdown import duration, goal_rows, placed, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import Sizes, read_sizes
@@ -80,7 +80,7 @@ def render_text(plan: Plan, details: bool = True) -> None:
     out.print(
         f"[bold]Summary:[/] {len(plan.creations)} to create, {len(plan.deletions)} to delete, "
         f"{len(plan.configs)} config change(s), {s.moves} replica move(s){bound}, {s.leader_moves} leader-only, "
-        f"{format_size(s.bytes)} to copy in {len(plan.batches)} batch(es), "
+        f"{format_size(s.bytes)} to copy{_disk_summary(plan)} in {len(plan.batches)} batch(es), "
         f"estimated {duration(s.estimated_seconds)} (lower bound {duration(s.lower_bound_seconds)})"
     )
     said = tiered.describe(plan.moves, s.remote_bytes)
@@ -135,19 +135,46 @@ def _topic_changes(plan: Plan) -> Table:
 
 
 def _print_batches(plan: Plan, details: bool) -> None:
-    batches = console.table("Batches", ">Batch", ">Partitions", ">Replica moves", ">Bytes", ">Estimate", "Throttle")
+    disk = bool(plan.summary.disk_moves)
+    extra = (">Disk moves", ">Disk bytes") if disk else ()
+    batches = console.table("Batches", ">Batch", ">Partitions", ">Replica moves", ">Bytes", *extra, ">Estimate",
+                            "Throttle")
     for b in plan.batches:
         rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
+        cells = (str(len(b.disk_moves)), format_size(b.disk_bytes)) if disk else ()
         batches.add_row(str(b.index), str(len(b.moves)), str(sum(len(m.adding) for m in b.moves)),
-                        format_size(b.bytes), duration(b.estimate.seconds), rate)
+                        format_size(b.bytes), *cells, duration(b.estimate.seconds), rate)
     console.out.print(batches)
     if details:
         moves = console.table("Moves", "Partition", "From", "To", ">Bytes", "Why")
         for m in plan.moves:
             kind = "" if m.kind == "data" else " [dim](leader only)[/]"
-            moves.add_row(f"{m.topic}-{m.partition}{kind}", _ids(m.from_replicas), _ids(m.to_replicas),
+            moves.add_row(f"{m.topic}-{m.partition}{kind}", _ids(m.from_replicas), _ids(m.to_replicas) + placed(m),
                           format_size(m.copied_bytes), m.reason)
-        console.out.print(moves)
+        if moves.row_count:
+            console.out.print(moves)
+    if details and disk:
+        _print_disk_moves(plan)
+
+
+def _print_disk_moves(plan: Plan) -> None:
+    """Each replica that changes log dir on its broker (kind `disk`), by batch: the copy stays on that broker,
+    from one of its disks to another, so it shows apart from the moves between brokers."""
+    table = console.table("Disk moves (within a broker)", ">Batch", ">Broker", "Partition", "From dir -> to dir",
+                          ">Bytes", "Why")
+    for b in plan.batches:
+        for m in b.disk_moves:
+            table.add_row(str(b.index), str(m.broker), f"{m.topic}-{m.partition}", f"{m.from_dir} -> {m.to_dir}",
+                          format_size(m.bytes), m.reason)
+    console.out.print(table)
+
+
+def _disk_summary(plan: Plan) -> str:
+    """The summary's disk moves, said beside the bytes between brokers (nothing for a plan without any)."""
+    s = plan.summary
+    if not s.disk_moves:
+        return ""
+    return f" between brokers (and {format_size(s.disk_bytes).strip()} within brokers: {s.disk_moves} disk move(s))"
 
 
 OutDir = Annotated[Path | None, typer.Option(

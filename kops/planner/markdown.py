@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kops.model.plan import CapacityReport, GoalOutcome, Plan
+from kops.model.plan import CapacityReport, GoalOutcome, Move, Plan
 from kops.planner import tiered
 from kops.planner.headroom import capacity_markdown
 from kops.planner.mermaid import bar_chart
@@ -27,6 +27,12 @@ def duration(seconds: float | None) -> str:
 
 def _ids(values: tuple[int, ...]) -> str:
     return ",".join(map(str, values))
+
+
+def placed(move: Move) -> str:
+    """The log dirs a move names for the replicas it adds (`to_dirs`), as " (3: /data/d2)"; "" without any."""
+    pairs = [f"{b}: {d}" for b, d in zip(move.to_replicas, move.to_dirs or (), strict=False) if d is not None]
+    return f" ({', '.join(pairs)})" if pairs else ""
 
 
 def render_markdown(plan: Plan) -> str:
@@ -66,6 +72,7 @@ def _summary_table(plan: Plan) -> list[str]:
         f"| replica moves | {s.moves}{ratio} |",
         f"| leader-only changes | {s.leader_moves} |",
         f"| bytes to copy | {format_size(s.bytes)} |",
+        *([f"| disk moves (within a broker) | {s.disk_moves}, {format_size(s.disk_bytes)} |"] if s.disk_moves else []),
         *([f"| not copied (tiered storage) | {format_size(s.remote_bytes)} in remote storage |"]
           if s.remote_bytes is not None else []),
         f"| batches | {len(plan.batches)} |",
@@ -164,18 +171,36 @@ def _charts(plan: Plan, brokers: list[int]) -> list[str]:
 def _batches_and_moves(plan: Plan) -> list[str]:
     if not plan.batches:
         return []
-    lines = ["<details><summary>Batches</summary>", "", "| batch | partitions | bytes | estimate | throttle |",
-             "|---|---|---|---|---|"]
+    disk = bool(plan.summary.disk_moves)
+    within = " disk moves | disk bytes |" if disk else ""
+    lines = ["<details><summary>Batches</summary>", "", f"| batch | partitions | bytes |{within} estimate | throttle |",
+             "|---|---|---|" + ("---|---|" if disk else "") + "---|---|"]
     for b in plan.batches:
         rate = format_rate(b.throttle.rate) if b.throttle.rate else "none"
-        lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} | {duration(b.estimate.seconds)} | {rate} "
-                     f"|")
-    lines += ["", "</details>", "", "<details><summary>Moves</summary>", "", "| partition | from | to | bytes | why |",
-              "|---|---|---|---|---|"]
-    for m in plan.moves:
-        remote = "" if m.remote_bytes is None else f" (+{format_size(m.remote_bytes)} remote, not copied)"
-        lines.append(f"| `{m.topic}-{m.partition}` | {_ids(m.from_replicas)} | {_ids(m.to_replicas)} | "
-                     f"{format_size(m.copied_bytes)}{remote} | {m.reason} |")
+        within = f" {len(b.disk_moves)} | {format_size(b.disk_bytes)} |" if disk else ""
+        lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} |{within} {duration(b.estimate.seconds)} "
+                     f"| {rate} |")
+    lines += ["", "</details>", ""]
+    if plan.moves:
+        lines += ["<details><summary>Moves</summary>", "", "| partition | from | to | bytes | why |",
+                  "|---|---|---|---|---|"]
+        for m in plan.moves:
+            remote = "" if m.remote_bytes is None else f" (+{format_size(m.remote_bytes)} remote, not copied)"
+            lines.append(f"| `{m.topic}-{m.partition}` | {_ids(m.from_replicas)} | {_ids(m.to_replicas)}{placed(m)} | "
+                         f"{format_size(m.copied_bytes)}{remote} | {m.reason} |")
+        lines += ["", "</details>", ""]
+    return lines + _disk_moves(plan)
+
+
+def _disk_moves(plan: Plan) -> list[str]:
+    """Each replica that changes log dir on its broker (kind `disk`), by batch: copied between that broker's own
+    disks, not over the network, so listed apart from the moves."""
+    if not plan.summary.disk_moves:
+        return []
+    lines = ["<details><summary>Disk moves (within a broker)</summary>", "",
+             "| batch | broker | partition | from dir → to dir | bytes | why |", "|---|---|---|---|---|---|"]
+    lines += [f"| {b.index} | {m.broker} | `{m.topic}-{m.partition}` | `{m.from_dir}` → `{m.to_dir}` | "
+              f"{format_size(m.bytes)} | {m.reason} |" for b in plan.batches for m in b.disk_moves]
     return lines + ["", "</details>", ""]
 
 

@@ -33,7 +33,7 @@ def test_without_disk_moves_a_file_naming_a_dir_is_refused_in_one_line() -> None
     with pytest.raises(DocumentError) as caught:
         read_reassignment_json(json.dumps(FILE), "moves.json")
     assert caught.value.where == "moves.json"
-    assert "disk moves are planned but not executed yet: 1 replica(s) of this file name a log dir, first " \
+    assert "this reader takes no log dirs: 1 replica(s) of this file name a log dir, first " \
            "orders-0 on broker 1 to /data/d2" in caught.value.one_line()
     unplaced = {"partitions": FILE["partitions"][1:]}
     assert [e.placed for e in read_reassignment_json(json.dumps(unplaced), "m.json")] == [[], []]

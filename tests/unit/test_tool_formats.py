@@ -47,7 +47,7 @@ def test_read_accepts_tool_files_with_and_without_version() -> None:
         ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1], "log_dirs": None}]},
          "log_dirs is null for a-0"),
         ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1, 2], "log_dirs": ["any", "/data/d2"]}]},
-         "disk moves are planned but not executed yet: 1 replica(s) of this file name a log dir, first a-0 on "
+         "this reader takes no log dirs: 1 replica(s) of this file name a log dir, first a-0 on "
          "broker 2 to /data/d2"),
     ],
 )

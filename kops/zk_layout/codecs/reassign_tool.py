@@ -47,17 +47,17 @@ class ToolReassignment:
 
 
 def read_reassignment_json(text: bytes | str, where: str, disk_moves: bool = False) -> list[ToolReassignment]:
-    """Parse and validate as the tool does; errors name the file and the entry. Unless the caller can carry
-    them out (`disk_moves`), entries that name log dirs are refused in one line (exit 1)."""
+    """Parse and validate as the tool does; errors name the file and the entry. Unless the caller plans them
+    (`disk_moves`: `kops plan --import-kafka`), entries that name log dirs are refused in one line (exit 1)."""
     entries = _read(text, where)
     placed = [(e, broker, path) for e in entries for broker, path in e.placed]
     if placed and not disk_moves:
         entry, broker, path = placed[0]
-        raise DocumentError(f"disk moves are planned but not executed yet: {len(placed)} replica(s) of this file "
-                            f"name a log dir, first {entry.topic}-{entry.partition} on broker {broker} to {path}",
-                            where=where, hint="kops moves replicas between brokers for now (docs/design/jbod.md "
-                                              "§12): write \"any\" for them, or run this file with "
-                                              "kafka-reassign-partitions")
+        raise DocumentError(f"this reader takes no log dirs: {len(placed)} replica(s) of this file name a log dir, "
+                            f"first {entry.topic}-{entry.partition} on broker {broker} to {path}",
+                            where=where, hint="kops plan --import-kafka FILE -b BOOTSTRAP plans them (placed "
+                                              "replicas and disk moves, which kops apply runs), or write \"any\" "
+                                              "for them")
     return entries
 
 
