@@ -44,7 +44,7 @@ PLAY_KEYS = (
     "name", "hosts", "vars", "vars_files", "topic_defaults", "topics", "brokers", "rebalance", "execution",
     "allow_delete", "serial",
 )
-BROKER_KEYS = ("decommission", "add")
+BROKER_KEYS = ("decommission", "add", "remove_log_dirs")
 REBALANCE_KEYS = ("goal", "goals", "tolerance", "heal_after")
 EXECUTION_KEYS = ("throttle", "batch", "order", "stall_timeout", "mode", "max_moves_per_broker", "max_moves")
 MODES = ("batches", "rolling")
@@ -122,6 +122,7 @@ class _Cluster:
         self.topics: dict[str, TopicDeclaration] = {}
         self.decommission: set[int] = set()
         self.add: set[int] = set()
+        self.remove_log_dirs: dict[int, set[str]] = {}
         self.brokers_location: SourceLocation | None = None
         self.rebalance: Rebalance | None = None
         self.execution: Execution | None = None
@@ -187,7 +188,8 @@ def load_declarations(
             cluster=name,
             connect=connect,
             topics=dict(sorted(c.topics.items())),
-            brokers=BrokerChanges(tuple(sorted(c.decommission)), tuple(sorted(c.add)), c.brokers_location),
+            brokers=BrokerChanges(tuple(sorted(c.decommission)), tuple(sorted(c.add)), c.brokers_location,
+                                  {b: tuple(sorted(paths)) for b, paths in sorted(c.remove_log_dirs.items())}),
             rebalance=c.rebalance,
             execution=c.execution or Execution(),
             allow_delete=c.allow_delete,
@@ -411,7 +413,32 @@ def _apply_brokers(section: dict[str, Any], loc: SourceLocation, cluster: _Clust
         problems.error(loc, f"brokers {sorted(both)} are both decommissioned and added")
     cluster.decommission |= set(decommission)
     cluster.add |= set(add)
+    for broker, paths in _log_dirs_to_remove(section.get("remove_log_dirs"), loc, problems).items():
+        cluster.remove_log_dirs.setdefault(broker, set()).update(paths)
     cluster.brokers_location = cluster.brokers_location or loc
+
+
+def _log_dirs_to_remove(value: Any, loc: SourceLocation, problems: Problems) -> dict[int, tuple[str, ...]]:
+    """`remove_log_dirs: {3: [/data/d2]}`: broker id -> absolute paths of the log dirs it is to empty (JBOD);
+    whether each broker has such a dir is the planner's question (it needs the cluster)."""
+    if value is None:
+        return {}
+    what = "brokers.remove_log_dirs"
+    if not isinstance(value, dict):
+        problems.error(loc, f"{what} is a mapping of broker id to log dirs, e.g. {{3: [/data/d2]}}")
+        return {}
+    out: dict[int, tuple[str, ...]] = {}
+    for key, paths in value.items():
+        broker = fields.as_int(key, f"{what} key", loc, problems, minimum=0)
+        listed = paths if isinstance(paths, list) else [paths]
+        if broker is None:
+            continue
+        if not listed or not all(isinstance(p, str) and p.startswith("/") for p in listed):
+            problems.error(loc, f"{what}.{broker}: {paths!r} is not a list of log dirs",
+                           "name each dir by its absolute path, as the broker's log.dirs does")
+            continue
+        out[broker] = tuple(str(p).rstrip("/") or "/" for p in listed)
+    return out
 
 
 def _apply_rebalance(section: dict[str, Any], loc: SourceLocation, cluster: _Cluster, problems: Problems,

@@ -74,6 +74,8 @@ class BrokerChanges:
     decommission: tuple[int, ...] = ()
     add: tuple[int, ...] = ()
     location: SourceLocation | None = None
+    # `remove_log_dirs: {3: [/data/d2]}`: each broker's log dirs to empty (JBOD, docs/design/jbod.md §5)
+    remove_log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 GOALS = ("replicas", "leaders", "bytes")

@@ -44,8 +44,17 @@ def place(plan: Plan, snapshot: Snapshot, placed: Placed, sizes: Mapping[TopicPa
                 replicas = moves[tp].to_replicas if tp in moves else current
                 disk.append(DiskMove(tp.topic, tp.partition, broker, now, path, replicas, sizes.get(tp, 0), reason))
     batches = tuple(_placed_batch(b, moves, to_dirs) for b in plan.batches)
+    return with_disk_moves(dataclasses.replace(plan, batches=batches), snapshot, disk, throttle, speed)
+
+
+def with_disk_moves(plan: Plan, snapshot: Snapshot, disk: Sequence[DiskMove], throttle: int | None,
+                    speed: float) -> Plan:
+    """`plan` with `disk` in a last batch of their own (the alter-log-dirs throttle on their brokers), undone
+    first by the rollback, counted by the summary and named in a warning; `plan` itself when there are none.
+    The planner's log-dir steps (kops/planner/log_dirs.py) end here too, as the import does."""
     if not disk:
-        return dataclasses.replace(plan, batches=batches)
+        return plan
+    batches = plan.batches
     forward = _disk_batch(len(batches) + 1, tuple(disk), snapshot, throttle, speed)
     backward = _disk_batch(1, tuple(m.inverse() for m in disk), snapshot, throttle, speed)
     rollback = dataclasses.replace(plan.rollback, batches=(backward, *(

@@ -18,6 +18,18 @@ ALIASES: dict[str, str] = {"bytes": "disk"}  # `--goal bytes` from before goal l
 # preferred leaders last (an election only where it costs no higher goal anything): goals.md §4.
 DEFAULT_GOALS: tuple[str, ...] = GOAL_NAMES
 LEADERSHIP_GOALS = frozenset({"leaders", "leader_bytes_in", "preferred_leaders"})  # moved by leadership alone
+# Goals inside a broker (JBOD): its log dirs evened by disk moves, a step after the walk over the brokers
+# (kops/planner/intra_broker.py), not one of the walk's goals; not in the default list (disk moves need the Admin
+# API and a cluster with several dirs per broker).
+DISK_WITHIN_BROKER = "disk_within_broker"
+INTRA_BROKER_GOALS: tuple[str, ...] = (DISK_WITHIN_BROKER,)
+NAMES: tuple[str, ...] = GOAL_NAMES + INTRA_BROKER_GOALS  # every name a goal list may hold
+
+
+def broker_goals(goals: tuple[str, ...]) -> tuple[str, ...]:
+    """The goals the walk over the brokers takes (kops/planner/optimizer.py): `goals` without the intra-broker
+    ones."""
+    return tuple(g for g in goals if g not in INTRA_BROKER_GOALS)
 
 
 def goal_list(value: str | Sequence[str], where: str) -> tuple[str, ...]:
@@ -27,12 +39,12 @@ def goal_list(value: str | Sequence[str], where: str) -> tuple[str, ...]:
     through an alias), or an empty list."""
     raw = [part.strip() for part in value.split(",")] if isinstance(value, str) else list(value)
     if not raw or any(not isinstance(name, str) for name in raw):
-        raise ValueError(f"{where}: a goal list is one or more of {', '.join(GOAL_NAMES)} (got {value!r})")
+        raise ValueError(f"{where}: a goal list is one or more of {', '.join(NAMES)} (got {value!r})")
     goals: list[str] = []
     for name in raw:
         goal = ALIASES.get(name, name)
-        if goal not in GOAL_NAMES:
-            raise ValueError(f"{where}: unknown goal {name!r}: one of {', '.join(GOAL_NAMES)} "
+        if goal not in NAMES:
+            raise ValueError(f"{where}: unknown goal {name!r}: one of {', '.join(NAMES)} "
                              f"({', '.join(f'{a} = {g}' for a, g in ALIASES.items())})")
         if goal in goals:
             raise ValueError(f"{where}: goal {goal!r} is named twice" + (f" (as {name!r})" if name != goal else ""))

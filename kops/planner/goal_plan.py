@@ -19,6 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kops.model.capacity import Capacities
+from kops.model.goals import broker_goals
 from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome
 from kops.planner.goal_state import goal_state
@@ -62,7 +63,9 @@ def place_by_goals(start: Mapping[TopicPartition, tuple[int, ...]], racks: Mappi
                    goals: tuple[str, ...], tolerance: float, pinned: Collection[TopicPartition]) -> GoalPlacement:
     """`kops plan`'s walk: `goals` over `start` (the play's forced changes made), on the brokers of `racks` only,
     moving no partition of `pinned` (static or constrained placements, deletions pending, reassignments in flight);
-    `tolerance` is the playbook's trigger. Unbounded: a plan does what its play declares."""
+    `tolerance` is the playbook's trigger. Unbounded: a plan does what its play declares. A goal inside the
+    brokers (`disk_within_broker`) is the plan's step after the walk (kops/planner/log_dirs.py)."""
+    goals = broker_goals(goals)
     state = goal_state(start, racks, loads.sizes, loads.write, loads.caps, loads.fanout)
     state.pinned = frozenset(pinned)
     begin = dict(state.replicas)

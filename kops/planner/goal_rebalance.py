@@ -15,12 +15,15 @@ from dataclasses import dataclass, replace
 
 from kops.model.capacity import resolve
 from kops.model.desired import Execution
+from kops.model.goals import DISK_WITHIN_BROKER, broker_goals
 from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.budget import Limits
 from kops.planner.goal_plan import goal_table, replay
 from kops.planner.goal_state import state_of
+from kops.planner.intra_broker import band
+from kops.planner.log_dirs import place_dirs
 from kops.planner.optimizer import Action, Spend, optimize
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.relief import RELIEF_GOALS
@@ -121,12 +124,27 @@ def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[Top
     state = state_of(snapshot, sizes, policy.write, caps, policy.fanout)
     start = dict(state.replicas)
     limits = request.limits
-    outcome = optimize(state, request.goals, Spend(limits.max_moves, request.max_leader_moves, limits.max_bytes))
+    goals = broker_goals(request.goals)  # a goal inside the brokers is a step after the walk
+    outcome = optimize(state, goals, Spend(limits.max_moves, request.max_leader_moves, limits.max_bytes))
     plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes)
     plan, kept = _fitted(outcome.actions, plan_of, limits)
     after = replay(start, outcome.actions[:kept])
-    table = goal_table(request.goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped)
+    table = goal_table(goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped)
     plan = replace(plan, summary=replace(plan.summary, goals=table))  # the plan file carries the table
+    if DISK_WITHIN_BROKER in request.goals:
+        plan = _dirs_evened(plan, snapshot, sizes, policy, execution)
     relieved = sum(1 for a in outcome.actions[:kept] if a.goal in RELIEF_GOALS)
     return GoalRebalance(plan, table, outcome.converged and kept == len(outcome.actions), request.min_improvement,
                          relieved)
+
+
+def _dirs_evened(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int], policy: Policy,
+                 execution: Execution | None) -> Plan:
+    """The goal `disk_within_broker` after the walk: each broker's log dirs evened by disk moves (Cruise Control's
+    band, kops/planner/intra_broker.py), new replicas born in the dir with the most room."""
+    declared = execution.throttle if execution is not None else None
+    throttle = policy.throttle if policy.throttle is not None else declared
+    caps = resolve(policy.capacity, snapshot)
+    placed, _problems = place_dirs(plan, snapshot, sizes, {}, caps.limits, band(0.0),
+                                   (throttle, policy.port_rate(declared)))  # no dir removed: nothing to refuse
+    return placed

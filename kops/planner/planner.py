@@ -34,6 +34,7 @@ from kops.model import topic_configs
 from kops.model.capacity import Capacities, CapacityDeclaration, resolve
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
 from kops.model.features import KIP253_PARTITION_DELETION
+from kops.model.goals import DISK_WITHIN_BROKER
 from kops.model.partitions import TopicPartition
 from kops.model.plan import (
     Batch,
@@ -57,8 +58,10 @@ from kops.planner import placement, tiered
 from kops.planner.fingerprint import fingerprint
 from kops.planner.goal_plan import GoalPlacement, Loads, place_by_goals
 from kops.planner.headroom import Changes, Headroom, PeaksRefused, peak_room, violations, with_capacity_report
+from kops.planner.intra_broker import band
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
+from kops.planner.log_dirs import disk_limit, drained, place_dirs, removals
 from kops.planner.rebalance import balance_bytes, balance_replicas, bounds, replica_lower_bound, smallest_on
 from kops.planner.rollback import completed
 from kops.planner.throttles import batch_throttle
@@ -140,6 +143,7 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
     for _name, decl in sorted(desired.topics.items()):
         _topic(work, decl, eligible, rack_aware, policy)
     _decommission(work, eligible, rack_aware)
+    _remove_log_dirs(work, eligible, rack_aware, caps)
     placed = None
     if desired.rebalance and desired.rebalance.goals and eligible and not work.problems:
         placed = _by_goals(work, eligible, policy, caps)  # new brokers' share, the rebalance and leaders alike
@@ -150,7 +154,50 @@ def plan(desired: DesiredState, snapshot: Snapshot, sizes: dict[TopicPartition, 
     planned = _assemble_within(work, original, policy, eligible,
                                desired.brokers.location if desired.brokers.decommission or desired.brokers.add
                                else None, "raise the capacity's limit, add brokers, or change less at once")
-    return planned if placed is None else replace(planned, summary=replace(planned.summary, goals=placed.outcomes))
+    planned = planned if placed is None else replace(planned, summary=replace(planned.summary, goals=placed.outcomes))
+    return _in_log_dirs(work, planned, policy, caps)
+
+
+def _remove_log_dirs(work: _Work, eligible: list[int], rack_aware: bool, caps: Capacities) -> None:
+    """`brokers.remove_log_dirs`: checked against the cluster, and the replicas the broker's other dirs have no
+    room for leave the broker now, as a decommission's do (kops/planner/log_dirs.py places the rest at the end)."""
+    brokers = work.desired.brokers
+    if not brokers.remove_log_dirs:
+        return
+    found, problems = removals(work.snapshot, brokers.remove_log_dirs, brokers.decommission, work.layout.sizes,
+                               disk_limit(caps.limits))
+    for line in problems:
+        work.error(brokers.location, line)
+    for removal in found:
+        for tp in drained(removal, work.layout.sizes)[1]:
+            path = removal.dirs.where[tp]
+            try:
+                placement.replace(work.layout, tp, removal.broker, _topic_eligible(work, tp.topic, eligible),
+                                  rack_aware)
+            except ValueError as exc:
+                work.error(brokers.location, f"cannot move {tp} out of log dir {path} of broker {removal.broker}: "
+                                             f"its other dirs are full and {exc}")
+                continue
+            work.forced_moves += 1
+            work.forced_bytes += work.layout.size(tp)
+            work.reason.setdefault(tp, f"remove log dir {path} of broker {removal.broker} (its other dirs are full)")
+
+
+def _in_log_dirs(work: _Work, planned: Plan, policy: Policy, caps: Capacities) -> Plan:
+    """The plan's replicas placed in log dirs where the play asks for it (`remove_log_dirs`, the goal
+    `disk_within_broker`): disk moves in a last batch, new replicas' dirs (kops/planner/log_dirs.py)."""
+    desired = work.desired
+    goals = desired.rebalance.goals if desired.rebalance else ()
+    within = band(desired.rebalance.tolerance) if desired.rebalance and DISK_WITHIN_BROKER in goals else None
+    if not desired.brokers.remove_log_dirs and within is None:
+        return planned
+    throttle = policy.throttle if policy.throttle is not None else desired.execution.throttle
+    placed, problems = place_dirs(planned, work.snapshot, work.layout.sizes, desired.brokers.remove_log_dirs,
+                                  caps.limits, within, (throttle, policy.port_rate(desired.execution.throttle)))
+    if problems:
+        raise PlanningError([Problem(desired.brokers.location, line) for line in problems])
+    topics = set(desired.topics) | {m.topic for m in placed.moves + placed.disk_moves}
+    return replace(placed, fingerprint=fingerprint(work.snapshot, topics))
 
 
 def _balance(work: _Work, original: dict[TopicPartition, tuple[int, ...]], eligible: list[int],

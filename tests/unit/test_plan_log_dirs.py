@@ -1,0 +1,148 @@
+"""The planner's log dirs (issue 37, jbod.md §5): `brokers.remove_log_dirs` and the goal `disk_within_broker`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kops.model.capacity import LogDirUsage
+from kops.model.desired import BrokerChanges, Rebalance
+from kops.model.partitions import TopicPartition
+from kops.model.placement import ReplicaDir
+from kops.model.snapshot import Snapshot
+from kops.planner.intra_broker import band
+from kops.planner.planner import PlanningError, plan
+from tests.builders import HERE, brokers, declare, round_robin, snapshot
+
+GIB = 2**30
+TOTAL = 10 * GIB
+
+
+def jbod(held: dict[str, list[int]], sizes: dict[TopicPartition, int], other_dirs: bool = True) -> Snapshot:
+    """Brokers 1-4 (racks r0-r2, r0); `orders` partitions 0..7 on [3, x, y]; broker 3's replicas in its dirs as
+    `held` says (dir -> partitions); each of broker 3's dirs 10 GiB, usable what its replicas leave."""
+    snap = snapshot(brokers(4), [round_robin("orders", 8, 3, [1, 2, 4])])
+    topic = snap.topics["orders"]
+    parts = {p: replace(part, replicas=(3, *part.replicas[:2])) for p, part in topic.partitions.items()}
+    snap = replace(snap, topics={"orders": replace(topic, partitions=parts)})
+    rows, usage = [], []
+    for path, numbers in sorted(held.items()):
+        rows += [ReplicaDir("orders", p, 3, path) for p in numbers]
+        used = sum(sizes[TopicPartition("orders", p)] for p in numbers)
+        usage.append(LogDirUsage(3, path, TOTAL, TOTAL - used))
+    if other_dirs:
+        usage += [LogDirUsage(b, "/data", 100 * GIB, 90 * GIB) for b in (1, 2, 4)]
+    return replace(snap, log_dirs=tuple(usage), replica_dirs=tuple(rows), replica_dirs_read=True)
+
+
+def removing(paths: dict[int, tuple[str, ...]], **kwargs):
+    return replace(declare(**kwargs), brokers=BrokerChanges((), (), HERE, paths))
+
+
+SIZES = {TopicPartition("orders", p): s * GIB for p, s in enumerate([3, 3, 1, 1, 2, 1, 1, 1])}
+
+
+def test_a_removed_dir_empties_into_the_brokers_other_dirs_with_room_then_to_other_brokers() -> None:
+    # /d1 holds 5 GiB of 10 (limit 8 GiB): of /d2's 3, 2 and 1 GiB... only 3 GiB more fit in /d1
+    snap = jbod({"/d1": [0, 5, 6], "/d2": [1, 4, 7], "/d3": [2, 3]}, SIZES)
+    result = plan(removing({3: ("/d2",)}), snap, SIZES)
+    disk = {(m.partition, m.from_dir, m.to_dir) for m in result.disk_moves}
+    assert all(frm == "/d2" and to in ("/d1", "/d3") for _p, frm, to in disk)
+    assert {p for p, _f, _t in disk} == {1, 4, 7}  # 3 + 2 + 1 GiB: /d3 has 6 GiB of room, /d1 3 GiB
+    assert not result.moves
+    assert result.summary.disk_moves == 3 and result.summary.disk_bytes == 6 * GIB
+    assert all(m.replicas == snap.partition(m.tp).replicas for m in result.disk_moves)
+    assert all(m.reason == "remove log dir /d2 of broker 3" for m in result.disk_moves)
+    back = result.rollback.batches[0].disk_moves
+    assert {(m.partition, m.to_dir) for m in back} == {(1, "/d2"), (4, "/d2"), (7, "/d2")}
+
+
+def test_what_the_other_dirs_cannot_hold_leaves_the_broker_and_lands_nowhere_near_the_removed_dir() -> None:
+    snap = jbod({"/d1": [0, 1, 5], "/d2": [2, 3, 4, 6, 7]}, SIZES)  # /d1: 7 GiB of its 8 GiB limit
+    result = plan(removing({3: ("/d2",)}), snap, SIZES)
+    moved_off = {m.partition for m in result.moves}
+    stayed = {m.partition for m in result.disk_moves}
+    assert stayed and moved_off and stayed | moved_off == {2, 3, 4, 6, 7} and not stayed & moved_off
+    assert sum(SIZES[TopicPartition("orders", p)] for p in stayed) <= GIB  # /d1 had 1 GiB of room
+    for m in result.moves:
+        assert 3 not in m.to_replicas and m.reason.startswith("remove log dir /d2 of broker 3")
+    assert not any(m.to_dir == "/d2" for m in result.disk_moves)
+
+
+@pytest.mark.parametrize(("paths", "snap_kwargs", "expected"), [
+    ({3: ("/d9",)}, {}, "broker 3 has no log dir /d9 (it has /d1, /d2)"),
+    ({9: ("/d1",)}, {}, "names broker 9, which is not registered"),
+    ({3: ("/d1", "/d2")}, {}, "names every log dir of broker 3: decommission it instead"),
+    ({3: ("/d2",)}, {"replica_dirs": (), "replica_dirs_read": False}, "which replicas are in /d2 of broker 3 is not "
+                                                                      "known"),
+    ({3: ("/d2",)}, {"log_dirs": ()}, "the log dirs of broker 3 were not read"),
+])
+def test_a_removal_the_cluster_cannot_take_is_refused_in_one_line_at_the_brokers_section(paths, snap_kwargs,
+                                                                                         expected) -> None:
+    snap = replace(jbod({"/d1": [0, 1, 2, 3], "/d2": [4, 5, 6, 7]}, SIZES), **snap_kwargs)
+    with pytest.raises(PlanningError) as caught:
+        plan(removing(paths), snap, SIZES)
+    [problem] = caught.value.problems
+    assert expected in problem.message and problem.location == HERE
+    if "not known" in expected:
+        assert "-b BOOTSTRAP" in problem.message
+
+
+def test_a_removed_dir_on_a_decommissioned_broker_is_refused() -> None:
+    snap = jbod({"/d1": [0, 1, 2, 3], "/d2": [4, 5, 6, 7]}, SIZES)
+    desired = replace(declare(), brokers=BrokerChanges((3,), (), HERE, {3: ("/d2",)}))
+    with pytest.raises(PlanningError, match="which is decommissioned"):
+        plan(desired, snap, SIZES)
+
+
+def test_disk_within_broker_evens_a_brokers_dirs_within_the_band_and_keeps_its_replicas_on_it() -> None:
+    snap = jbod({"/d1": [0, 1, 2, 3, 4], "/d2": [5, 6, 7]}, SIZES)  # /d1 10 GiB of 10 ... 9 GiB: 90%, /d2 30%
+    sizes = dict(SIZES)
+    desired = replace(declare(), rebalance=Rebalance(goals=("disk_within_broker",), tolerance=0.0, location=HERE))
+    result = plan(desired, snap, sizes)
+    assert not result.moves and result.disk_moves
+    used = {"/d1": 10.0 * GIB, "/d2": 3.0 * GIB}
+    for m in result.disk_moves:
+        assert (m.broker, m.from_dir, m.to_dir, m.reason) == (3, "/d1", "/d2", "rebalance disk_within_broker")
+        used["/d1"] -= m.bytes
+        used["/d2"] += m.bytes
+    mean = (13 * GIB) / (2 * TOTAL)
+    width = band(0.0)
+    assert all(abs(u / TOTAL - mean) <= mean * width + 1e-9 for u in used.values()), used
+    assert max(used.values()) <= 0.8 * TOTAL
+
+
+def test_disk_within_broker_leaves_a_broker_within_its_band_alone_and_walks_no_goal_of_the_brokers() -> None:
+    snap = jbod({"/d1": [0, 2, 3, 5], "/d2": [1, 6, 7]}, SIZES)  # 6 GiB and 5 GiB: within ±9% of 55%
+    desired = replace(declare(), rebalance=Rebalance(goals=("disk_within_broker",), tolerance=0.0, location=HERE))
+    result = plan(desired, snap, SIZES)
+    assert not result.has_changes and not result.disk_moves
+
+
+def test_the_playbook_reads_remove_log_dirs_per_broker_and_a_bad_entry_is_one_problem(tmp_path) -> None:
+    from tests.unit.test_declare_playbooks import load, messages
+
+    decl = load(tmp_path, """
+        - hosts: prod
+          brokers: {remove_log_dirs: {3: [/data/d2, /data/d3/], "4": /data/d1}}
+        - hosts: prod
+          brokers: {remove_log_dirs: {3: [/data/d4]}}
+        - hosts: dev
+          brokers: {remove_log_dirs: {2: [data/d2]}}
+    """)
+    assert messages(decl) == [f"{tmp_path / 'play.yml'}:6:12: brokers.remove_log_dirs.2: ['data/d2'] is not a list "
+                              f"of log dirs (name each dir by its absolute path, as the broker's log.dirs does)"]
+    assert decl.desired["prod"].brokers.remove_log_dirs == {3: ("/data/d2", "/data/d3", "/data/d4"), 4: ("/data/d1",)}
+
+
+def test_kops_rebalance_with_disk_within_broker_evens_the_dirs_after_the_walk_over_the_brokers() -> None:
+    from kops.planner.goal_rebalance import GoalRequest, rebalance_goals
+
+    snap = jbod({"/d1": [0, 1, 2, 3, 4], "/d2": [5, 6, 7]}, SIZES)
+    result = rebalance_goals(snap, GoalRequest(("replicas", "disk_within_broker")), SIZES)
+    assert [g.name for g in result.outcomes] == ["replicas"]  # the walk's table: the goal inside brokers is a step
+    disk = result.plan.disk_moves
+    assert disk and all((m.broker, m.from_dir, m.to_dir) == (3, "/d1", "/d2") for m in disk)
+    moved = {m.tp: m.to_replicas for m in result.plan.moves}
+    assert all(3 in moved.get(m.tp, snap.partition(m.tp).replicas) for m in disk)
