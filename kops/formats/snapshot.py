@@ -214,6 +214,10 @@ class SnapshotDoc(Doc):
         description="`[topic, partition, broker, path, future]`: the log dir holding each replica of every broker "
                     "with more than one log dir (JBOD; a broker with one holds every replica there), and with "
                     "`future` true the copy an intra-broker move in flight is writing; sorted")
+    metadata_version: Int | None = Field(default=None, exclude_if=lambda v: v is None,
+                                         description="the finalized `metadata.version` feature level (KRaft, read "
+                                                     "with DescribeFeatures; 17 is 3.7-IV2, the first with JBOD); "
+                                                     "absent when not read or in ZooKeeper mode")
     summary: SummaryDoc | None = None
 
     @model_validator(mode="after")

@@ -23,11 +23,29 @@ from kops.model.snapshot import Snapshot
 Placed = Mapping[TopicPartition, Sequence[tuple[int, str]]]
 
 
+JBOD_KRAFT = 17  # the metadata.version feature level of 3.7-IV2 (Kafka's MetadataVersion): JBOD on KRaft from it
+
+
+def jbod_refusal(snapshot: Snapshot) -> str | None:
+    """Why the cluster takes no disk move and places no replica in a dir, or None: on KRaft, JBOD needs the
+    finalized metadata.version 3.7-IV2 or later (a broker's software is not enough: the cluster's metadata
+    must be upgraded). ZooKeeper mode always had JBOD; a snapshot that did not read the version is not refused."""
+    level = snapshot.metadata_version
+    if level is None or level >= JBOD_KRAFT:
+        return None
+    return (f"log dirs on KRaft (JBOD) need metadata.version 3.7-IV2 (feature level {JBOD_KRAFT}) or later: this "
+            f"cluster's finalized metadata.version is level {level}; upgrade it (kafka-features upgrade "
+            f"--metadata 3.7) before moving replicas between log dirs")
+
+
 def place(plan: Plan, snapshot: Snapshot, placed: Placed, sizes: Mapping[TopicPartition, int],
           throttle: int | None, speed: float, where: str, reason: str) -> Plan:
     """`plan` with its moves' target dirs and the disk moves `placed` asks for (see the module); `throttle` is
     the alter-log-dirs rate set on the brokers (None: unthrottled), `speed` the bytes/s the estimate counts with.
     Raises DocumentError (at `where`) for a dir the broker does not have or a placement kops cannot know."""
+    refused = jbod_refusal(snapshot) if placed else None
+    if refused is not None:
+        raise DocumentError(refused, where=where)
     moves = {m.tp: m for m in plan.moves}
     to_dirs: dict[TopicPartition, dict[int, str]] = {}
     disk: list[DiskMove] = []

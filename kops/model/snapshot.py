@@ -83,6 +83,8 @@ class Snapshot:
     # znode for it (docs/design/jbod.md §2)
     replica_dirs: tuple[ReplicaDir, ...] = ()
     replica_dirs_read: bool = False
+    # the finalized metadata.version's feature level (KRaft, DescribeFeatures); None: not read, or ZooKeeper mode
+    metadata_version: int | None = None
 
     @property
     def complete(self) -> bool:

@@ -18,6 +18,7 @@ from kops.model.desired import Execution
 from kops.model.goals import DISK_WITHIN_BROKER, broker_goals
 from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome, Plan
+from kops.model.problems import Problem
 from kops.model.snapshot import Snapshot
 from kops.planner.budget import Limits
 from kops.planner.goal_plan import goal_table, replay
@@ -25,7 +26,7 @@ from kops.planner.goal_state import state_of
 from kops.planner.intra_broker import band
 from kops.planner.log_dirs import place_dirs
 from kops.planner.optimizer import Action, Spend, optimize
-from kops.planner.planner import Policy, plan_targets
+from kops.planner.planner import PlanningError, Policy, plan_targets
 from kops.planner.relief import RELIEF_GOALS
 
 
@@ -145,6 +146,8 @@ def _dirs_evened(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, 
     declared = execution.throttle if execution is not None else None
     throttle = policy.throttle if policy.throttle is not None else declared
     caps = resolve(policy.capacity, snapshot)
-    placed, _problems = place_dirs(plan, snapshot, sizes, {}, caps.limits, band(0.0),
-                                   (throttle, policy.port_rate(declared)))  # no dir removed: nothing to refuse
+    placed, problems = place_dirs(plan, snapshot, sizes, {}, caps.limits, band(0.0),
+                                  (throttle, policy.port_rate(declared)))
+    if problems:  # no dir is removed: only a metadata.version without JBOD refuses
+        raise PlanningError([Problem(None, line) for line in problems])
     return placed

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from kops.model.capacity import DEFAULT_LIMIT, Resource
-from kops.model.dir_moves import with_disk_moves
+from kops.model.dir_moves import jbod_refusal, with_disk_moves
 from kops.model.partitions import TopicPartition
 from kops.model.plan import DiskMove, Plan
 from kops.model.snapshot import Snapshot
@@ -106,7 +106,8 @@ def place_dirs(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, in
     """`plan` (its replicas final) with its replicas' dirs: the removed dirs emptied by disk moves, each replica a
     move adds born in the dir with the most room, and, with `within` (the goal's band, not None), each broker's
     dirs evened (intra_broker.py). `rate`: the alter-log-dirs throttle and the bytes/s the estimate counts with.
-    Returns the plan and the lines of what could not be done (a removed dir's replica that fits nowhere now)."""
+    Returns the plan and the lines of what could not be done (a removed dir's replica that fits nowhere now, a
+    KRaft cluster whose metadata.version has no JBOD)."""
     limit = disk_limit(limits)
     after = {m.tp: m.to_replicas for m in plan.moves}
     found, problems = removals(snapshot, asked, (), sizes, limit)
@@ -128,7 +129,9 @@ def place_dirs(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, in
     if within is not None:
         disk += even_dirs({b: d for b, d in every.items() if d is not None and b not in removed}, snapshot, after,
                           sizes, within)
-    return with_disk_moves(plan, snapshot, sorted(disk), rate[0], rate[1]), problems
+    placed = with_disk_moves(plan, snapshot, sorted(disk), rate[0], rate[1])
+    refused = jbod_refusal(snapshot) if placed.disk_moves or any(m.to_dirs for m in placed.moves) else None
+    return placed, problems + ([refused] if refused else [])
 
 
 def _replicas(snapshot: Snapshot, tp: TopicPartition) -> tuple[int, ...]:

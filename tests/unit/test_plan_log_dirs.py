@@ -146,3 +146,33 @@ def test_kops_rebalance_with_disk_within_broker_evens_the_dirs_after_the_walk_ov
     assert disk and all((m.broker, m.from_dir, m.to_dir) == (3, "/d1", "/d2") for m in disk)
     moved = {m.tp: m.to_replicas for m in result.plan.moves}
     assert all(3 in moved.get(m.tp, snap.partition(m.tp).replicas) for m in disk)
+
+
+@pytest.mark.parametrize("level", [14, 16])
+def test_disk_moves_on_kraft_below_metadata_version_3_7_iv2_are_refused_in_one_line_naming_it(level: int) -> None:
+    snap = replace(jbod({"/d1": [0, 5, 6], "/d2": [1, 4, 7], "/d3": [2, 3]}, SIZES), metadata_version=level)
+    with pytest.raises(PlanningError) as caught:
+        plan(removing({3: ("/d2",)}), snap, SIZES)
+    [problem] = caught.value.problems
+    assert f"need metadata.version 3.7-IV2 (feature level 17) or later: this cluster's finalized metadata.version " \
+           f"is level {level}" in problem.message
+
+
+@pytest.mark.parametrize("level", [17, 25, None])
+def test_disk_moves_at_or_above_3_7_iv2_or_in_zookeeper_mode_are_planned(level: int | None) -> None:
+    snap = replace(jbod({"/d1": [0, 5, 6], "/d2": [1, 4, 7], "/d3": [2, 3]}, SIZES), metadata_version=level)
+    assert len(plan(removing({3: ("/d2",)}), snap, SIZES).disk_moves) == 3
+
+
+def test_an_imported_file_naming_log_dirs_is_refused_below_3_7_iv2_and_the_level_round_trips_a_snapshot() -> None:
+    from kops.errors import DocumentError
+    from kops.model import snapshot_format
+    from kops.model.dir_moves import place
+    from kops.planner.planner import plan_targets
+
+    snap = replace(jbod({"/d1": [0, 5, 6], "/d2": [1, 4, 7], "/d3": [2, 3]}, SIZES), metadata_version=16)
+    assert snapshot_format.loads(snapshot_format.dumps(snap), "s.json").metadata_version == 16
+    assert b"metadata_version" not in snapshot_format.dumps(replace(snap, metadata_version=None))
+    empty = plan_targets(snap, {}, "test")
+    with pytest.raises(DocumentError, match="this cluster's finalized metadata.version is level 16"):
+        place(empty, snap, {TopicPartition("orders", 1): [(3, "/d1")]}, SIZES, None, 1e8, "moves.json", "imported")

@@ -123,7 +123,18 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
                     controller=ControllerInfo(id=cluster.get("controller_id"), epoch=None),
                     brokers=brokers, topics=topics, broker_configs=broker_configs, requested_moves=requested,
                     migration=migration, problems=tuple(read.problems + config_problems),
-                    connect=admin_api_connect(where), fenced=tuple(sorted(fenced)))
+                    connect=admin_api_connect(where), fenced=tuple(sorted(fenced)),
+                    metadata_version=_metadata_version(client) if only_topics is None else None)
+
+
+def _metadata_version(client: KafkaAdminClient) -> int | None:
+    """The finalized metadata.version feature level (DescribeFeatures): what the cluster's KRaft metadata allows
+    (JBOD from 3.7-IV2), not the brokers' software; None in ZooKeeper mode or where the broker does not say."""
+    try:
+        found = client.describe_features().get("metadata.version", {}).get("finalized")
+    except KafkaError:
+        return None
+    return int(found[1]) if found else None
 
 
 def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str] | None, waiting: Waiting,
