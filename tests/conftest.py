@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,8 @@ if os.environ.get("CI"):
 
 
 _MODULE_SECONDS: dict[str, float] = {}
+_MODULE_CPU: dict[str, float] = {}
+_CPU_MARK: list[float] = []  # this worker's CPU seconds at its last report
 WEIGHTS = Path(__file__).with_name("module_seconds.json")  # seconds per module, from a CI run (see below)
 # A test that starts real processes runs once more if it fails (pytest-rerunfailures): on two cores shared by three
 # workers, a JVM starved for seconds can miss a window no code of kops or Kafka is at fault for. The rerun is
@@ -58,10 +61,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.flaky(reruns=LAB_RERUNS))
 
 
+def _cpu_seconds() -> float:
+    """This process's CPU time and that of the children it has reaped (a lab's brokers once its module stops it)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Each phase's report carries the CPU seconds spent since the last one, on the worker that ran it: two cores
+    are CI's limit, so CPU, not seconds of waiting, is what a module costs the run."""
+    outcome = yield
+    now = _cpu_seconds()
+    outcome.get_result().user_properties.append(("cpu_seconds", now - (_CPU_MARK[0] if _CPU_MARK else now)))
+    _CPU_MARK[:] = [now]
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Seconds per module (setup, call and teardown, module fixtures included): where CI time goes."""
+    """Seconds and CPU seconds per module (setup, call and teardown, module fixtures included): where CI time goes.
+    CPU counts the brokers a module's lab started once they are stopped and reaped (a session's ZooKeeper: never)."""
     module = report.nodeid.split("::", 1)[0]
     _MODULE_SECONDS[module] = _MODULE_SECONDS.get(module, 0.0) + report.duration
+    cpu = sum(float(v) for k, v in report.user_properties if k == "cpu_seconds")
+    _MODULE_CPU[module] = _MODULE_CPU.get(module, 0.0) + cpu
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -69,9 +91,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         WEIGHTS.write_text(json.dumps({m: round(s) for m, s in sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])
                                        if s >= 5}, indent=1) + "\n")
     if _MODULE_SECONDS:
-        terminalreporter.section("slowest modules")
+        terminalreporter.section("slowest modules (seconds, CPU seconds of the worker and the processes it reaped)")
         for module, seconds in sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:15]:
-            terminalreporter.write_line(f"{seconds:8.1f}s {module}")
+            terminalreporter.write_line(f"{seconds:8.1f}s {_MODULE_CPU.get(module, 0.0):8.1f} CPU s {module}")
 
 
 @pytest.fixture(scope="session")

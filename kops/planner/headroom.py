@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kops.model.capacity import RESOURCES, Capacities, CapacityDeclaration, Resource, resolve
-from kops.model.partitions import TopicPartition
+from kops.model.partitions import Partition, TopicPartition
 from kops.model.plan import (
     Batch,
     CapacityReport,
@@ -57,11 +57,14 @@ class Loads:
         per[broker] = per.get(broker, 0.0) + amount
 
     def place(self, tp: TopicPartition, replicas: tuple[int, ...], leader: int | None, sign: int = 1) -> None:
+        """`sign` 1 places the partition's replicas (and leadership), -1 takes them away: called once per partition
+        of the cluster, so the per-broker sums are updated in place, without a call per resource."""
         size, rate = self.sizes.get(tp, 0), self.write.get(tp, 0.0)
+        disk, rate_in, count = self.of["disk"], self.of["network_in"], self.of["replicas"]
         for b in replicas:
-            self._add("disk", b, sign * size)
-            self._add("network_in", b, sign * rate)
-            self._add("replicas", b, sign)
+            disk[b] = disk.get(b, 0.0) + sign * size
+            rate_in[b] = rate_in.get(b, 0.0) + sign * rate
+            count[b] = count.get(b, 0.0) + sign
         if leader is not None and rate:
             self._add("network_out", leader, sign * rate * (len(replicas) - 1 + self.fanout.get(tp.topic, 1)))
 
@@ -69,11 +72,11 @@ class Loads:
         return {r: dict(per) for r, per in self.of.items()}
 
 
-def _leader_of(snapshot: Snapshot, tp: TopicPartition, replicas: tuple[int, ...]) -> int | None:
-    part = snapshot.partition(tp)
-    if part is not None and part.state is not None and part.state.leader >= 0:
+def _leader(part: Partition) -> int | None:
+    """The partition's elected leader, else its first replica (a leaderless or unread partition)."""
+    if part.state is not None and part.state.leader >= 0:
         return part.state.leader
-    return replicas[0] if replicas else None
+    return part.replicas[0] if part.replicas else None
 
 
 Placed = dict[TopicPartition, tuple[tuple[int, ...], int | None]]  # replicas and leader of each partition
@@ -94,7 +97,7 @@ def _changes_first(plan: Plan, snapshot: Snapshot, loads: Loads) -> tuple[PerRes
     for name, topic in snapshot.topics.items():
         for number, part in topic.partitions.items():
             tp = TopicPartition(name, number)
-            current[tp] = (part.replicas, _leader_of(snapshot, tp, part.replicas))
+            current[tp] = (part.replicas, _leader(part))
             loads.place(tp, *current[tp])
     before = loads.snapshot()
     deleted = {d.topic for d in plan.deletions}
