@@ -66,8 +66,9 @@ class GoalRebalance:
 
     @property
     def worthwhile(self) -> bool:
-        """A plan that brings a broker back within a limit is worth applying whatever the goals gain."""
-        return self.plan.has_changes and (self.relieved > 0 or self.improvement > 0
+        """A plan that brings a broker back within a limit is worth applying whatever the goals gain, and so is
+        one with disk moves (`disk_within_broker` makes them only for a broker's dirs out of their band)."""
+        return self.plan.has_changes and (self.relieved > 0 or bool(self.plan.disk_moves) or self.improvement > 0
                                           and self.improvement >= self.min_improvement)
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from kops.model import snapshot_format
 from kops.model.capacity import LogDirUsage
+from kops.model.partitions import TopicPartition
+from kops.model.placement import ReplicaDir
 from tests.builders import brokers, round_robin, snapshot, topic
 
 HERE = Path(__file__).parent
@@ -120,6 +122,11 @@ SCENARIOS = {
   rebalance: {goals: [disk, network_in, replicas, leaders], tolerance: 0}
   execution: {throttle: 20MiB/s, batch: {max_partitions: 8}}
 """,
+    "remove-log-dirs": """- name: empty broker 3's log dir /data/d2 (JBOD) before its disk is replaced
+  hosts: golden
+  brokers: {remove_log_dirs: {3: [/data/d2]}}
+  execution: {throttle: 20MiB/s}
+""",
     "destructive-guard": """- name: retire the legacy topic
   hosts: golden
   allow_delete: true
@@ -174,8 +181,24 @@ def six_brokers_snapshot():
     return replace(base, brokers=tuple(b for b in base.brokers if b.id <= 6))
 
 
+def jbod_snapshot():
+    """The capacity cluster with broker 3 on two log dirs of 4 GiB each (JBOD), its replicas alternately in
+    /data/d1 and /data/d2 (read through the Admin API): /data/d1 has room for some of /data/d2's replicas, not all."""
+    base = capacity_snapshot()
+    mine = sorted(TopicPartition(name, p) for name, t in base.topics.items() for p, part in t.partitions.items()
+                  if 3 in part.replicas)
+    rows = tuple(ReplicaDir(tp.topic, tp.partition, 3, "/data/d1" if i % 2 == 0 else "/data/d2")
+                 for i, tp in enumerate(mine))
+    total = 4 * 2**30
+    used = {path: sum(partition_size(r.topic, r.partition) for r in rows if r.path == path)
+            for path in ("/data/d1", "/data/d2")}
+    dirs = tuple(d for d in base.log_dirs if d.broker != 3) + tuple(
+        LogDirUsage(3, path, total, total - used[path] - 50 * 2**20) for path in sorted(used))
+    return replace(base, log_dirs=tuple(sorted(dirs)), replica_dirs=tuple(sorted(rows)), replica_dirs_read=True)
+
+
 SNAPSHOTS = {"decommission-tiered": tiered_snapshot, "capacity-report": capacity_snapshot,
-             "capacity-over": six_brokers_snapshot, "goals": capacity_snapshot}
+             "capacity-over": six_brokers_snapshot, "goals": capacity_snapshot, "remove-log-dirs": jbod_snapshot}
 INVENTORIES = {"capacity-report": INVENTORY + """\
       capacity:
         network_in: 8MiB/s
@@ -234,10 +257,13 @@ def sizes_document(snap, writes: dict[str, int] | None = None) -> str:
     return "\n".join(rows) + "\n"
 
 
-def write_all() -> None:
+def write_all(only: str | None = None) -> None:
+    """Every scenario's folder, or `only` that one's."""
     from kops.cli.main import main
 
     for name, playbook in SCENARIOS.items():
+        if only is not None and name != only:
+            continue
         snap = SNAPSHOTS.get(name, base_snapshot)()
         folder = HERE / name
         folder.mkdir(exist_ok=True)
@@ -258,4 +284,6 @@ def write_all() -> None:
 
 
 if __name__ == "__main__":
-    write_all()
+    import sys
+
+    write_all(sys.argv[1] if len(sys.argv) > 1 else None)

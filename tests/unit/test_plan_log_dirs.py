@@ -146,6 +146,15 @@ def test_kops_rebalance_with_disk_within_broker_evens_the_dirs_after_the_walk_ov
     assert disk and all((m.broker, m.from_dir, m.to_dir) == (3, "/d1", "/d2") for m in disk)
     moved = {m.tp: m.to_replicas for m in result.plan.moves}
     assert all(3 in moved.get(m.tp, snap.partition(m.tp).replicas) for m in disk)
+    assert result.worthwhile  # the disk moves alone are worth applying: no goal of the table gains
+
+
+def test_kops_rebalance_with_disk_within_broker_alone_on_dirs_within_their_band_is_not_worth_applying() -> None:
+    from kops.planner.goal_rebalance import GoalRequest, rebalance_goals
+
+    snap = jbod({"/d1": [0, 2, 3, 5], "/d2": [1, 6, 7]}, SIZES)
+    result = rebalance_goals(snap, GoalRequest(("disk_within_broker",)), SIZES)
+    assert not result.plan.has_changes and not result.worthwhile and result.outcomes == ()
 
 
 @pytest.mark.parametrize("level", [14, 16])
@@ -176,3 +185,17 @@ def test_an_imported_file_naming_log_dirs_is_refused_below_3_7_iv2_and_the_level
     empty = plan_targets(snap, {}, "test")
     with pytest.raises(DocumentError, match="this cluster's finalized metadata.version is level 16"):
         place(empty, snap, {TopicPartition("orders", 1): [(3, "/d1")]}, SIZES, None, 1e8, "moves.json", "imported")
+
+
+def test_the_golden_plan_empties_broker_3s_dir_into_its_other_dir_and_the_rest_onto_other_brokers() -> None:
+    from kops.model import plan_format
+    from tests.golden.scenarios import HERE, jbod_snapshot
+
+    golden = plan_format.loads((HERE / "remove-log-dirs" / "expected-plan.json").read_bytes(), "remove-log-dirs")
+    snap = jbod_snapshot()
+    in_d2 = {TopicPartition(r.topic, r.partition) for r in snap.replica_dirs if r.path == "/data/d2"}
+    disk, moved = {m.tp for m in golden.disk_moves}, {m.tp for m in golden.moves}
+    assert disk and moved and disk | moved == in_d2 and not disk & moved  # every replica of /data/d2, once
+    assert all((m.broker, m.from_dir, m.to_dir) == (3, "/data/d2", "/data/d1") for m in golden.disk_moves)
+    assert all(3 in m.from_replicas and 3 not in m.to_replicas for m in golden.moves)
+    assert golden.batches[-1].disk_moves and not golden.batches[-1].moves
