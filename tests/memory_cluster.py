@@ -51,6 +51,7 @@ from kops.errors import KopsError, Refused
 from kops.holder import Locked, LockLost, describe
 from kops.model.brokers import Broker
 from kops.model.capacity import LogDirUsage
+from kops.model.cordons import CORDONED_LOG_DIRS, METADATA_VERSION, can_cordon
 from kops.model.partitions import Partition, PartitionState, TopicPartition
 from kops.model.placement import DirCopy, ReplicaDir, dirs_by_broker, jbod_brokers
 from kops.model.plan import ALTER_LOG_DIRS_RATE
@@ -158,6 +159,7 @@ class MemoryKafka:
         self.placed: dict[Replica, str] = {}  # the dir a replica is in (absent: preferred, else the broker's first)
         self.preferred: dict[Replica, str] = {}  # dirs asked for replicas not hosted yet
         self.futures: dict[Replica, tuple[str, float]] = {}  # intra-broker moves: target dir, bytes copied
+        self.metadata_level: int | None = None  # the finalized metadata.version (KRaft); None: none finalized
 
     # -- brokers ---------------------------------------------------------------------------------------------
 
@@ -254,6 +256,9 @@ class MemoryKafka:
         key = _entity(entity_type, name)
         if entity_type == "topics" and name not in self.topics:
             raise KopsError(f"Kafka refused the config change of {key}: UnknownTopicOrPartitionError", where=key)
+        if updates.get(CORDONED_LOG_DIRS) is not None and not can_cordon(self.metadata_level):
+            # ConfigurationControlManager: DISABLED_CORDONED_LOG_DIRS_ERROR below metadata.version 4.3-IV0
+            raise KopsError(f"Kafka refused the config change of {key}: InvalidConfigurationException", where=key)
         config = self.configs.setdefault(key, {})
         for k, v in updates.items():
             if v is None:
@@ -403,10 +408,14 @@ class MemoryKafka:
         return part is not None and broker in part.logs
 
     def dir_of(self, tp: TopicPartition, broker: int) -> str:
-        """The dir holding the broker's replica: where it was put, else its preferred dir, else the first."""
+        """The dir holding the broker's replica: where it was put, else its preferred dir, else the first one
+        not cordoned (KIP-1066: `cordoned.log.dirs`, `*` for all; the first when all are)."""
         key = (tp, broker)
         if key not in self.placed:
-            self.placed[key] = self.preferred.pop(key, self.log_dirs_of(broker)[0])
+            cordoned = {d.strip() for d in self.configs.get(f"brokers/{broker}", {}).get(CORDONED_LOG_DIRS, "")
+                        .split(",")}
+            open_dirs = [d for d in self.log_dirs_of(broker) if d not in cordoned and "*" not in cordoned]
+            self.placed[key] = self.preferred.pop(key, (open_dirs or self.log_dirs_of(broker))[0])
         return self.placed[key]
 
     def alter_dir(self, tp: TopicPartition, broker: int, path: str) -> str | None:
@@ -474,7 +483,8 @@ class MemoryKafka:
             {name: dict(c) for key, c in sorted(self.configs.items()) if key.startswith("brokers/")
              for name in [key.partition("/")[2]] if int(name) not in self.stopped}
         return Snapshot(self.cluster_id, ControllerInfo(id=min(self.racks), epoch=None), brokers, topics,
-                        broker_configs=broker_configs, requested_moves=requested, connect=admin_api_connect(where))
+                        broker_configs=broker_configs, requested_moves=requested, connect=admin_api_connect(where),
+                        metadata_version=self.metadata_level if only_topics is None else None)
 
     def _topic(self, name: str) -> Topic:
         partitions = {p: Partition(tuple(part.replicas), tuple(part.adding), tuple(part.removing),
@@ -560,8 +570,10 @@ class MemoryCluster(ConfigsOneAtATime):
         return found if only_partitions is None else found.narrowed(only_partitions)
 
     def offers(self) -> dict[str, str]:
+        """As AdminCluster's: the finalized features (here metadata.version, where one is set) among them."""
+        level = self.kafka.metadata_level
         return {"transport": "Admin API (in memory)", "cancel in flight": "KIP-455", "lag in bytes": "DescribeLogDirs",
-                "replication-factor guard": "no"}
+                "replication-factor guard": "no", **({METADATA_VERSION: str(level)} if level is not None else {})}
 
     def sizes(self) -> dict[TopicPartition, int]:
         self.alive()

@@ -22,6 +22,7 @@ from kops.declare.capacity import declared_capacity
 from kops.errors import ExitCode, UsageError
 from kops.model import plan_format
 from kops.model.capacity import CapacityDeclaration
+from kops.model.cordons import cordoned, drained
 from kops.model.desired import DesiredState
 from kops.model.dir_moves import place
 from kops.model.partitions import TopicPartition
@@ -30,7 +31,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner import tiered
 from kops.planner.fingerprint import fingerprint
 from kops.planner.headroom import capacity_notes, capacity_rows
-from kops.planner.markdown import duration, goal_rows, placed, render_markdown
+from kops.planner.markdown import cordons_said, duration, goal_rows, placed, render_markdown
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import Sizes, read_sizes
@@ -55,10 +56,7 @@ def render_text(plan: Plan, details: bool = True) -> None:
     if not plan.has_changes:
         out.print("[green]No changes.[/] The cluster matches the declarations.")
         return
-    for text in s.destructive:
-        out.print(f"[bold red]DESTRUCTIVE:[/] [red]{text}[/]")
-    for text in plan.warnings:
-        out.print(f"[bold yellow]warning:[/] {text}")
+    _print_cautions(plan)
     topics = _topic_changes(plan)
     if topics.row_count:
         out.print(topics)
@@ -90,6 +88,16 @@ def render_text(plan: Plan, details: bool = True) -> None:
         out.print(f"Then a preferred-leader election for {len(plan.election)} partition(s).")
     for note in plan.rollback.irreversible:
         out.print(f"[dim]Rollback cannot undo: {note}[/]")
+
+
+def _print_cautions(plan: Plan) -> None:
+    """What a reviewer reads first: destructive changes, warnings, and what is cordoned before batch 1."""
+    for text in plan.summary.destructive:
+        console.out.print(f"[bold red]DESTRUCTIVE:[/] [red]{text}[/]")
+    for text in plan.warnings:
+        console.out.print(f"[bold yellow]warning:[/] {text}")
+    if plan.cordons:
+        console.out.print(cordons_said(plan.cordons))
 
 
 def _print_goals(goals: tuple[GoalOutcome, ...]) -> None:
@@ -294,7 +302,15 @@ def plan_declared(desired: DesiredState, digest: str, reading: _Reading, policy:
     policy = replace(policy, playbook_digest=digest, capacity=desired.capacity, write=known.write)
     live = None if reading.snapshot_file is not None else reading.connection  # offline never heals
     result = healed_declared(desired, snap, live, sizes, policy) or make_plan(desired, snap, sizes, policy)
-    return replace(result, serial=desired.serial)
+    return replace(_with_cordons(result, desired, snap), serial=desired.serial)
+
+
+def _with_cordons(result: Plan, desired: DesiredState, snap: Snapshot) -> Plan:
+    """The dirs the plan drains (decommissioned brokers, `remove_log_dirs`) cordoned before its first batch where
+    the cluster's finalized metadata.version allows it (KIP-1066; the snapshot's, read with DescribeFeatures);
+    elsewhere, and where it is not known, the plan says new topics may still land there (kops/model/cordons.py)."""
+    drains = drained(desired.brokers.decommission, desired.brokers.remove_log_dirs)
+    return cordoned(result, drains, snap.metadata_version)
 
 
 def _fleet_planner(reading: _Reading, policy: Policy, capacity: tuple[Path | None, Sizes]

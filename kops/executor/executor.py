@@ -5,7 +5,8 @@ Apply, in order:
 2. refuse drift against the plan's fingerprint (exit 4) and a reassignment started by someone else (exit 1);
 3. record the execution (`/kops/executions/<id>` and beside the plan) before touching anything;
 4. non-move changes: topic creations (config, then topic znode, as Kafka's admin), config changes (found
-   values recorded), partition additions, KIP-253 shrinks where advertised;
+   values recorded), partition additions, KIP-253 shrinks where advertised; then the dirs a drain empties
+   cordoned where metadata.version allows it (kops.executor.cordons; a rollback uncordons before its batches);
 5. per batch, at its checkpoint: stop if asked; re-check every move's precondition (drift: exit 4); stop
    (exit 3) if a destination's disk, as the cluster reports it now, lacks room for the batch (kops.executor.disks);
    record the throttle values found, write the batch's throttles, create `/admin/reassign_partitions`; follow the
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from kops.cluster.port import Cluster, Fenced, Lock, Replica
 from kops.errors import ExitCode, KopsError, Refused
-from kops.executor import health, log_dirs, order, progress, stall, steps, throttles
+from kops.executor import cordons, health, log_dirs, order, progress, stall, steps, throttles
 from kops.executor.disks import DiskGate, disk_limit, what_to_do
 from kops.executor.events import (
     BatchDone,
@@ -302,8 +303,7 @@ class Executor:
                 restored = throttles.restore(self.cluster, record)
                 self.save(record)
                 self.emit(Message(f"restored leftover throttles on {', '.join(restored)}"))
-            if plan is not None and record.kind == "apply":
-                self._non_move_changes(record, plan)
+            self._before_batches(record, plan)
             if record.rolling is not None:
                 run_rolling(self, record)
             for batch in sorted(record.batches, key=lambda b: b.index):
@@ -337,6 +337,15 @@ class Executor:
             raise
         finally:
             (self._raw or self.cluster).close()
+
+    def _before_batches(self, record: ExecutionRecord, plan: Plan | None) -> None:
+        """Apply: the non-move changes, then the drained dirs cordoned; rollback: the cordons restored first, so
+        the replicas going back may land where they were."""
+        if plan is not None and record.kind == "apply":
+            self._non_move_changes(record, plan)
+            cordons.cordon(self, record, plan)
+        if record.kind == "rollback":
+            cordons.uncordon(self, record)
 
     def _restore_all_throttles(self, record: ExecutionRecord) -> None:
         """The end of an execution: never done with a throttle left behind."""
@@ -664,6 +673,7 @@ class Executor:
         record.irreversible = undo.irreversible
         record.throttles_before = {k: dict(v) for k, v in forward.throttles_before.items()}
         record.throttles_written = {k: dict(v) for k, v in forward.throttles_written.items()}
+        record.cordons = [replace(c) for c in forward.cordons]  # restored before its batches
         return record
 
 

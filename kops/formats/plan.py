@@ -202,6 +202,16 @@ class ConfigDoc(Doc):
     reason: Text
 
 
+class CordonDoc(Doc):
+    """Log dirs a drain empties (KIP-1066): put in the broker's `cordoned.log.dirs` before batch 1, restored by
+    the rollback (docs/design/jbod.md §7)."""
+
+    domain = model.Cordon
+
+    broker: Id
+    dirs: list[Text] = Field(min_length=1, description="the broker's dirs, or `*` for all of them (a decommission)")
+
+
 class ChangesDoc(Doc):
     """Everything but moves, which live in `batches`."""
 
@@ -212,6 +222,9 @@ class ChangesDoc(Doc):
     partition_additions: list[PartitionAdditionDoc]
     partition_deletions: list[PartitionDeletionDoc]
     configs: list[ConfigDoc]
+    cordons: list[CordonDoc] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
+        "dirs the plan drains, cordoned before its first batch where metadata.version is 4.3-IV0 or later; "
+        "absent when none"))
 
 
 class TopicPartitionDoc(Doc):

@@ -15,7 +15,7 @@ from pydantic import Field, Strict, model_validator
 
 from kops.formats.base import Doc, Flag, Id, Rate, Replicas, Seconds, Size, Text, fail
 from kops.formats.plan import RollingDoc
-from kops.model.execution import BatchRecord, ConfigRecord, ExecutionRecord
+from kops.model.execution import BatchRecord, ConfigRecord, CordonRecord, ExecutionRecord
 
 FORMAT = "kops-execution/1"
 BatchStatus = Literal["pending", "running", "done", "cancelled"]
@@ -36,6 +36,16 @@ class ConfigRecordDoc(Doc):
     entity: Text
     before: dict[Text, Text]
     after: dict[Text, Text]
+
+
+class CordonRecordDoc(Doc):
+    """A broker's `cordoned.log.dirs` before and after kops cordoned the dirs a drain empties (KIP-1066)."""
+
+    domain = CordonRecord
+
+    broker: Id
+    before: Text | None = Field(description="the value found (null: not set), which the rollback restores")
+    after: Text = Field(description="the value kops wrote")
 
 
 class BatchRecordDoc(Doc):
@@ -93,6 +103,10 @@ class RecordDoc(Doc):
     rolling: RollingDoc | None = Field(default=None, exclude_if=lambda v: v is None,
                                        description="a rolling execution: each batch holds one move, several run "
                                                    "at once within these caps")
+
+    cordons: list[CordonRecordDoc] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
+        "apply: the brokers whose `cordoned.log.dirs` kops set before batch 1; rollback: those it restores; "
+        "absent when none"))
 
     @model_validator(mode="after")
     def _one_batch_per_index(self) -> RecordDoc:

@@ -34,6 +34,16 @@ class BatchRecord:
 
 
 @dataclass
+class CordonRecord:
+    """`cordoned.log.dirs` of one broker as kops found it (None: not set) and as kops wrote it, before the first
+    batch of a drain (KIP-1066): what the rollback restores, unless someone changed it since."""
+
+    broker: int
+    before: str | None
+    after: str
+
+
+@dataclass
 class ConfigRecord:
     """A config change kops made (not throttles): the map before and after, for rollback."""
 
@@ -68,6 +78,7 @@ class ExecutionRecord:
     irreversible: list[str] = field(default_factory=list)
     edited: list[str] = field(default_factory=list)  # plan sections edited by hand, run with --accept-edited-plan
     rolling: Rolling | None = None  # rolling execution: one "batch" per move, several in flight at once
+    cordons: list[CordonRecord] = field(default_factory=list)  # apply: set; rollback: to restore (KIP-1066)
 
     def batch(self, index: int) -> BatchRecord:
         return next(b for b in self.batches if b.index == index)

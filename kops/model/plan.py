@@ -150,6 +150,16 @@ class DiskMove:
                         "rollback")
 
 
+@dataclass(frozen=True, order=True)
+class Cordon:
+    """Log dirs of one broker a drain empties (KIP-1066): kops apply puts them in the broker's `cordoned.log.dirs`
+    before the plan's first batch, so no new replica lands there while it drains, and the rollback restores the
+    value found. `("*",)` is every dir of the broker, as Kafka spells it (a decommission)."""
+
+    broker: int
+    dirs: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Rolling:
     """Rolling execution: moves submitted as others finish, at most `max_moves_per_broker` in flight touching
@@ -363,6 +373,7 @@ class Plan:
     rolling: Rolling | None = None  # the playbook's `execution.mode: rolling`; kops apply --rolling sets it too
     edited: tuple[str, ...] = ()  # sections changed after kops wrote the file, accepted with --accept-edited-plan
     serial: str | None = None  # the playbook's `serial` (`1`, `25%`): kops apply DIR's clusters at once
+    cordons: tuple[Cordon, ...] = ()  # dirs the plan drains, cordoned before batch 1 (metadata.version 4.3-IV0+)
 
     @property
     def moves(self) -> list[Move]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kops.model.plan import CapacityReport, GoalOutcome, Move, Plan
+from kops.model.plan import CapacityReport, Cordon, GoalOutcome, Move, Plan
 from kops.planner import tiered
 from kops.planner.headroom import capacity_markdown
 from kops.planner.mermaid import bar_chart
@@ -35,6 +35,13 @@ def placed(move: Move) -> str:
     return f" ({', '.join(pairs)})" if pairs else ""
 
 
+def cordons_said(cordons: Sequence[Cordon]) -> str:
+    """What the plan cordons before its first batch (KIP-1066), for the text and Markdown alike."""
+    each = "; ".join(f"broker {c.broker} ({','.join(c.dirs)})" for c in cordons)
+    return f"Cordoned before batch 1 (cordoned.log.dirs, no new replica lands there): {each}; the rollback " \
+           f"restores the value found."
+
+
 def render_markdown(plan: Plan) -> str:
     """The plan as a pull-request comment: cautions and warnings first, the summary table, then the details
     folded (topic changes, batches, moves, per broker)."""
@@ -49,6 +56,8 @@ def render_markdown(plan: Plan) -> str:
     said = tiered.describe(plan.moves, plan.summary.remote_bytes)
     if said:
         lines += ["> [!NOTE]", f"> {said[0].upper() + said[1:]}.", ""]
+    if plan.cordons:
+        lines += ["> [!NOTE]", f"> {cordons_said(plan.cordons)}", ""]
     if plan.warnings:
         lines += ["> [!WARNING]", "> **Review** before applying:"]
         lines += [f"> - {w}" for w in plan.warnings]
