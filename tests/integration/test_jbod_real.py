@@ -315,3 +315,59 @@ def test_a_disk_move_resumes_after_kops_is_killed_mid_copy_and_rolls_back(filled
         assert ALTER_THROTTLE not in port.read_config("brokers", "2")
     finally:
         port.close()
+
+
+def test_a_drained_dir_is_cordoned_while_it_drains_and_uncordoned_by_the_rollback(filled: EngineLab,
+                                                                                   tmp_path: Path) -> None:
+    """KIP-1066 (Kafka 4.3): the lab formats its KRaft metadata at 4.3-IV0 (feature level 30, what `kops state -b`
+    reads with DescribeFeatures), so a plan emptying broker 2's dir that holds the 8 MiB partition carries that
+    dir as a cordon; while `kops apply` copies the partition out under a 1 MiB/s alter-log-dirs throttle, the
+    broker's `cordoned.log.dirs` (DescribeConfigs) names the dir; it stays when the drain is done, and `kops
+    rollback` removes it. On Kafka 3.9 (ZooKeeper mode: no metadata.version finalized) the plan has no cordon and
+    says that new topics may still land there."""
+    from kops.cluster.admin.adapter import AdminCluster
+    from kops.cluster.admin.connection import AdminSettings
+    from kops.model.cordons import CORDON_LEVEL, CORDONED_LOG_DIRS
+    from kops.model.partitions import TopicPartition
+    from tests.integration.test_executor import kops
+
+    cluster, bootstrap = filled, str(filled.bootstrap)
+    tp = TopicPartition(TOPIC, MOVING)
+    level = kops_state(cluster, tmp_path / "before.json").get("metadata_version")
+    port = AdminCluster(AdminSettings(bootstrap))
+    try:
+        drained = port.dir_copies([(tp, 2)])[(tp, 2)].path
+        playbook, inventory, plan_file = tmp_path / "pb.yml", tmp_path / "inv.yml", tmp_path / "plan.json"
+        playbook.write_text(f"- hosts: all\n  brokers: {{remove_log_dirs: {{2: [{drained}]}}}}\n"
+                            "  execution: {throttle: 1MiB/s}\n")
+        inventory.write_text(f"all:\n  hosts:\n    jbod:\n      bootstrap_servers: '{bootstrap}'\n"
+                             "      capacity: {limits: {disk: 1.0}}\n")  # the dirs share one filesystem
+        assert main(["plan", str(playbook), "-i", str(inventory), "-o", str(plan_file), "--format", "json"]) == 0
+        plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+        assert (tp.topic, tp.partition, 2, drained) in {(m.topic, m.partition, m.broker, m.from_dir)
+                                                        for m in plan.disk_moves}
+        if cluster.zk_connect:
+            assert level is None and plan.cordons == ()
+            assert f"new topics may still land on {drained} of broker 2 while it drains (cordoning needs " \
+                   f"metadata.version 4.3-IV0)" in plan.warnings
+            return
+        assert level is not None and level >= CORDON_LEVEL, level
+        assert [(c.broker, c.dirs) for c in plan.cordons] == [(2, (drained,))]
+        assert CORDONED_LOG_DIRS not in port.read_config("brokers", "2")
+
+        applying = kops("apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2")
+        wait_until(lambda: port.dir_copies([(tp, 2)])[(tp, 2)].future_path is not None, timeout=90,
+                   what="the 8 MiB partition copying out of the drained dir")
+        assert port.read_config("brokers", "2").get(CORDONED_LOG_DIRS) == drained  # while it drains
+        out, err = applying.communicate(timeout=300)
+        assert applying.returncode == 0, err
+        assert any(json.loads(line).get("text") == f"cordoned broker 2: {CORDONED_LOG_DIRS}={drained}"
+                   for line in out.splitlines() if line.startswith("{"))
+        assert port.dir_copies([(tp, 2)])[(tp, 2)].path != drained
+        assert port.read_config("brokers", "2").get(CORDONED_LOG_DIRS) == drained  # a drained dir stays cordoned
+
+        assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--poll", "0.2"]) == 0
+        assert CORDONED_LOG_DIRS not in port.read_config("brokers", "2")
+        assert settled_dir(port, tp, 2, drained)
+    finally:
+        port.close()
