@@ -23,7 +23,7 @@ from kops.model.goals import broker_goals
 from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome
 from kops.planner.goal_state import goal_state
-from kops.planner.goal_values import GoalFigure, GoalInputs, reports
+from kops.planner.goal_values import GoalFigure, GoalInputs, Measured, reports
 from kops.planner.optimizer import Action, optimize
 
 Replicas = dict[TopicPartition, tuple[int, ...]]
@@ -68,19 +68,23 @@ def place_by_goals(start: Mapping[TopicPartition, tuple[int, ...]], racks: Mappi
     goals = broker_goals(goals)
     state = goal_state(start, racks, loads.sizes, loads.write, loads.caps, loads.fanout)
     state.pinned = frozenset(pinned)
-    begin = dict(state.replicas)
+    begin, first = dict(state.replicas), state.measured()
     outcome = optimize(state, goals, tolerance=tolerance)
     after = dict(state.replicas)
-    table = goal_table(goals, begin, after, state.inputs, outcome.actions, outcome.skipped)
+    table = goal_table(goals, begin, after, state.inputs, outcome.actions, outcome.skipped, (first, state.measured()))
     return GoalPlacement(after, outcome.actions, table, outcome.converged)
 
 
 def goal_table(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]],
                after: Mapping[TopicPartition, tuple[int, ...]], inputs: GoalInputs, actions: Sequence[Action],
-               skipped: Mapping[str, str]) -> tuple[GoalOutcome, ...]:
+               skipped: Mapping[str, str],
+               measured: tuple[Measured, Measured] | None = None) -> tuple[GoalOutcome, ...]:
     """Per goal, in order: its figure before and after, its lower bound, the moves and leadership changes the walk
-    spent on it, its imbalance before and after, and why it was skipped (if it was)."""
-    (first, share_before), (last, share_after) = reports(start, inputs, goals), reports(after, inputs, goals)
+    spent on it, its imbalance before and after, and why it was skipped (if it was). `measured`: the loads and topic
+    figure of `start` and `after` where the optimizer's state has them (GoalState.measured)."""
+    at_start, at_end = measured if measured is not None else (None, None)
+    (first, share_before), (last, share_after) = (reports(start, inputs, goals, at_start),
+                                                  reports(after, inputs, goals, at_end))
     before, now = {f.name: f for f in first}, {f.name: f for f in last}
     moves = Counter(a.goal for a in actions if not a.leadership)
     leads = Counter(a.goal for a in actions if a.leadership)

@@ -124,14 +124,15 @@ def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[Top
     sizes = dict(sizes or {})
     caps = resolve(policy.capacity, snapshot)
     state = state_of(snapshot, sizes, policy.write, caps, policy.fanout)
-    start = dict(state.replicas)
+    start, first = dict(state.replicas), state.measured()
     limits = request.limits
     goals = broker_goals(request.goals)  # a goal inside the brokers is a step after the walk
     outcome = optimize(state, goals, Spend(limits.max_moves, request.max_leader_moves, limits.max_bytes))
     plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes)
     plan, kept = _fitted(outcome.actions, plan_of, limits)
     after = replay(start, outcome.actions[:kept])
-    table = goal_table(goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped)
+    measured = (first, state.measured()) if kept == len(outcome.actions) else None  # a prefix: not the state's
+    table = goal_table(goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped, measured)
     plan = replace(plan, summary=replace(plan.summary, goals=table))  # the plan file carries the table
     if DISK_WITHIN_BROKER in request.goals:
         plan = _dirs_evened(plan, snapshot, sizes, policy, execution)

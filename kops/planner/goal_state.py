@@ -10,13 +10,13 @@ thousand. Leadership is the first replica's: the plan elects preferred leaders w
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 
 from kops.model.capacity import RESOURCES, Capacities
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
-from kops.planner.goal_values import Assignment, GoalInputs
+from kops.planner.goal_values import Assignment, GoalInputs, Measured, topic_figure
 
 REPLICA_LOADS = ("disk", "network_in", "replicas")  # carried by every replica
 LEADER_LOADS = ("leaders", "leader_bytes_in", "network_out")  # carried by the leader
@@ -39,7 +39,7 @@ class GoalState:
         self.value: dict[str, dict[TopicPartition, float]] = {
             "disk": {tp: float(inputs.sizes.get(tp, 0)) for tp in self.replicas},
             "network_in": {tp: float(inputs.write.get(tp, 0.0)) for tp in self.replicas},
-            "network_out": {tp: inputs.out_load(tp, len(r)) for tp, r in self.replicas.items()}}
+            "network_out": _out_loads(self.replicas, inputs)}
         self.value["leader_bytes_in"] = self.value["network_in"]
         self.weight = self._weights()
         # loads of brokers outside `brokers` too (a replica on an absent broker): counted, never a destination
@@ -50,6 +50,7 @@ class GoalState:
         self.led: dict[int, set[TopicPartition]] = {b: set() for b in every}
         self._ranked: dict[tuple[str, int], Ranked] = {}
         self.touched: set[int] = set()  # brokers whose loads changed since the optimizer last looked (it clears it)
+        self._factors: dict[str, Counter[int]] | None = None
         self._load_all()
 
     def _load_all(self) -> None:
@@ -74,6 +75,17 @@ class GoalState:
             sent[first] += out[tp]
             led[first].add(tp)
 
+    def measured(self) -> Measured:
+        """The per-broker loads and topic figure the goal table reads, as the state stands (copied: a walk goes on
+        changing them), instead of summing every replica of the assignment again."""
+        held = {name: dict(self.load[name]) for name in ("disk", "network_in", "network_out", "replicas", "leaders")}
+        held["leader_in"] = dict(self.load["leader_bytes_in"])
+        if self._factors is None:
+            self._factors = defaultdict(Counter)
+            for tp, replicas in self.replicas.items():  # no action changes a replication factor
+                self._factors[tp.topic][len(replicas)] += 1
+        return held, topic_figure(self.topic, self._factors, self.inputs)
+
     def per(self, name: str, tp: TopicPartition) -> float:
         """What one replica (or, for leader loads, the leadership) of `tp` adds to a broker's `name` load."""
         return 1.0 if name in ("replicas", "leaders") else self.value[name][tp]
@@ -84,15 +96,23 @@ class GoalState:
         key = (name, broker)
         found = self._ranked.get(key)
         if found is None:
-            pool = self.led[broker] if name in LEADER_LOADS else self.held[broker]
-            found = self._ranked[key] = sorted((self._rank(name, tp), tp) for tp in pool)
+            pool = list(self.led[broker] if name in LEADER_LOADS else self.held[broker])
+            ranks = self.weight if name in ("replicas", "leaders") else self.value[name]  # as `_rank` reads them
+            found = self._ranked[key] = sorted(zip([ranks[tp] for tp in pool], pool, strict=True))
         return found
 
     def _weights(self) -> dict[TopicPartition, float]:
         """How heavy a replica is for every load at once: its largest value over the mean of that value. A count
         goal moves the lightest first, so evening counts disturbs the bytes and rates above it least."""
         means = {n: sum(v.values()) / len(v) for n, v in self.value.items() if v and any(v.values())}
-        return {tp: max((self.value[n][tp] / m for n, m in means.items()), default=0.0) for tp in self.replicas}
+        weight = dict.fromkeys(self.replicas, 0.0)  # values are never negative: the largest ratio, or 0
+        for name, mean in means.items():
+            values = self.value[name]
+            for tp, now in weight.items():
+                ratio = values[tp] / mean
+                if ratio > now:
+                    weight[tp] = ratio
+        return weight
 
     def _rank(self, name: str, tp: TopicPartition) -> float:
         return self.weight[tp] if name in ("replicas", "leaders") else self.value[name][tp]
@@ -195,6 +215,12 @@ class GoalState:
 
     def lead_fits(self, tp: TopicPartition, broker: int) -> bool:
         return tp not in self.pinned and self._within("network_out", broker, self.value["network_out"][tp])
+
+
+def _out_loads(replicas: Mapping[TopicPartition, tuple[int, ...]], inputs: GoalInputs) -> dict[TopicPartition, float]:
+    """Each partition's network out on its leader (`GoalInputs.out_load`, inlined: a million calls)."""
+    write, fanout = inputs.write, inputs.fanout
+    return {tp: write.get(tp, 0.0) * (len(r) - 1 + fanout.get(tp.topic, 1)) for tp, r in replicas.items()}
 
 
 def state_of(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], write: Mapping[TopicPartition, float],

@@ -105,18 +105,29 @@ def _per_broker(assignment: Assignment, leaders: Mapping[TopicPartition, int], i
 
 def _topic_replicas(assignment: Assignment, inputs: GoalInputs) -> GoalFigure:
     per_topic: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    factors: dict[str, list[int]] = defaultdict(list)
+    factors: dict[str, Counter[int]] = defaultdict(Counter)
     for tp, replicas in assignment.items():
-        factors[tp.topic].append(len(replicas))
+        factors[tp.topic][len(replicas)] += 1
         for b in replicas:
             per_topic[tp.topic][b] += 1
-    brokers, total = len(inputs.racks), sum(sum(f) for f in factors.values())
+    return topic_figure(per_topic, factors, inputs)
+
+
+def topic_figure(counts: Mapping[str, Mapping[int, int]], factors: Mapping[str, Counter[int]],
+                 inputs: GoalInputs) -> GoalFigure:
+    """topic_replicas from each topic's replicas per broker (`counts`) and its partitions' replication factors
+    (`factors`: how many partitions have each): the replicas above their topic's ceiling, and the bound."""
+    brokers = len(inputs.racks)
+    total = sum(f * n for per in factors.values() for f, n in per.items())
     members = tuple(sorted(Counter(rack_pools(inputs.racks).values()).items()))  # the racks, once for every topic
     above = bound = 0
-    for topic, counts in per_topic.items():
-        ceiling = -(-sum(factors[topic]) // brokers)
-        above += sum(max(0, n - ceiling) for n in counts.values())
-        bound += topic_excess(tuple(sorted(Counter(factors[topic]).items())), members)
+    for topic, per_broker in counts.items():
+        per = factors.get(topic)
+        if not per:
+            continue
+        ceiling = -(-sum(f * n for f, n in per.items()) // brokers)
+        above += sum(max(0, n - ceiling) for n in per_broker.values())
+        bound += topic_excess(tuple(sorted(per.items())), members)
     scale = 100.0 / total if total else 0.0
     return GoalFigure("topic_replicas", OF_REPLICAS, round(above * scale, 2), round(bound * scale, 2))
 
@@ -183,11 +194,15 @@ def imbalances(assignment: Assignment, inputs: GoalInputs, *, held: Held | None 
     return out
 
 
-def reports(assignment: Assignment, inputs: GoalInputs,
-            goals: tuple[str, ...]) -> tuple[tuple[GoalFigure, ...], dict[str, float]]:
+Measured = tuple[Held, GoalFigure]  # an assignment's per-broker loads and topic figure (GoalState.measured)
+
+
+def reports(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, ...],
+            measured: Measured | None = None) -> tuple[tuple[GoalFigure, ...], dict[str, float]]:
     """An assignment's goal figures and imbalances (preferred leaders), its per-broker loads and topic spread
-    computed once for both: a million-partition plan's goal table read them four times."""
-    held = _per_broker(assignment, {}, inputs)
-    topic = _topic_replicas(assignment, inputs)
+    computed once for both (or taken from the optimizer's state, `measured`, which keeps them current): a
+    million-partition plan's goal table read them four times."""
+    held, topic = measured if measured is not None else (_per_broker(assignment, {}, inputs),
+                                                         _topic_replicas(assignment, inputs))
     return goal_figures(assignment, inputs, goals, held=held, topic=topic), imbalances(assignment, inputs, held=held,
                                                                                        topic=topic)
