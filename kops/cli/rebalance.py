@@ -63,7 +63,7 @@ from kops.cli.options import (
 )
 from kops.cli.plan import render_text
 from kops.cli.run_metrics import Run, metrics_option
-from kops.cli.state import write_atomically
+from kops.cli.state import with_log_dirs, write_atomically
 from kops.cli.targets import offline_snapshot
 from kops.declare.capacity import declared_capacity
 from kops.errors import ExitCode, NotReady, UsageError
@@ -407,7 +407,7 @@ def _ready(connection: Connection, address: Address, report: dict[str, Any], run
     """`_ready_snapshot`, with the absent brokers noted in the cluster (every run, docs/design/healing.md §1)
     and, with --heal-after, those this run heals."""
     with open_cluster(connection, address) as cluster:
-        snapshot = cluster.snapshot()
+        snapshot = with_log_dirs(cluster, cluster.snapshot())  # reported capacity, and dirs for disk_within_broker
         holder = cluster.holder()
         found = note_absences(cluster, snapshot)
     judged = verdict(snapshot, found, heal_options)

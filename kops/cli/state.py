@@ -15,6 +15,7 @@ from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.options import Format, Inventory, Limit, OutputFormat
 from kops.cluster.admin.adapter import AdminCluster
+from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
 from kops.model import snapshot_format
@@ -65,10 +66,16 @@ def take_snapshot(connection: Connection, address: Address, offers: dict[str, st
         else:
             snap = cluster.snapshot()
         status.update("reading the brokers' log dirs")
-        dirs = cluster.log_dirs()
-        if not isinstance(cluster, AdminCluster):  # no znode says which dir holds a replica
-            return replace(snap, log_dirs=dirs)
-        return replace(snap, log_dirs=dirs, replica_dirs=cluster.replica_dirs(dirs), replica_dirs_read=True)
+        return with_log_dirs(cluster, snap)
+
+
+def with_log_dirs(cluster: Cluster, snap: Snapshot) -> Snapshot:
+    """`snap` with each broker's log dirs (total and usable bytes: reported capacity) and, through the Admin API,
+    which dir holds each replica of the brokers with several (no znode says so)."""
+    dirs = cluster.log_dirs()
+    if not isinstance(cluster, AdminCluster):
+        return replace(snap, log_dirs=dirs)
+    return replace(snap, log_dirs=dirs, replica_dirs=cluster.replica_dirs(dirs), replica_dirs_read=True)
 
 
 class _Silent:
