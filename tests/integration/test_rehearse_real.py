@@ -27,9 +27,9 @@ def test_a_plan_from_real_kafka_4_rehearses_on_both_engines(tmp_path: Path) -> N
                                for t in spec for p in layout(bootstrap).get(t, {0: {"leader": -1}}).values()),
                    timeout=60, what="leaders elected")
         for p in range(6):
-            wait_until(lambda p=p: produce(bootstrap, "orders", 4 * MB, p) > 0, timeout=60, what=f"orders-{p}")
-        sizes = {**{("orders", p): 4 * MB for p in range(6)}, **{("clicks", p): 0 for p in range(3)}}
-        production = snapshot_and_plan(tmp_path, ["-b", bootstrap], sizes, 3, "1MiB/s")
+            wait_until(lambda p=p: produce(bootstrap, "orders", MB, p) > 0, timeout=60, what=f"orders-{p}")
+        sizes = {**{("orders", p): MB for p in range(6)}, **{("clicks", p): 0 for p in range(3)}}
+        production = snapshot_and_plan(tmp_path, ["-b", bootstrap], sizes, 3, "256KiB/s")
     plan = plan_format.loads(production.plan.read_bytes(), "plan")
     assert plan.moves and plan.summary.estimated_seconds
     scale = str(max(1.0, plan.summary.estimated_seconds / 20))
