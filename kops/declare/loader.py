@@ -133,6 +133,20 @@ class _Cluster:
         self.serial: str | None = None  # the play's `serial`: clusters of a fleet applied at once
 
 
+def _limited(limit: str | None, inventory: Inventory, problems: Problems) -> set[str] | None:
+    """The hosts `--limit` selects (None: every host); a pattern matching none is a problem of the run."""
+    if not limit:
+        return None
+    try:
+        chosen, _unmatched = select_hosts(limit, inventory)
+    except PatternError as exc:
+        raise UsageError(f"--limit: {exc}") from None
+    if not chosen:
+        problems.error(None, f"--limit {limit!r} matches no host of the inventory",
+                       f"hosts: {', '.join(sorted(inventory.hosts)) or 'none'}")
+    return set(chosen)
+
+
 def load_declarations(
     playbook: Path,
     inventory_path: Path | None = None,
@@ -154,17 +168,7 @@ def load_declarations(
     clusters: dict[str, _Cluster] = {}
     topic_count = 0
 
-    limited: set[str] | None = None
-    if limit:
-        try:
-            chosen, unmatched = select_hosts(limit, inventory)
-        except PatternError as exc:
-            raise UsageError(f"--limit: {exc}") from None
-        limited = set(chosen)
-        if not chosen:
-            problems.error(None, f"--limit {limit!r} matches no host of the inventory",
-                           f"hosts: {', '.join(sorted(inventory.hosts)) or 'none'}")
-
+    limited = _limited(limit, inventory, problems)
     try:
         plays = load_yaml(playbook)
     except YamlError as exc:

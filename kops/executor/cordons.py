@@ -16,17 +16,13 @@ Worked example: decommission broker 3 on a cluster at 4.3-IV0 with `cordoned.log
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kops.cluster.port import Entity
 from kops.executor.events import Message, Step
 from kops.executor.record import ExecutionRecord
+from kops.executor.running import Executor
 from kops.model.cordons import CORDON_VERSION, CORDONED_LOG_DIRS, can_cordon, merged, metadata_level
 from kops.model.execution import CordonRecord
 from kops.model.plan import Plan
-
-if TYPE_CHECKING:
-    from kops.executor.executor import Executor
 
 STEP = "cordon"  # the record's step for the whole cordoning (`cordon`), done once
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kops.cluster.port import Replica
 from kops.errors import KopsError, Refused
@@ -36,14 +35,12 @@ from kops.executor import throttles
 from kops.executor.disks import what_to_do
 from kops.executor.events import BatchProgressed, Message
 from kops.executor.record import CANCELLED, RUNNING, BatchRecord, ExecutionRecord
+from kops.executor.running import Executor
 from kops.executor.stopping import Stale, Stop
 from kops.holder import LockLost
 from kops.model.placement import DirCopy
 from kops.model.plan import Move, Plan
 from kops.units import format_size
-
-if TYPE_CHECKING:
-    from kops.executor.executor import Executor
 
 NOT_HOSTED = "ReplicaNotAvailableError"  # the broker does not host the replica (yet): the dir is kept as preferred
 OFFLINE = "KafkaStorageError"

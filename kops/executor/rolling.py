@@ -18,26 +18,22 @@ state, so `--resume` and `kops rollback` work after a kill -9 as they do for bat
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from kops.cluster.port import Cluster, Lock
 from kops.executor import health, order, progress, stall, throttles
-from kops.executor.disks import DiskGate, what_to_do
+from kops.executor.disks import what_to_do
 from kops.executor.events import (
     Message,
     MoveDone,
     MoveProgress,
     MoveStarted,
-    Reporter,
     RollingProgressed,
     RollingStarted,
     Stalled,
 )
-from kops.executor.journal import Journal
 from kops.executor.record import CANCELLED, DONE, PENDING, RUNNING, BatchRecord, ExecutionRecord, joined
+from kops.executor.running import Executor
 from kops.executor.stall import StallWatch
 from kops.executor.stopping import Stop
 from kops.holder import LockLost
@@ -46,50 +42,6 @@ from kops.model.plan import Move, Rolling
 from kops.model.snapshot import Snapshot
 from kops.planner.rolling import Room, Source, admissible, leader_of, planned_room
 from kops.units import format_size
-
-
-class _Clock(Protocol):
-    def now(self) -> float: ...
-    def monotonic(self) -> float: ...
-    def sleep(self, seconds: float) -> None: ...
-
-
-class _Controls(Protocol):
-    @property
-    def stop(self) -> threading.Event: ...
-    @property
-    def cancel_now(self) -> threading.Event: ...
-
-
-class Executor(Protocol):
-    """What a rolling run uses of the executor (kops.executor.executor.Executor)."""
-
-    @property
-    def cluster(self) -> Cluster: ...
-    @property
-    def journal(self) -> Journal: ...
-    @property
-    def clock(self) -> _Clock: ...
-    @property
-    def controls(self) -> _Controls: ...
-    @property
-    def emit(self) -> Reporter: ...
-    @property
-    def poll(self) -> float: ...
-    @property
-    def stall_timeout(self) -> float: ...
-    @property
-    def gate(self) -> DiskGate: ...
-
-    @property
-    def lock_held(self) -> Lock | None: ...
-    def read_snapshot(self, partitions: Collection[TopicPartition] | None = None) -> Snapshot: ...
-    def save(self, record: ExecutionRecord) -> None: ...
-    def checkpoint(self, record: ExecutionRecord) -> None: ...
-    def refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None: ...
-    def todo(self, batch: BatchRecord, snapshot: Snapshot) -> list[Move]: ...
-    def submit(self, moves: list[Move], snapshot: Snapshot, what: str) -> None: ...
-    def settle_throttles(self) -> None: ...
 
 FULL_READ_SECONDS = 10.0
 

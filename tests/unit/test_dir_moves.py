@@ -69,7 +69,7 @@ def test_new_replicas_get_their_dirs_and_staying_ones_become_disk_moves() -> Non
     assert plan.rollback.batches[0].disk_moves == (disk.inverse(),)
     assert plan.summary.disk_moves == 1 and plan.summary.disk_bytes == MB
     assert any("disk moves" in w for w in plan.warnings)
-    assert set(plan.fingerprint["topics"]) == {"orders"}  # type: ignore[arg-type]
+    assert set(plan.fingerprint["topics"]) == {"orders"}  # type: ignore[arg-type]  # fingerprint values are typed object: this one is a dict
 
 
 def test_a_lower_alter_log_dirs_throttle_found_is_kept_and_none_is_set_unthrottled() -> None:

@@ -111,7 +111,7 @@ def test_below_4_3_apply_writes_no_cordon_and_says_so(tmp_path: Path) -> None:
     assert b.apply().exit_code == ExitCode.OK
     assert cordon_of(b) is None and b.record().cordons == []
     said: list[Event] = [e for e in b.events if isinstance(e, Message) and "not cordoned" in e.text]
-    assert said and "metadata.version 4.3-IV0, this cluster's is level 29" in said[0].text  # type: ignore[attr-defined]
+    assert said and "metadata.version 4.3-IV0, this cluster's is level 29" in said[0].text  # type: ignore[attr-defined]  # the first event said is a Message
 
 
 def test_a_cordoned_dir_takes_no_new_replica_in_the_memory_cluster(tmp_path: Path) -> None:
