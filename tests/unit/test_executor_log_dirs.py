@@ -10,28 +10,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from kops.cluster.port import Capabilities
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import ExitCode, Refused
-from kops.executor.events import Event
-from kops.executor.executor import Controls, Executor, Outcome
-from kops.executor.journal import Journal
+from kops.executor.executor import Controls, Executor
 from kops.model.brokers import FeatureRange
 from kops.model.dir_moves import place
 from kops.model.features import KIP236_QUEUE
 from kops.model.partitions import TopicPartition
-from kops.model.plan import ALTER_LOG_DIRS_RATE, Plan
+from kops.model.plan import ALTER_LOG_DIRS_RATE
 from kops.model.snapshot import Snapshot
 from kops.planner.planner import plan_targets
 from kops.zk_layout.codecs.reassign_tool import read_reassignment_json
 from tests.builders import brokers
 from tests.memory_cluster import Crash, MemoryCluster, MemoryKafka
+from tests.unit.test_executor_memory import Bed as MemoryBed
 
 MB = 1024 * 1024
 DIGEST = "0123456789abcdef"
@@ -54,22 +52,8 @@ def read(port: MemoryCluster) -> Snapshot:
     return replace(port.snapshot(), log_dirs=dirs, replica_dirs=port.replica_dirs(dirs), replica_dirs_read=True)
 
 
-@dataclass
-class Bed:
-    kafka: MemoryKafka
-    plan: Plan
-    path: str
-    events: list[Event] = field(default_factory=list)
-
-    def executor(self, port: MemoryCluster | None = None) -> Executor:
-        return Executor(port or MemoryCluster(self.kafka), self.events.append, clock=self.kafka.clock,  # type: ignore[arg-type]  # the driven clock has Clock's three methods
-                        poll_seconds=0.5)
-
-    def apply(self, port: MemoryCluster | None = None, resume: bool = False) -> Outcome:
-        return self.executor(port).apply(self.plan, self.path, DIGEST, resume=resume)
-
-    def record(self) -> Any:
-        return Journal(MemoryCluster(self.kafka).records()).latest(DIGEST, "apply")
+class Bed(MemoryBed):
+    """test_executor_memory's bed (executor, apply, record) over a cluster whose brokers have two dirs each."""
 
     def where(self) -> tuple[str, str, tuple[int, ...]]:
         """orders-0's dir on broker 1, orders-1's dir on broker 1 (if it holds one) and orders-1's replicas."""
