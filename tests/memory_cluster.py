@@ -437,6 +437,7 @@ class MemoryKafka:
 
     def _copy_dirs(self, seconds: float) -> None:
         """Future replicas copy at the broker's bandwidth, at most its alter-log-dirs throttle, shared."""
+        self._drop_failed_futures()
         copying = [key for key in sorted(self.futures) if self._dir_online(*key)]
         per_broker = Counter(b for _tp, b in copying)
         for key in copying:
@@ -454,6 +455,11 @@ class MemoryKafka:
             else:
                 self.futures[key] = (path, copied)
 
+    def _drop_failed_futures(self) -> None:
+        """A future replica whose dir failed is gone: Kafka drops it with the dir (LogDirFailureChannel)."""
+        for key in [k for k, (path, _) in self.futures.items() if (k[1], path) in self.offline]:
+            del self.futures[key]
+
     def _dir_online(self, tp: TopicPartition, broker: int) -> bool:
         target = self.futures.get((tp, broker), ("", 0.0))[0]
         return self.fetching(broker) and not {(broker, self.dir_of(tp, broker)), (broker, target)} & self.offline
@@ -464,6 +470,7 @@ class MemoryKafka:
         if part is None or broker not in part.logs or not self.serving(broker) \
                 or (broker, self.dir_of(tp, broker)) in self.offline:
             return None
+        self._drop_failed_futures()
         future = self.futures.get((tp, broker))
         return DirCopy(self.dir_of(tp, broker), int(part.logs[broker]), future[0] if future else None,
                        int(future[1]) if future else 0)

@@ -111,12 +111,12 @@ def run_dir_moves(ex: Executor, record: ExecutionRecord, batch: BatchRecord, pla
     if not wanted:
         return
     what = f"batch {batch.index}"
-    _health(ex, wanted, what)
     copies = ex.cluster.dir_copies(sorted(wanted))
-    _refuse_drift(batch, wanted, copies, what)
     moving = {r: d for r, d in wanted.items() if not _settled(copies.get(r), d)}
-    if not moving:
+    if not moving:  # every replica in its dir: an offline dir elsewhere on the broker does not stop this batch
         return
+    _health(ex, moving, what)  # before drift: a replica in a failed dir is not listed, and that is not drift
+    _refuse_drift(batch, wanted, copies, what)
     _room(ex, record, moving, copies, what)
     snapshot = ex.read_snapshot()
     values = throttles.alter_log_dirs_throttles(record, {b for _, b in moving}, snapshot)

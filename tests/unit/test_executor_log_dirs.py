@@ -167,6 +167,19 @@ def test_an_offline_dir_mid_move_is_a_health_stop_naming_broker_and_dir(tmp_path
         in outcome.reason
 
 
+def test_a_rollback_finishes_while_the_dir_that_failed_stays_offline(tmp_path: Path) -> None:
+    """The copy died with its target dir (Kafka drops the future replica), so orders-0's replica on broker 1 never
+    left its own dir: the rollback has nothing to move there and finishes, the failed dir still offline. (It used to
+    stop on any offline dir of a broker it touched, moving or not.)"""
+    b = bed(tmp_path, throttle=MB // 4)
+    b.kafka.clock.listeners.append(lambda _step: b.kafka.offline.add((1, d(1, 2)))
+                                   if b.kafka.futures.get((ORDERS0, 1), ("", 0))[1] > MB else None)
+    assert b.apply().exit_code == ExitCode.STOPPED
+    assert b.kafka.dir_of(ORDERS0, 1) == d(1, 1) and (ORDERS0, 1) not in b.kafka.futures
+    assert b.executor().rollback(b.path, DIGEST, b.plan.cluster_id).exit_code == ExitCode.OK
+    assert b.kafka.dir_of(ORDERS0, 1) == d(1, 1) and (1, d(1, 2)) in b.kafka.offline
+
+
 class _Through(MemoryCluster):
     """The memory cluster answering as another adapter would about what it can do."""
 
