@@ -148,5 +148,8 @@ def test_a_dir_that_fills_mid_move_is_a_health_stop_naming_broker_and_dir(small_
         capsys.readouterr()
         assert main(["apply", "--resume", str(plan_file), "-b", bootstrap, "--yes", "--poll", "0.2"]) == 3
         assert offline in " ".join(capsys.readouterr().out.split())
+        # the replica never left its dir: the rollback has nothing to move and finishes, the dir still offline
+        assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--poll", "0.2"]) == 0
+        assert port.dir_copies([(tp, 2)])[(tp, 2)].path == big
     finally:
         port.close()
