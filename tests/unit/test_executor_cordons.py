@@ -19,7 +19,7 @@ from kops.model.cordons import CORDON_LEVEL, CORDONED_LOG_DIRS, cordoned, draine
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Cordon
 from kops.planner.markdown import render_markdown
-from tests.memory_cluster import Crash, MemoryCluster
+from tests.memory_cluster import MemoryCluster
 from tests.unit.test_executor_memory import DIGEST, Bed, bed
 from tests.unit.test_markdown_disk_moves import text_of
 
@@ -132,12 +132,7 @@ def test_resume_after_a_crash_at_every_write_up_to_the_first_batch_cordons_once(
     for n in range(1, first_submit + 1):
         b = drain(tmp_path / f"n{n}")
         b.kafka.alter_config("brokers", "3", {CORDONED_LOG_DIRS: "/ops"})
-        crashing = MemoryCluster(b.kafka)
-        crashing.crash_at = n
-        with pytest.raises(Crash):
-            b.apply(crashing)
-        outcome = b.apply(resume=b.record() is not None)
-        assert outcome.exit_code == ExitCode.OK, (n, crashing.writes[-3:], outcome.reason)
+        b.crash_then_resume(n)
         assert cordon_of(b) == "*" and [(c.before, c.after) for c in b.record().cordons] == [("/ops", "*")], n
         assert b.executor().rollback(b.path, DIGEST, b.plan.cluster_id).exit_code == ExitCode.OK
         assert cordon_of(b) == "/ops", n

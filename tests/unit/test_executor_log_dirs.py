@@ -134,14 +134,9 @@ def test_resume_after_a_crash_at_every_write_ends_with_every_replica_in_its_dir(
     assert writes > 8
     for n in range(1, writes + 1):
         b = bed(tmp_path / "absent")
-        crashing = MemoryCluster(b.kafka)
-        crashing.crash_at = n
-        with pytest.raises(Crash):
-            b.apply(crashing)
-        outcome = b.apply(resume=b.record() is not None)
-        assert outcome.exit_code == ExitCode.OK, (n, crashing.writes[-3:], outcome.reason)
-        assert b.where() == (d(1, 2), d(1, 2), (2, 1)) and b.settled(), (n, crashing.writes[-3:])
-        assert ALTER_LOG_DIRS_RATE not in b.kafka.read_config("brokers", "1"), (n, crashing.writes[-3:])
+        writes = b.crash_then_resume(n)
+        assert b.where() == (d(1, 2), d(1, 2), (2, 1)) and b.settled(), (n, writes[-3:])
+        assert ALTER_LOG_DIRS_RATE not in b.kafka.read_config("brokers", "1"), (n, writes[-3:])
 
 
 def test_rollback_after_a_kill_mid_move_drops_the_copy_and_keeps_the_replica_where_it_was(tmp_path: Path) -> None:

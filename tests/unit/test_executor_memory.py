@@ -96,6 +96,17 @@ class Bed:
     def record(self) -> Any:
         return Journal(MemoryCluster(self.kafka).records()).latest(DIGEST, "apply")
 
+    def crash_then_resume(self, n: int) -> list[str]:
+        """kops killed at its `n`th write, then `kops apply` again (resuming if a record was written), which must
+        finish; the writes before the crash, for the assertion's message."""
+        crashing = MemoryCluster(self.kafka)
+        crashing.crash_at = n
+        with pytest.raises(Crash):
+            self.apply(crashing)
+        outcome = self.apply(resume=self.record() is not None)
+        assert outcome.exit_code == ExitCode.OK, (n, crashing.writes[-3:], outcome.reason)
+        return crashing.writes
+
     def finished_as_planned(self) -> None:
         """The plan's targets, each led by its first replica, nothing moving, no throttle of kops's left."""
         assert self.layout() == self.targets()
@@ -180,17 +191,11 @@ def test_resume_after_a_crash_at_every_write_reaches_the_plan_with_no_throttle_l
     assert writes > 20
     for n in range(1, writes + 1):
         b = bed(tmp_path / "absent", rolling=rolling)  # no local copy of the record (resume reads the cluster's)
-        crashing = MemoryCluster(b.kafka)
-        crashing.crash_at = n
-        with pytest.raises(Crash):
-            b.apply(crashing)
-        recorded = b.record() is not None
-        outcome = b.apply(resume=recorded)
-        assert outcome.exit_code == ExitCode.OK, (n, crashing.writes[-3:], outcome.reason)
+        writes_before = b.crash_then_resume(n)
         try:
             b.finished_as_planned()
         except AssertionError as exc:
-            raise AssertionError(f"after a crash at write {n} (after {crashing.writes[-3:]}): {exc}") from exc
+            raise AssertionError(f"after a crash at write {n} (after {writes_before[-3:]}): {exc}") from exc
 
 
 def test_a_rollback_returns_every_partition_to_its_original_replicas_in_order(tmp_path: Path) -> None:
