@@ -11,7 +11,6 @@ the plan's capacity report says so. Network out follows leadership, so it is she
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
 
 from kops.model.partitions import TopicPartition
 from kops.planner.actions import EPS, Action, Spend
@@ -73,14 +72,14 @@ def _shed_one(state: GoalState, spend: Spend, resource: str, broker: int) -> Act
     """One action that lowers `broker`'s `resource`: a leadership change (network out), else a replica move."""
     candidates = _candidates(state, resource, broker)
     if resource == "network_out":
-        handed = next(_handovers(state, spend, candidates, broker), None)
+        handed = _handover(state, spend, candidates, broker)
         if handed is not None:
             return handed
     dests = _roomiest(state, resource, broker)
     for tp in candidates:
         size = state.value["disk"][tp]
         if not spend.move_allowed(size):
-            return None
+            continue  # a smaller candidate may still fit the byte budget
         for dest in dests:
             if state.fits(tp, broker, dest):
                 state.move(tp, broker, dest)
@@ -90,15 +89,14 @@ def _shed_one(state: GoalState, spend: Spend, resource: str, broker: int) -> Act
     return None
 
 
-def _handovers(state: GoalState, spend: Spend, led: list[TopicPartition], broker: int) -> Iterator[Action]:
-    """Leadership of `led` handed to a follower with room in its own network out (no data copied)."""
+def _handover(state: GoalState, spend: Spend, led: list[TopicPartition], broker: int) -> Action | None:
+    """Leadership of one of `led` handed to a follower with room in its own network out (no data copied)."""
     for tp in led:
         if not spend.lead_allowed():
-            return
-        followers = sorted(state.replicas[tp][1:], key=lambda b: (state.load["network_out"][b], b))
-        for follower in followers:
+            return None
+        for follower in sorted(state.replicas[tp][1:], key=lambda b: (state.load["network_out"][b], b)):
             if state.lead_fits(tp, follower):
                 state.lead(tp, follower)
                 spend.leader_moves += 1
-                yield Action(limit_name("network_out"), tp, broker, follower, leadership=True)
-                return
+                return Action(limit_name("network_out"), tp, broker, follower, leadership=True)
+    return None
