@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kops.planner.goal_state import LEADER_LOADS, GoalState
@@ -100,10 +101,28 @@ def _utilization_band(state: GoalState, name: str) -> Band:
                 {b: shares[b] * caps[b] for b in state.brokers})
 
 
+def capped(shares: Mapping[int, float], caps: Mapping[int, float]) -> dict[int, float]:
+    """Fair shares with each broker held to its cap (`capacity.max_replicas`), what it cannot hold spread over the
+    others in proportion to their shares: 24 replicas over 4 brokers, one capped at 3, are 3, 7, 7, 7, not 6 each."""
+    shares = dict(shares)
+    while over := [b for b, s in shares.items() if s > caps.get(b, math.inf) + 1e-9]:
+        excess = sum(shares[b] - caps[b] for b in over)
+        for b in over:
+            shares[b] = caps[b]
+        free = [b for b, s in shares.items() if s < caps.get(b, math.inf) - 1e-9]
+        room = sum(shares[b] for b in free)
+        if room <= 0:
+            return shares
+        for b in free:
+            shares[b] += excess * shares[b] / room
+    return shares
+
+
 def _count_band(state: GoalState, name: str) -> Band:
     ones = dict.fromkeys(state.brokers, 1.0)
     if name == "replicas":
         shares = fair_shares(((1.0, len(r)) for r in state.replicas.values()), state.racks, ones).shares
+        shares = capped(shares, state.limits.get("replicas", {}))
     else:
         shares = dict.fromkeys(state.brokers, len(state.replicas) / len(state.brokers))
     counts = [state.load[name][b] for b in state.brokers]

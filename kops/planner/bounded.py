@@ -24,7 +24,9 @@ from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
+from kops.planner.actions import Spend
 from kops.planner.budget import Budget, Limits
+from kops.planner.goal_plan import walk_one
 from kops.planner.headroom import Headroom
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
@@ -146,11 +148,21 @@ def balance(snapshot: Snapshot, layout: Layout, brokers: list[int], goal: str, b
             balance_leaders(layout, brokers, movable, max_changes=left)
         return
     before = {tp: layout.replicas[tp] for tp in movable}
-    balancer = balance_replicas if goal == "replicas" else balance_bytes
-    balancer(layout, brokers, 0.0, movable=movable, rack_aware=rack_aware, budget=budget)
+    if layout.headroom is not None:  # capacities known: limits first, then the goal (walk_one)
+        walk_one(layout, brokers, goal, 0.0, movable, _left(budget))
+    else:
+        balancer = balance_replicas if goal == "replicas" else balance_bytes
+        balancer(layout, brokers, 0.0, movable=movable, rack_aware=rack_aware, budget=budget)
     changed = {tp for tp, r in before.items() if set(layout.replicas[tp]) != set(r)}
     if changed:
         balance_leaders(layout, brokers, changed)  # order only: moves nothing more
+
+
+def _left(budget: Budget) -> Spend:
+    """What `budget` has left, as the walk counts it; --max-duration is kept afterwards, by `fit`."""
+    lim = budget.limits
+    return Spend(None if lim.max_moves is None else lim.max_moves - budget.moves, None,
+                 None if lim.max_bytes is None else lim.max_bytes - budget.bytes)
 
 
 @dataclass(frozen=True)

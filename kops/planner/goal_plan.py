@@ -24,7 +24,8 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome
 from kops.planner.goal_state import goal_state
 from kops.planner.goal_values import GoalFigure, GoalInputs, Measured, reports
-from kops.planner.optimizer import Action, optimize
+from kops.planner.layout import Layout
+from kops.planner.optimizer import Action, Spend, optimize
 
 Replicas = dict[TopicPartition, tuple[int, ...]]
 
@@ -73,6 +74,27 @@ def place_by_goals(start: Mapping[TopicPartition, tuple[int, ...]], racks: Mappi
     after = dict(state.replicas)
     table = goal_table(goals, begin, after, state.inputs, outcome.actions, outcome.skipped, (first, state.measured()))
     return GoalPlacement(after, outcome.actions, table, outcome.converged)
+
+
+# a single balancer's goal as the walk names it: bytes by share of disk, then network in without raising the disk
+ONE_GOAL = {"replicas": ("replicas",), "bytes": ("disk", "network_in")}
+
+
+def walk_one(layout: Layout, brokers: Sequence[int], goal: str, tolerance: float,
+             movable: Collection[TopicPartition] | None, spend: Spend | None = None) -> tuple[Action, ...]:
+    """A single `goal` (a play's `rebalance: {goal: ...}`, `kops rebalance --goal`) where a capacity is known, as a
+    goal list of one: the walk brings brokers back within their limits first (kops/planner/relief.py) and keeps
+    every move within them, which the count and byte balancers (kops/planner/rebalance.py) do not do at scale.
+    Only `movable` partitions move (None: all); `layout` takes the result."""
+    assert layout.headroom is not None, "walk_one is the balancer of layouts with capacities"
+    state = goal_state(layout.replicas, {b: layout.rack(b) for b in brokers}, layout.sizes, layout.write,
+                       layout.headroom.caps, layout.fanout)
+    if movable is not None:
+        state.pinned = frozenset(tp for tp in layout.replicas if tp not in movable)
+    outcome = optimize(state, ONE_GOAL[goal], spend, tolerance)
+    for tp in sorted({a.tp for a in outcome.actions}):  # in order: Layout keeps insertion order
+        layout.set(tp, state.replicas[tp])
+    return outcome.actions
 
 
 def goal_table(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]],

@@ -54,6 +54,7 @@ def _split(factor: int, members: Mapping[str, int]) -> dict[str, tuple[int, int]
     the racks allow (round robin over racks, as Kafka's rack-aware assignment does; a rack of n brokers holds at
     most n): the smallest level k whose racks, each filled to min(k, n), hold them all; a rack then holds k or
     k - 1, fewer only where it has fewer brokers, and more than k - 1 where the others cannot take the rest."""
+    factor = min(factor, sum(members.values()))  # more replicas than brokers: the rest sit on brokers not counted
     k = 0
     while sum(min(k, n) for n in members.values()) < factor:
         k += 1

@@ -56,7 +56,7 @@ from kops.model.topics import Topic
 from kops.planner import batches as batching
 from kops.planner import placement, tiered
 from kops.planner.fingerprint import fingerprint
-from kops.planner.goal_plan import GoalPlacement, Loads, place_by_goals
+from kops.planner.goal_plan import ONE_GOAL, GoalPlacement, Loads, place_by_goals, walk_one
 from kops.planner.headroom import Changes, Headroom, PeaksRefused, peak_room, violations, with_capacity_report
 from kops.planner.intra_broker import band
 from kops.planner.layout import Layout
@@ -327,6 +327,9 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> None:
         limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance)
         work.balance_moves += replica_lower_bound(counts, eligible, limits)
         work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
+    if layout.headroom is not None and goal in ONE_GOAL:  # capacities known: limits first, then the goal
+        walk_one(layout, eligible, goal, tolerance, _movable(work))
+    elif goal == "replicas":
         balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
     elif goal == "bytes":
         balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)

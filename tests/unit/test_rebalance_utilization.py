@@ -82,12 +82,13 @@ def test_a_cluster_already_over_moves_only_what_lowers_it() -> None:
 
 
 def test_network_in_is_evened_second_without_raising_the_disk_peak() -> None:
-    # disks even (2,000 bytes each); broker 1 carries all four hot partitions' writes
+    # disks even (2,000 bytes each); broker 1 carries all four hot partitions' writes, and brokers 2-4 each hold a
+    # quiet partition the size of a hot one: swapping them evens the writes and leaves every disk where it was
     hot = [TopicPartition("hot", p) for p in range(4)]
     snap = snapshot(brokers(4, racks=None), [topic("hot", [(1,)] * 4), topic("big", [(1,), (2,), (3,), (4,)]),
-                                             topic("cold", [(2,), (3,), (4,)])])
+                                             topic("quiet", [(2,), (3,), (4,)])])
     sizes = {tp: 50 for tp in hot} | {TopicPartition("big", 0): 1_800} | {
-        TopicPartition("big", p): 1_000 for p in (1, 2, 3)} | {TopicPartition("cold", p): 1_000 for p in range(3)}
+        TopicPartition("big", p): 1_950 for p in (1, 2, 3)} | {TopicPartition("quiet", p): 50 for p in range(3)}
     write = {tp: 500.0 for tp in hot}
     capacity = declared({"disk": 100_000, "network_in": 10_000})
     before = plan(bytes_goal(), snap, sizes, Policy(capacity=capacity))
@@ -95,8 +96,9 @@ def test_network_in_is_evened_second_without_raising_the_disk_peak() -> None:
     planned = plan(bytes_goal(), snap, sizes, Policy(capacity=capacity, write=write))
     after = apply_plan(snap, planned)
     nw_in = {b: sum(write.get(tp, 0.0) for tp in hot if b in after.partition(tp).replicas) for b in (1, 2, 3, 4)}
-    assert nw_in == {1: 500.0, 2: 500.0, 3: 500.0, 4: 500.0}
-    assert max(held(planned).values()) <= 2_000 * 1.05
+    # within the walk's band: the fair share (500) plus one median partition's writes (docs/design/goals.md §5)
+    assert max(nw_in.values()) <= 1_000 and sum(nw_in.values()) == 2_000
+    assert max(held(planned).values()) == 2_000
 
 
 def test_max_replicas_holds_in_the_replica_balancer() -> None:
