@@ -81,17 +81,19 @@ ONE_GOAL = {"replicas": ("replicas",), "bytes": ("disk", "network_in")}
 
 
 def walk_one(layout: Layout, brokers: Sequence[int], goal: str, tolerance: float,
-             movable: Collection[TopicPartition] | None, spend: Spend | None = None) -> tuple[Action, ...]:
+             movable: Collection[TopicPartition] | None, spend: Spend | None = None,
+             leaders: bool = False) -> tuple[Action, ...]:
     """A single `goal` (a play's `rebalance: {goal: ...}`, `kops rebalance --goal`) where a capacity is known, as a
     goal list of one: the walk brings brokers back within their limits first (kops/planner/relief.py) and keeps
     every move within them, which the count and byte balancers (kops/planner/rebalance.py) do not do at scale.
-    Only `movable` partitions move (None: all); `layout` takes the result."""
+    Only `movable` partitions move (None: all); `leaders`: leadership is the walk's last goal (a play's plan), else
+    the caller orders the leaders of what moved. `layout` takes the result."""
     assert layout.headroom is not None, "walk_one is the balancer of layouts with capacities"
     state = goal_state(layout.replicas, {b: layout.rack(b) for b in brokers}, layout.sizes, layout.write,
                        layout.headroom.caps, layout.fanout)
     if movable is not None:
         state.pinned = frozenset(tp for tp in layout.replicas if tp not in movable)
-    outcome = optimize(state, ONE_GOAL[goal], spend, tolerance)
+    outcome = optimize(state, ONE_GOAL[goal] + ("leaders",) * leaders, spend, tolerance)
     for tp in sorted({a.tp for a in outcome.actions}):  # in order: Layout keeps insertion order
         layout.set(tp, state.replicas[tp])
     return outcome.actions

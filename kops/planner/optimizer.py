@@ -231,7 +231,8 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
     candidates = _around(state, band.name, state.ranked(band.name, broker), gap)
     if band.leadership:
         for tp in candidates:
-            others = sorted(state.replicas[tp][1:],
+            # a follower on a broker outside the walk's (one a play drains) never takes the lead
+            others = sorted((b for b in state.replicas[tp][1:] if b in band.hi),
                             key=lambda b: (state.load[band.name][b] - band.hi[b]) * band.scale[b])
             if any(walk.lead(index, tp, b) for b in others):
                 return True

@@ -207,8 +207,8 @@ def _balance(work: _Work, original: dict[TopicPartition, tuple[int, ...]], eligi
     desired, layout = work.desired, work.layout
     if desired.brokers.add and eligible:
         _new_brokers_share(work, eligible, rack_aware)
-    if desired.rebalance and eligible:
-        _rebalance(work, eligible, rack_aware)
+    if desired.rebalance and eligible and _rebalance(work, eligible, rack_aware):
+        return  # walked with capacities: leaders were the walk's last goal
     reshaped = bool(desired.brokers.decommission or desired.brokers.add or desired.rebalance)
     scope = None if reshaped else {tp for tp, r in layout.replicas.items()
                                    if tp in original and r != original[tp] and set(r) != set(original[tp])}
@@ -317,7 +317,8 @@ def _new_brokers_share(work: _Work, eligible: list[int], rack_aware: bool) -> No
     _note_changes(work, before, "new brokers take their share")
 
 
-def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> None:
+def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> bool:
+    """The single `rebalance.goal`; True when it was walked (capacities known), leaders included."""
     layout, rebalance = work.layout, work.desired.rebalance
     assert rebalance is not None
     before = dict(layout.replicas)
@@ -327,13 +328,17 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> None:
         limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance)
         work.balance_moves += replica_lower_bound(counts, eligible, limits)
         work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
-    if layout.headroom is not None and goal in ONE_GOAL:  # capacities known: limits first, then the goal
-        walk_one(layout, eligible, goal, tolerance, _movable(work))
+    walked = layout.headroom is not None and goal in ONE_GOAL  # capacities known: limits first, then the goal
+    if walked:
+        actions = walk_one(layout, eligible, goal, tolerance, _movable(work), leaders=True)
+        for a in sorted(actions, key=lambda a: a.leadership):  # a partition that moved: its move's reason
+            work.reason.setdefault(a.tp, "leader balance" if a.leadership else f"rebalance {goal}")
     elif goal == "replicas":
         balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
     elif goal == "bytes":
         balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
     _note_changes(work, before, f"rebalance {goal}")
+    return walked
 
 
 def _movable(work: _Work) -> set[TopicPartition] | None:

@@ -174,3 +174,14 @@ def test_under_max_moves_each_replica_goes_where_it_raises_utilization_least() -
     after = held(result.plan)
     assert (after[2], after[3], after[4]) == (1_000, 3_000, 2_000)  # equal bytes would be 2,000 each
     assert result.imbalance_after < result.imbalance_before
+
+
+def test_a_follower_on_an_unregistered_broker_never_takes_the_lead() -> None:
+    # broker 4 holds followers but is not registered: the walk's leaders goal hands broker 1's leaderships to
+    # followers it may use only (this raised KeyError where a partition's only other follower sat on broker 4)
+    snap = snapshot(brokers(3, racks=None), [topic("t", [(1, 4)] * 6 + [(1, 2)] * 6 + [(2, 3)] * 3)])
+    planned = plan(declare(rebalance=Rebalance("replicas", 0.0, HERE)), snap, sizes_of(snap),
+                   Policy(capacity=declared({"disk": 10**12})))
+    after = apply_plan(snap, planned)
+    leaders = [after.partition(TopicPartition("t", p)).replicas[0] for p in range(15)]
+    assert 4 not in leaders and leaders.count(1) < 12  # partitions 0-4 can only stay with broker 1
