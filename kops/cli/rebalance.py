@@ -472,6 +472,7 @@ def _finish(report: dict[str, Any], result: Rebalance | GoalRebalance | None, ru
         "healed": list(result.brokers) if isinstance(result, Healing) and plan is not None else [],
         "moves": s.moves if s else 0,
         "leader_moves": s.leader_moves if s else 0,
+        "elections": len(plan.election) if plan is not None else 0,
         "bytes": s.bytes if s else 0,
         "estimated_seconds": s.estimated_seconds if s else None,
         "imbalance_before": result.imbalance_before if result else None,

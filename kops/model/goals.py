@@ -17,7 +17,8 @@ ALIASES: dict[str, str] = {"bytes": "disk"}  # `--goal bytes` from before goal l
 # goals (a move is paid in disk bytes), data goals before leadership goals (those spend no replica moves), and
 # preferred leaders last (an election only where it costs no higher goal anything): goals.md §4.
 DEFAULT_GOALS: tuple[str, ...] = GOAL_NAMES
-LEADERSHIP_GOALS = frozenset({"leaders", "leader_bytes_in", "preferred_leaders"})  # moved by leadership alone
+PREFERRED = "preferred_leaders"  # elections, not walk actions (kops/planner/preferred.py)
+LEADERSHIP_GOALS = frozenset({"leaders", "leader_bytes_in", PREFERRED})  # moved by leadership alone
 # Goals inside a broker (JBOD): its log dirs evened by disk moves, a step after the walk over the brokers
 # (kops/planner/intra_broker.py), not one of the walk's goals; not in the default list (disk moves need the Admin
 # API and a cluster with several dirs per broker).

@@ -17,6 +17,7 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kops.model.goals import PREFERRED
 from kops.planner.goal_state import LEADER_LOADS, GoalState
 from kops.planner.goal_values import capacities
 from kops.planner.lower_bounds import fair_shares
@@ -148,8 +149,8 @@ def bands(state: GoalState, goals: tuple[str, ...]) -> tuple[tuple[Band | TopicB
         needs = NEEDS.get(name)
         if needs is not None and not any(state.value[needs].values()):
             skipped[name] = "no sizes" if needs == "disk" else "no write rates"
-        elif name == "preferred_leaders":
-            skipped[name] = "measured, not optimized yet: the plan elects each moved partition's first replica"
+        elif name == PREFERRED:
+            continue  # elections after the walk (kops/planner/preferred.py), no band
         elif name == "topic_replicas":
             made.append(_topic_band(state))
         elif name in COUNTS:

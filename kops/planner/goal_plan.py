@@ -19,13 +19,15 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kops.model.capacity import Capacities
-from kops.model.goals import broker_goals
+from kops.model.goals import PREFERRED, broker_goals
 from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome
-from kops.planner.goal_state import goal_state
+from kops.model.snapshot import Snapshot
+from kops.planner.goal_state import goal_state, with_elected
 from kops.planner.goal_values import GoalFigure, GoalInputs, Measured, reports
 from kops.planner.layout import Layout
 from kops.planner.optimizer import Action, Spend, optimize
+from kops.planner.preferred import leaders_after, preferred_elections
 
 Replicas = dict[TopicPartition, tuple[int, ...]]
 
@@ -46,6 +48,7 @@ class GoalPlacement:
     actions: tuple[Action, ...]
     outcomes: tuple[GoalOutcome, ...]
     converged: bool
+    elected: tuple[TopicPartition, ...] = ()  # preferred-leader elections of partitions the walk left (preferred.py)
 
 
 def replay(start: Mapping[TopicPartition, tuple[int, ...]], actions: Sequence[Action]) -> Replicas:
@@ -61,19 +64,24 @@ def replay(start: Mapping[TopicPartition, tuple[int, ...]], actions: Sequence[Ac
 
 
 def place_by_goals(start: Mapping[TopicPartition, tuple[int, ...]], racks: Mapping[int, str | None], loads: Loads,
-                   goals: tuple[str, ...], tolerance: float, pinned: Collection[TopicPartition]) -> GoalPlacement:
+                   goals: tuple[str, ...], tolerance: float, pinned: Collection[TopicPartition],
+                   snapshot: Snapshot | None = None) -> GoalPlacement:
     """`kops plan`'s walk: `goals` over `start` (the play's forced changes made), on the brokers of `racks` only,
     moving no partition of `pinned` (static or constrained placements, deletions pending, reassignments in flight);
     `tolerance` is the playbook's trigger. Unbounded: a plan does what its play declares. A goal inside the
     brokers (`disk_within_broker`) is the plan's step after the walk (kops/planner/log_dirs.py)."""
     goals = broker_goals(goals)
     state = goal_state(start, racks, loads.sizes, loads.write, loads.caps, loads.fanout)
+    if snapshot is not None:
+        state = with_elected(state, snapshot)
     state.pinned = frozenset(pinned)
     begin, first = dict(state.replicas), state.measured()
     outcome = optimize(state, goals, tolerance=tolerance)
     after = dict(state.replicas)
-    table = goal_table(goals, begin, after, state.inputs, outcome.actions, outcome.skipped, (first, state.measured()))
-    return GoalPlacement(after, outcome.actions, table, outcome.converged)
+    elected = preferred_elections(begin, after, state.inputs, state.pinned) if PREFERRED in goals else ()
+    table = goal_table(goals, begin, after, state.inputs, outcome.actions, outcome.skipped, (first, state.measured()),
+                       elected)
+    return GoalPlacement(after, outcome.actions, table, outcome.converged, elected)
 
 
 # a single balancer's goal as the walk names it: bytes by share of disk, then network in without raising the disk
@@ -101,17 +109,20 @@ def walk_one(layout: Layout, brokers: Sequence[int], goal: str, tolerance: float
 
 def goal_table(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]],
                after: Mapping[TopicPartition, tuple[int, ...]], inputs: GoalInputs, actions: Sequence[Action],
-               skipped: Mapping[str, str],
-               measured: tuple[Measured, Measured] | None = None) -> tuple[GoalOutcome, ...]:
+               skipped: Mapping[str, str], measured: tuple[Measured, Measured] | None = None,
+               elected: Collection[TopicPartition] = ()) -> tuple[GoalOutcome, ...]:
     """Per goal, in order: its figure before and after, its lower bound, the moves and leadership changes the walk
     spent on it, its imbalance before and after, and why it was skipped (if it was). `measured`: the loads and topic
-    figure of `start` and `after` where the optimizer's state has them (GoalState.measured)."""
+    figure of `start` and `after` where the optimizer's state has them (GoalState.measured); `elected`: the
+    preferred-leader elections the plan adds (kops/planner/preferred.py), counted as the goal's leadership changes."""
     at_start, at_end = measured if measured is not None else (None, None)
-    (first, share_before), (last, share_after) = (reports(start, inputs, goals, at_start),
-                                                  reports(after, inputs, goals, at_end))
+    (first, share_before), (last, share_after) = (
+        reports(start, inputs, goals, at_start, inputs.leaders),
+        reports(after, inputs, goals, at_end, leaders_after(start, after, inputs, elected)))
     before, now = {f.name: f for f in first}, {f.name: f for f in last}
     moves = Counter(a.goal for a in actions if not a.leadership)
     leads = Counter(a.goal for a in actions if a.leadership)
+    leads[PREFERRED] += len(elected)
     shares = (share_before, share_after)
 
     def row(name: str) -> GoalOutcome:

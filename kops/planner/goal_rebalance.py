@@ -15,18 +15,19 @@ from dataclasses import dataclass, replace
 
 from kops.model.capacity import resolve
 from kops.model.desired import Execution
-from kops.model.goals import DISK_WITHIN_BROKER, broker_goals
+from kops.model.goals import DISK_WITHIN_BROKER, PREFERRED, broker_goals
 from kops.model.partitions import TopicPartition
 from kops.model.plan import GoalOutcome, Plan
 from kops.model.problems import Problem
 from kops.model.snapshot import Snapshot
 from kops.planner.budget import Limits
 from kops.planner.goal_plan import goal_table, replay
-from kops.planner.goal_state import state_of
+from kops.planner.goal_state import GoalState, state_of
 from kops.planner.intra_broker import band
 from kops.planner.log_dirs import place_dirs
 from kops.planner.optimizer import Action, Spend, optimize
 from kops.planner.planner import PlanningError, Policy, plan_targets
+from kops.planner.preferred import preferred_elections
 from kops.planner.relief import RELIEF_GOALS
 
 
@@ -74,11 +75,11 @@ class GoalRebalance:
 
 def _plan(snapshot: Snapshot, start: Mapping[TopicPartition, tuple[int, ...]], after: Mapping[TopicPartition,
           tuple[int, ...]], reasons: Mapping[TopicPartition, str], context: tuple[Policy, str, Execution | None],
-          sizes: Mapping[TopicPartition, int]) -> Plan:
+          sizes: Mapping[TopicPartition, int], elected: tuple[TopicPartition, ...]) -> Plan:
     policy, cluster, execution = context
     targets = {tp: r for tp, r in after.items() if r != start[tp]}
     return plan_targets(snapshot, targets, cluster, execution=execution, policy=policy, sizes=dict(sizes),
-                        reason="rebalance goals", reasons={tp: reasons[tp] for tp in targets})
+                        reason="rebalance goals", reasons={tp: reasons[tp] for tp in targets}, elect=elected)
 
 
 def _within(plan: Plan, limits: Limits) -> bool:
@@ -89,15 +90,17 @@ class PlanOf:
     """The plan of the first k actions, made once per k."""
 
     def __init__(self, snapshot: Snapshot, start: dict[TopicPartition, tuple[int, ...]], actions: tuple[Action, ...],
-                 context: tuple[Policy, str, Execution | None], sizes: Mapping[TopicPartition, int]) -> None:
+                 context: tuple[Policy, str, Execution | None], sizes: Mapping[TopicPartition, int],
+                 elected: tuple[TopicPartition, ...] = ()) -> None:
         self.snapshot, self.start, self.actions, self.context, self.sizes = snapshot, start, actions, context, sizes
+        self.elected = elected
         self.reasons: dict[TopicPartition, str] = {}
         for a in actions:  # the reason of a partition is the first goal that changed it
             self.reasons.setdefault(a.tp, f"rebalance {a.goal}")
 
     def __call__(self, k: int) -> Plan:
         after = replay(self.start, self.actions[:k])
-        return _plan(self.snapshot, self.start, after, self.reasons, self.context, self.sizes)
+        return _plan(self.snapshot, self.start, after, self.reasons, self.context, self.sizes, self.elected)
 
 
 def _fitted(actions: tuple[Action, ...], plan_of: PlanOf, limits: Limits) -> tuple[Plan, int]:
@@ -127,18 +130,30 @@ def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[Top
     start, first = dict(state.replicas), state.measured()
     limits = request.limits
     goals = broker_goals(request.goals)  # a goal inside the brokers is a step after the walk
-    outcome = optimize(state, goals, Spend(limits.max_moves, request.max_leader_moves, limits.max_bytes))
-    plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes)
+    spend = Spend(limits.max_moves, request.max_leader_moves, limits.max_bytes)
+    outcome = optimize(state, goals, spend)
+    elected = _elected(goals, start, state, request.max_leader_moves, spend)
+    plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes, elected)
     plan, kept = _fitted(outcome.actions, plan_of, limits)
     after = replay(start, outcome.actions[:kept])
     measured = (first, state.measured()) if kept == len(outcome.actions) else None  # a prefix: not the state's
-    table = goal_table(goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped, measured)
+    table = goal_table(goals, start, after, state.inputs, outcome.actions[:kept], outcome.skipped, measured, elected)
     plan = replace(plan, summary=replace(plan.summary, goals=table))  # the plan file carries the table
     if DISK_WITHIN_BROKER in request.goals:
         plan = _dirs_evened(plan, snapshot, sizes, policy, execution)
     relieved = sum(1 for a in outcome.actions[:kept] if a.goal in RELIEF_GOALS)
     return GoalRebalance(plan, table, outcome.converged and kept == len(outcome.actions), request.min_improvement,
                          relieved)
+
+
+def _elected(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]], state: GoalState,
+             max_leader_moves: int | None, spend: Spend) -> tuple[TopicPartition, ...]:
+    """The goal `preferred_leaders`: elections of the partitions the walk left, within the leadership budget the
+    walk did not spend (partitions it left in every prefix `_fitted` may keep, so each prefix's plan takes them)."""
+    if PREFERRED not in goals:
+        return ()
+    left = None if max_leader_moves is None else max_leader_moves - spend.leader_moves
+    return preferred_elections(start, state.replicas, state.inputs, (), left)
 
 
 def _dirs_evened(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int], policy: Policy,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 
 from kops.model.capacity import RESOURCES, Capacities
 from kops.model.partitions import TopicPartition
@@ -232,7 +233,21 @@ def state_of(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], write: Map
         for number, part in topic.partitions.items():
             assignment[TopicPartition(name, number)] = tuple(
                 part.target_replicas if part.adding or part.removing else part.replicas)
-    return goal_state(assignment, {b.id: b.rack for b in snapshot.brokers}, sizes, write, caps, fanout)
+    state = goal_state(assignment, {b.id: b.rack for b in snapshot.brokers}, sizes, write, caps, fanout)
+    return with_elected(state, snapshot)
+
+
+def with_elected(state: GoalState, snapshot: Snapshot) -> GoalState:
+    """`state` with each partition's elected leader and ISR from `snapshot` (the goal `preferred_leaders`)."""
+    leaders: dict[TopicPartition, int] = {}
+    isr: dict[TopicPartition, tuple[int, ...]] = {}
+    for name, topic in snapshot.topics.items():
+        for number, part in topic.partitions.items():
+            if part.state is not None and part.state.leader >= 0:
+                tp = TopicPartition(name, number)
+                leaders[tp], isr[tp] = part.state.leader, tuple(part.state.isr)
+    state.inputs = replace(state.inputs, leaders=leaders, isr=isr)
+    return state
 
 
 def goal_state(assignment: Assignment, racks: Mapping[int, str | None], sizes: Mapping[TopicPartition, int],

@@ -28,7 +28,8 @@ OF_CAPACITY, OF_MEAN, OF_REPLICAS, OF_PARTITIONS = "% of capacity", "% of mean",
 class GoalInputs:
     """What the figures read besides the assignment: the brokers with their racks, each partition's size and
     write rate (empty: unknown), consumer fan-out per topic (1 when not declared), capacities per resource and
-    broker (a broker missing: unknown), and the in-sync replicas where known (for the preferred-leader bound)."""
+    broker (a broker missing: unknown), and the in-sync replicas and elected leaders where known (the goal
+    `preferred_leaders` and its bound)."""
 
     racks: Mapping[int, str | None]
     sizes: Mapping[TopicPartition, int] = field(default_factory=dict)
@@ -36,6 +37,7 @@ class GoalInputs:
     fanout: Mapping[str, int] = field(default_factory=dict)
     capacity: Mapping[str, Mapping[int, float]] = field(default_factory=dict)  # disk, network_in, network_out
     isr: Mapping[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    leaders: Mapping[TopicPartition, int] = field(default_factory=dict)  # elected leaders, where the snapshot has them
 
     def out_load(self, tp: TopicPartition, replicas: int) -> float:
         """What leading `tp` sends: to each follower and to each consumer group (capacity.md §4)."""
@@ -197,12 +199,16 @@ def imbalances(assignment: Assignment, inputs: GoalInputs, *, held: Held | None 
 Measured = tuple[Held, GoalFigure]  # an assignment's per-broker loads and topic figure (GoalState.measured)
 
 
-def reports(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, ...],
-            measured: Measured | None = None) -> tuple[tuple[GoalFigure, ...], dict[str, float]]:
+def reports(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, ...], measured: Measured | None = None,
+            leaders: Mapping[TopicPartition, int] | None = None) -> tuple[tuple[GoalFigure, ...], dict[str, float]]:
     """An assignment's goal figures and imbalances (preferred leaders), its per-broker loads and topic spread
     computed once for both (or taken from the optimizer's state, `measured`, which keeps them current): a
-    million-partition plan's goal table read them four times."""
+    million-partition plan's goal table read them four times. `leaders`: who leads each partition (missing: its first
+    replica), read by `preferred_leaders` only."""
     held, topic = measured if measured is not None else (_per_broker(assignment, {}, inputs),
                                                          _topic_replicas(assignment, inputs))
-    return goal_figures(assignment, inputs, goals, held=held, topic=topic), imbalances(assignment, inputs, held=held,
-                                                                                       topic=topic)
+    figures = goal_figures(assignment, inputs, goals, leaders, held=held, topic=topic)
+    shares = imbalances(assignment, inputs, held=held, topic=topic)
+    preferred = next((f for f in figures if f.name == "preferred_leaders"), None)
+    shares["preferred_leaders"] = round(preferred.value / 100, 6) if preferred is not None else 0.0
+    return figures, shares

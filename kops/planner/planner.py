@@ -117,6 +117,7 @@ class _Work:
     warnings: list[str] = field(default_factory=list)
     reason: dict[TopicPartition, str] = field(default_factory=dict)
     peaks_refused: PeaksRefused | None = None  # no batching keeps every batch's peak within the limits
+    elect: tuple[TopicPartition, ...] = ()  # elections of partitions that do not move (kops/planner/preferred.py)
     loads_before: tuple[dict[int, int], dict[int, int], dict[int, int]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -224,7 +225,8 @@ def _by_goals(work: _Work, eligible: list[int], policy: Policy, caps: Capacities
     assert rebalance is not None
     loads = Loads(layout.sizes, policy.write, policy.fanout, caps)
     placed = place_by_goals(layout.replicas, {b: layout.rack(b) for b in eligible}, loads, rebalance.goals,
-                            rebalance.tolerance, _pinned(work, policy))
+                            rebalance.tolerance, _pinned(work, policy), work.snapshot)
+    work.elect = placed.elected
     for action in placed.actions:
         work.reason.setdefault(action.tp, f"rebalance {action.goal}")
     for tp in sorted({a.tp for a in placed.actions}):  # in order: Layout keeps insertion order
@@ -602,15 +604,16 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     sized = any(m.bytes for m in moves)
     batch_list = _batches(work, moves, policy, rate, port_rate, sized)
     moves = [m for b in batch_list for m in b.moves]
-    election = tuple(sorted(m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
-                            or _leader(snapshot, m.tp) != m.to_replicas[0]))
+    election = tuple(sorted({m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
+                             or _leader(snapshot, m.tp) != m.to_replicas[0]} | set(work.elect)))
     work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
     return with_capacity_report(Plan(
         cluster=desired.cluster,
         cluster_id=snapshot.cluster_id,
         connect=str(desired.connect) if desired.connect else snapshot.connect,
         playbook_digest=policy.playbook_digest,
-        fingerprint=fingerprint(snapshot, set(desired.topics) | {m.topic for m in moves}),
+        fingerprint=fingerprint(snapshot, set(desired.topics) | {m.topic for m in moves}
+                                | {tp.topic for tp in work.elect}),
         creations=tuple(sorted(work.creations, key=lambda c: c.topic)),
         deletions=tuple(sorted(work.deletions, key=lambda d: d.topic)),
         partition_additions=tuple(sorted(work.additions, key=lambda a: a.topic)),
@@ -705,6 +708,8 @@ def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartiti
         + [f"topic {d.topic} was deleted with its data" for d in work.deletions]
         + [f"partitions of {s.topic} above {s.undeleted_partition_count} were marked for "
            f"deletion" for s in work.shrinks]
+        + ([f"{len(work.elect)} partition(s) that do not move get their preferred leader (goal preferred_leaders): "
+            f"Kafka has no election back to the leader they had"] if work.elect else [])
     )
     return Rollback(batches, configs, election, irreversible)
 
@@ -794,7 +799,7 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
                  execution: Execution | None = None, policy: Policy = Policy(),
                  sizes: dict[TopicPartition, int] | None = None, where: str | None = None,
                  reason: str = "imported from kafka-reassign-partitions JSON",
-                 reasons: Mapping[TopicPartition, str] | None = None) -> Plan:
+                 reasons: Mapping[TopicPartition, str] | None = None, elect: tuple[TopicPartition, ...] = ()) -> Plan:
     """A plan that moves partitions to given targets (`kops plan --import-kafka`, `kops rebalance`): throttles,
     batches and rollback computed as for any plan, each move for `reasons`' reason or `reason`. Checks what
     kafka-reassign-partitions.sh checks."""
@@ -811,6 +816,7 @@ def plan_targets(snapshot: Snapshot, targets: dict[TopicPartition, tuple[int, ..
     original = dict(layout.replicas)
     desired = DesiredState(cluster, snapshot.connect, {}, execution=execution or Execution())
     work = _Work(snapshot, desired, layout)
+    work.elect = elect
     for tp, replicas in sorted(targets.items()):
         layout.set(tp, tuple(replicas))
         work.reason[tp] = reasons.get(tp, reason) if reasons else reason

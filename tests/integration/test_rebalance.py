@@ -197,3 +197,35 @@ def test_a_goal_list_applied_then_the_same_goals_move_nothing(skewed_lab, tmp_pa
     again = summary(capsys.readouterr().out)
     assert again["status"] == "noop" and again["moves"] == 0 and again["plan"] is None, again
     assert layout(zk) == expected
+
+
+def _led_elsewhere(zk: ZkClient) -> set[tuple[str, int]]:
+    """Partitions led by another replica than their first."""
+    snap = read_snapshot(zk)
+    return {(name, n) for name, t in snap.topics.items() for n, p in t.partitions.items()
+            if p.state is not None and p.state.leader != p.replicas[0]}
+
+
+def test_preferred_leaders_are_elected_back_after_a_broker_restart(skewed_lab, tmp_path: Path, capsys) -> None:
+    """Broker 1 stopped and started again: the controller moved its leaderships away and leaves them there.
+    `kops rebalance --goals preferred_leaders --apply` elects each first replica again, moving no data, and its plan
+    says the rollback cannot undo that (docs/design/goals.md §3, kops/planner/preferred.py)."""
+    cluster, zk = skewed_lab
+    cluster.lab.stop_broker(1)
+    wait_until(lambda: all(1 not in (p.state.leader,) for t in read_snapshot(zk).topics.values()
+                           for p in t.partitions.values() if p.state is not None), what="broker 1 leads nothing")
+    cluster.lab.start_broker(1)
+    wait_until(lambda: not read_snapshot(zk).under_replicated(), what="broker 1 back in sync")
+    away = _led_elsewhere(zk)
+    assert {p for t, p in away} == {p for p, r in SKEWED["pay"].items() if r[0] == 1}
+    plan_file = tmp_path / "preferred.json"
+    assert main(["rebalance", "-z", cluster.zk_connect, "--goals", "preferred_leaders", "--min-improvement", "0",
+                 "--apply", "--yes", "--poll", "0.2", "--format", "json", "-o", str(plan_file)]) == 0
+    doc = summary(capsys.readouterr().out)
+    preferred = doc["goals"][0]
+    assert doc["status"] == "applied" and doc["moves"] == 0 and doc["elections"] == len(away)
+    assert preferred["before"] == pytest.approx(100 * len(away) / len(SKEWED["pay"])) and preferred["after"] == 0
+    plan = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+    assert not plan.batches and {(tp.topic, tp.partition) for tp in plan.election} == away
+    assert any("preferred leader" in line for line in plan.rollback.irreversible)
+    wait_until(lambda: not _led_elsewhere(zk), what="every partition led by its first replica")

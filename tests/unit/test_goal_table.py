@@ -12,6 +12,7 @@ from pathlib import Path
 from kops.model import plan_format
 from kops.model.capacity import CapacityDeclaration, Figure
 from kops.model.plan import GoalOutcome, Plan
+from kops.model.snapshot import Snapshot
 from kops.planner.goal_rebalance import GoalRequest, rebalance_goals
 from kops.planner.markdown import render_markdown
 from kops.planner.planner import Policy
@@ -22,10 +23,21 @@ GOALS = ("disk", "network_in", "replicas", "leaders", "preferred_leaders")
 GIB = 1024 ** 3
 
 
+def led_by_second(snap: Snapshot, topic: str, partitions: range) -> Snapshot:
+    """`snap` with these partitions led by their second replica (in sync): what a broker's restart leaves."""
+    parts = dict(snap.topics[topic].partitions)
+    for p in partitions:
+        state = parts[p].state
+        assert state is not None
+        parts[p] = replace(parts[p], state=replace(state, leader=parts[p].replicas[1]))
+    return replace(snap, topics=snap.topics | {topic: replace(snap.topics[topic], partitions=parts)})
+
+
 def goal_plan(capacity: bool = True) -> Plan:
     """A rebalance of the crowded cluster for GOALS, with write rates, and every broker's disk and network-in
-    capacity declared (brokers 4-6 with twice the disk of 1-3) unless `capacity` is False."""
-    snap = crowded()
+    capacity declared (brokers 4-6 with twice the disk of 1-3) unless `capacity` is False; six partitions of logs
+    (spread already, so no goal moves them) are led by their second replica."""
+    snap = led_by_second(crowded(), "logs", range(6))
     sizes = sizes_of(snap, 10_000_000)
     write = {tp: float(1_000 * (1 + tp.partition % 3)) for tp in sizes}
     declared = CapacityDeclaration(
@@ -48,7 +60,14 @@ def test_the_goal_table_round_trips_through_the_plan_file() -> None:
     assert plan_format.dumps(back) == written
     rows = json.loads(written)["summary"]["goals"]
     assert set(rows[0]) == {"name", "unit", "before", "after", "lower_bound", "moves", "leader_moves"}
-    assert rows[-1]["skipped"].startswith("measured, not optimized yet")
+    preferred = rows[-1]
+    assert preferred["name"] == "preferred_leaders" and preferred["before"] == 20.0  # 6 of 30 partitions
+    assert preferred["after"] == 0.0 and preferred["moves"] == 0
+    # every one is elected: those the walk moved as every plan's moves are, the others by this goal
+    assert {tp.partition for tp in plan.election if tp.topic == "logs"} == set(range(6))
+    moved = {m.tp.partition for b in plan.batches for m in b.moves if m.tp.topic == "logs"}
+    assert preferred["leader_moves"] == 6 - len(moved) > 0
+    assert any("preferred leader" in line for line in plan.rollback.irreversible)
     disk = rows[0]
     assert disk["unit"] == "% of capacity" and disk["after"] < disk["before"] and disk["moves"] > 0
 
@@ -93,7 +112,7 @@ def test_the_markdown_shows_the_goal_table_and_utilization_charts() -> None:
     disk = plan.summary.goals[0]
     assert (f"| disk | % of capacity | {disk.before:.2f} | {disk.after:.2f} | {disk.lower_bound:.2f} | {disk.moves} "
             f"| {disk.leader_moves} |") in markdown
-    assert "| preferred_leaders | skipped: measured, not optimized yet" in markdown
+    assert "| preferred_leaders | % of partitions | 20.00 | 0.00 |" in markdown
     charts = _charts(markdown)
     disk_chart = charts["Disk utilization per broker (% of capacity) bars after the plan, line before"]
     usage = plan.summary.capacity.brokers  # type: ignore[union-attr]  # capacities were declared
