@@ -84,7 +84,7 @@ from kops.planner.bounded import Rebalance, Request
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
 from kops.planner.goal_rebalance import GoalRebalance, GoalRequest, rebalance_goals
-from kops.planner.heal import Healing, heal
+from kops.planner.heal import Healing, heal, healed_first
 from kops.planner.markdown import duration, goal_rows, render_markdown
 from kops.planner.planner import Policy
 from kops.sizes.reader import Sizes, read_sizes
@@ -209,7 +209,7 @@ def rebalance(
     rate = parse_throttle(throttle)
     limits = _limits(goal, sizes, max_moves, max_bytes, max_duration)
     healing_options = heal_of(heal_after, heal_max_brokers)
-    listed = _goal_list(goals, goal, healing_options)
+    listed = _goal_list(goals, goal)
     out_dir = out_dir or (None if snapshot_file else default_folder(connection, inventory, limit, out, _state_dir()))
     if snapshot_file is not None and (apply_now or out_dir is not None):
         raise UsageError("--snapshot plans one cluster offline", hint="drop --apply and --out-dir; apply the plan it "
@@ -220,7 +220,7 @@ def rebalance(
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
     planning = _Planning(Request(goal.value, limits, min_improvement), known, rate, batch_size,
-                         max_leader_moves, inherit=not listed and goal is Goal.replicas and healing_options is None)
+                         max_leader_moves, inherit=not listed and goal is Goal.replicas)
     if listed:
         planning = planning.with_goals(listed)
     pacing = _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight)
@@ -298,8 +298,10 @@ class _Planning:
         policy = Policy(throttle=self.rate, growth=known.growth, remote=known.remote, capacity=declared,
                         write=known.write)  # the plan reports capacity (planner/headroom.py)
         execution = Execution(throttle=self.rate, max_partitions=self.batch_size)
-        if isinstance(self.request, GoalRequest):  # --goals (healing with a list is refused before reading)
-            return rebalance_goals(snapshot, self.request, known.bytes, policy, cluster, execution)
+        if isinstance(self.request, GoalRequest):  # --goals: healing first, then the walk with what is left
+            healed = healed_first(snapshot, healing, self.request.limits, known.bytes, policy, cluster,
+                                  execution) if healing else None
+            return rebalance_goals(snapshot, self.request, known.bytes, policy, cluster, execution, healed)
         if healing:
             return heal(snapshot, healing, self.request, known.bytes, policy, cluster, execution)
         return plan_rebalance(snapshot, self.request, known.bytes, policy, cluster=cluster, execution=execution)
@@ -356,15 +358,12 @@ def _one_cluster(out_dir: Path | None, healing: Heal | None, markdown: Path | No
         raise UsageError("--markdown writes the plan of one cluster", hint="drop --out-dir, or --markdown")
 
 
-def _goal_list(goals: str | None, goal: Goal, healing: Heal | None) -> tuple[str, ...]:
+def _goal_list(goals: str | None, goal: Goal) -> tuple[str, ...]:
     """--goals read through the one goal-list parser (empty: the single --goal), and what it cannot go with."""
     if goals is None:
         return ()
     if goal is not Goal.replicas:
         raise UsageError("--goal and --goals together", hint="name the goal in the --goals list")
-    if healing is not None:
-        raise UsageError("--heal-after does not combine with --goals yet",
-                         hint="heal with --goal replicas (or bytes); a later run balances by --goals")
     try:
         return goal_list(goals, "--goals")
     except ValueError as exc:
@@ -463,13 +462,20 @@ def _below(result: Rebalance | GoalRebalance) -> str:
             f"{result.imbalance_after:.3f}) is below --min-improvement {result.min_improvement:g}")
 
 
+def _healed(result: Rebalance | GoalRebalance | None) -> list[int]:
+    """The absent brokers whose replicas the run's plan re-homes."""
+    if isinstance(result, Healing):
+        return list(result.brokers)
+    return list(result.healed) if isinstance(result, GoalRebalance) else []
+
+
 def _finish(report: dict[str, Any], result: Rebalance | GoalRebalance | None, run: Run,
             output_format: OutputFormat) -> None:
     """The run's summary: one JSON object last on stdout for machines, one line for people; and its metrics."""
     plan = result.plan if result is not None and result.worthwhile else None
     s = plan.summary if plan is not None else None
     report |= {
-        "healed": list(result.brokers) if isinstance(result, Healing) and plan is not None else [],
+        "healed": _healed(result) if plan is not None else [],
         "moves": s.moves if s else 0,
         "leader_moves": s.leader_moves if s else 0,
         "elections": len(plan.election) if plan is not None else 0,

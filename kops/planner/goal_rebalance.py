@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from kops.model.capacity import resolve
+from kops.model.capacity import Capacities, resolve
 from kops.model.desired import Execution
 from kops.model.goals import DISK_WITHIN_BROKER, PREFERRED, broker_goals
 from kops.model.partitions import TopicPartition
@@ -22,7 +22,7 @@ from kops.model.problems import Problem
 from kops.model.snapshot import Snapshot
 from kops.planner.budget import Limits
 from kops.planner.goal_plan import goal_table, replay
-from kops.planner.goal_state import GoalState, state_of
+from kops.planner.goal_state import GoalState, goal_state, state_of, with_elected
 from kops.planner.intra_broker import band
 from kops.planner.log_dirs import place_dirs
 from kops.planner.optimizer import Action, Spend, optimize
@@ -40,12 +40,27 @@ class GoalRequest:
 
 
 @dataclass(frozen=True)
+class Healed:
+    """What healing did before the walk (kops/planner/heal.py, `--heal-after` with `--goals`): each re-homed
+    partition's replicas and why, the absent brokers it re-homed replicas of, those left for the next run, and the
+    budget it spent first."""
+
+    targets: Mapping[TopicPartition, tuple[int, ...]]
+    reasons: Mapping[TopicPartition, str]
+    brokers: tuple[int, ...]
+    left: int
+    moves: int
+    bytes: int
+
+
+@dataclass(frozen=True)
 class GoalRebalance:
     plan: Plan
     outcomes: tuple[GoalOutcome, ...]
     converged: bool
     min_improvement: float
     relieved: int = 0  # actions that brought a broker back within a capacity limit (kops/planner/relief.py)
+    healed: tuple[int, ...] = ()  # absent brokers whose replicas the plan re-homes (`Healed.brokers`)
 
     @property
     def _first(self) -> GoalOutcome | None:
@@ -69,13 +84,14 @@ class GoalRebalance:
     def worthwhile(self) -> bool:
         """A plan that brings a broker back within a limit is worth applying whatever the goals gain, and so is
         one with disk moves (`disk_within_broker` makes them only for a broker's dirs out of their band)."""
-        return self.plan.has_changes and (self.relieved > 0 or bool(self.plan.disk_moves) or self.improvement > 0
-                                          and self.improvement >= self.min_improvement)
+        return self.plan.has_changes and (self.relieved > 0 or bool(self.healed) or bool(self.plan.disk_moves)
+                                          or self.improvement > 0 and self.improvement >= self.min_improvement)
 
 
 def _plan(snapshot: Snapshot, start: Mapping[TopicPartition, tuple[int, ...]], after: Mapping[TopicPartition,
           tuple[int, ...]], reasons: Mapping[TopicPartition, str], context: tuple[Policy, str, Execution | None],
           sizes: Mapping[TopicPartition, int], elected: tuple[TopicPartition, ...]) -> Plan:
+    """The plan that takes the cluster (`start`: the snapshot's assignment) to `after`."""
     policy, cluster, execution = context
     targets = {tp: r for tp, r in after.items() if r != start[tp]}
     return plan_targets(snapshot, targets, cluster, execution=execution, policy=policy, sizes=dict(sizes),
@@ -87,20 +103,29 @@ def _within(plan: Plan, limits: Limits) -> bool:
 
 
 class PlanOf:
-    """The plan of the first k actions, made once per k."""
+    """The plan of the first k actions, made once per k: the walk's actions replayed from `start` (where healing
+    left the cluster, else as it is), diffed against the snapshot's assignment."""
 
     def __init__(self, snapshot: Snapshot, start: dict[TopicPartition, tuple[int, ...]], actions: tuple[Action, ...],
                  context: tuple[Policy, str, Execution | None], sizes: Mapping[TopicPartition, int],
-                 elected: tuple[TopicPartition, ...] = ()) -> None:
+                 elected: tuple[TopicPartition, ...] = (), healed: Healed | None = None) -> None:
         self.snapshot, self.start, self.actions, self.context, self.sizes = snapshot, start, actions, context, sizes
         self.elected = elected
-        self.reasons: dict[TopicPartition, str] = {}
+        self.reasons: dict[TopicPartition, str] = dict(healed.reasons) if healed is not None else {}
+        self.base = {tp: r for tp, r in start.items()} | (
+            {tp: _current(snapshot, tp) for tp in healed.targets} if healed is not None else {})
         for a in actions:  # the reason of a partition is the first goal that changed it
             self.reasons.setdefault(a.tp, f"rebalance {a.goal}")
 
     def __call__(self, k: int) -> Plan:
         after = replay(self.start, self.actions[:k])
-        return _plan(self.snapshot, self.start, after, self.reasons, self.context, self.sizes, self.elected)
+        return _plan(self.snapshot, self.base, after, self.reasons, self.context, self.sizes, self.elected)
+
+
+def _current(snapshot: Snapshot, tp: TopicPartition) -> tuple[int, ...]:
+    part = snapshot.partition(tp)
+    assert part is not None, "healing re-homes partitions of the snapshot"
+    return tuple(part.target_replicas if part.adding or part.removing else part.replicas)
 
 
 def _fitted(actions: tuple[Action, ...], plan_of: PlanOf, limits: Limits) -> tuple[Plan, int]:
@@ -121,19 +146,21 @@ def _fitted(actions: tuple[Action, ...], plan_of: PlanOf, limits: Limits) -> tup
 
 
 def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[TopicPartition, int] | None = None,
-                    policy: Policy = Policy(), cluster: str = "cluster",
-                    execution: Execution | None = None) -> GoalRebalance:
-    """The bounded rebalance of `snapshot` for `request.goals`, as a plan (possibly empty), with its goal table."""
+                    policy: Policy = Policy(), cluster: str = "cluster", execution: Execution | None = None,
+                    healed: Healed | None = None) -> GoalRebalance:
+    """The bounded rebalance of `snapshot` for `request.goals`, as a plan (possibly empty), with its goal table.
+    With `healed`, the walk starts where healing left the cluster, never moves what healing moved (nor what still
+    sits on an absent broker), and spends what healing left of the budget."""
     sizes = dict(sizes or {})
     caps = resolve(policy.capacity, snapshot)
-    state = state_of(snapshot, sizes, policy.write, caps, policy.fanout)
+    state = _start(snapshot, sizes, policy, caps, healed)
     start, first = dict(state.replicas), state.measured()
     limits = request.limits
     goals = broker_goals(request.goals)  # a goal inside the brokers is a step after the walk
-    spend = Spend(limits.max_moves, request.max_leader_moves, limits.max_bytes)
+    spend = _spend(request, healed)
     outcome = optimize(state, goals, spend)
     elected = _elected(goals, start, state, request.max_leader_moves, spend)
-    plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes, elected)
+    plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes, elected, healed)
     plan, kept = _fitted(outcome.actions, plan_of, limits)
     after = replay(start, outcome.actions[:kept])
     measured = (first, state.measured()) if kept == len(outcome.actions) else None  # a prefix: not the state's
@@ -143,7 +170,31 @@ def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[Top
         plan = _dirs_evened(plan, snapshot, sizes, policy, execution)
     relieved = sum(1 for a in outcome.actions[:kept] if a.goal in RELIEF_GOALS)
     return GoalRebalance(plan, table, outcome.converged and kept == len(outcome.actions), request.min_improvement,
-                         relieved)
+                         relieved, healed.brokers if healed is not None and healed.targets else ())
+
+
+def _start(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], policy: Policy, caps: Capacities,
+           healed: Healed | None) -> GoalState:
+    """The walk's state: the cluster as it is, or as healing leaves it, with healed partitions and those still
+    on an absent broker pinned."""
+    state = state_of(snapshot, sizes, policy.write, caps, policy.fanout)
+    if healed is None:
+        return state
+    assignment = dict(state.replicas) | dict(healed.targets)
+    registered = set(state.brokers)
+    healed_state = with_elected(goal_state(assignment, state.inputs.racks, sizes, policy.write, caps, policy.fanout),
+                                snapshot)
+    healed_state.pinned = frozenset(healed.targets) | {tp for tp, r in assignment.items()
+                                                        if not registered.issuperset(r)}
+    return healed_state
+
+
+def _spend(request: GoalRequest, healed: Healed | None) -> Spend:
+    """The walk's budget: the run's, less what healing spent first."""
+    limits = request.limits
+    moves, spent = (healed.moves, healed.bytes) if healed is not None else (0, 0)
+    return Spend(None if limits.max_moves is None else max(0, limits.max_moves - moves), request.max_leader_moves,
+                 None if limits.max_bytes is None else max(0, limits.max_bytes - spent))
 
 
 def _elected(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]], state: GoalState,

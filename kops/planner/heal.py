@@ -33,7 +33,8 @@ from kops.model.problems import Problem
 from kops.model.snapshot import Snapshot
 from kops.planner import placement
 from kops.planner.bounded import Rebalance, Replan, Request, balance, fit, imbalance, loads
-from kops.planner.budget import Budget
+from kops.planner.budget import Budget, Limits
+from kops.planner.goal_rebalance import Healed
 from kops.planner.headroom import Headroom
 from kops.planner.layout import Layout
 from kops.planner.planner import PlanningError, Policy
@@ -167,3 +168,15 @@ def _leader_first(snapshot: Snapshot, tp: TopicPartition, replicas: tuple[int, .
     if leader is None or leader not in replicas or replicas[0] == leader:
         return replicas
     return (leader, *(b for b in replicas if b != leader))
+
+
+def healed_first(snapshot: Snapshot, brokers: Collection[int], limits: Limits,
+                 sizes: dict[TopicPartition, int] | None = None, policy: Policy = Policy(), cluster: str = "cluster",
+                 execution: Execution | None = None) -> Healed:
+    """The healing of a goal-list rebalance (`--heal-after` with `--goals`): re-homed as `heal` does within
+    `limits`, for `rebalance_goals` to walk the list from where it leaves the cluster with what is left."""
+    healing = heal(snapshot, brokers, Request("replicas", limits, 0.0), sizes, policy, cluster, execution,
+                   balancing=False)
+    moves = healing.plan.moves
+    return Healed({m.tp: m.to_replicas for m in moves}, {m.tp: m.reason for m in moves}, healing.brokers,
+                  healing.left, healing.plan.summary.moves, healing.plan.summary.bytes)

@@ -10,7 +10,8 @@ from kops.model import plan_format
 from kops.model.partitions import TopicPartition
 from kops.planner.bounded import Request
 from kops.planner.budget import Limits
-from kops.planner.heal import heal
+from kops.planner.goal_rebalance import GoalRequest, rebalance_goals
+from kops.planner.heal import heal, healed_first
 from kops.planner.planner import Policy
 from tests.builders import sizes_of
 from tests.unit.test_healing import dead
@@ -100,3 +101,25 @@ def test_every_limit_holds_for_healing_and_balancing_together(max_moves: int | N
     assert max_seconds is None or (s.estimated_seconds or 0.0) <= max_seconds + 1e-9
     assert healed <= ON_4 and not balanced & ON_4 and healing.left == 4 - len(healed)
     assert healing.brokers == ((4,) if healed else ())
+
+
+def test_a_goal_list_heals_first_then_walks_what_healing_left_alone() -> None:
+    # --heal-after with --goals: healing re-homes broker 4's replicas, then the walk evens replicas and leaders
+    # without moving a healed partition, within the one budget
+    snap = cluster()
+    healed = healed_first(snap, [4], Limits(max_moves=8))
+    assert set(healed.targets) == ON_4 and healed.brokers == (4,) and healed.moves == 4
+    result = rebalance_goals(snap, GoalRequest(("replicas", "leaders"), Limits(max_moves=8), 0.0), healed=healed)
+    moved = {m.tp: m for m in result.plan.moves}
+    assert {tp for tp, m in moved.items() if m.reason == HEALS} == ON_4 and result.healed == (4,)
+    for tp in ON_4:
+        assert moved[tp].to_replicas == healed.targets[tp]  # the walk never moves a healed partition again
+    balanced = {tp for tp, m in moved.items() if m.reason != HEALS}
+    assert balanced and {m.reason for m in moved.values() if m.tp in balanced} <= {"rebalance replicas",
+                                                                                 "rebalance leaders"}
+    assert result.plan.summary.moves == 8 and result.worthwhile  # 4 healing, 4 balancing: the budget spent
+    assert all(4 not in m.to_replicas for m in moved.values())
+    unbounded = rebalance_goals(snap, GoalRequest(("replicas",), Limits(), 0.0), healed=healed_first(snap, [4],
+                                                                                                       Limits()))
+    after = unbounded.plan.summary.replicas_after
+    assert max(after[b] for b in (1, 2, 3, 5, 6)) - min(after[b] for b in (1, 2, 3, 5, 6)) <= 1

@@ -80,8 +80,7 @@ def test_bad_lists_and_missing_loads_are_one_line_each(tmp_path: Path, capsys) -
              (["--goals", "disk"], "goal disk needs partition sizes"),
              (["--goals", "network_in", "--sizes", str(sizes)], "goal network_in needs write rates"),
              (["--goals", "disk", "--goal", "leaders", "--sizes", str(sizes)], "--goal and --goals together"),
-             (["--max-leader-moves", "3"], "--max-leader-moves goes with a goal list"),
-             (["--goals", "replicas", "--heal-after", "30m"], "--heal-after does not combine with --goals yet")]
+             (["--max-leader-moves", "3"], "--max-leader-moves goes with a goal list")]
     for args, message in cases:
         assert main(["rebalance", "--snapshot", str(snap), *args]) == 1, args
         err = capsys.readouterr().err
