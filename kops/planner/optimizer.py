@@ -16,6 +16,7 @@ its result finds nothing to do. docs/design/goals.md §5 and §6.1.
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -30,6 +31,7 @@ from kops.planner.relief import relieve
 MAX_SWEEPS = 16
 CANDIDATES = 6  # replicas tried per step, around the gap
 DESTINATIONS = 8  # brokers tried per replica, most room first
+LEADERS_SCANNED = 32  # leaders whose partitions `_followed` intersects before it reads the broker's own
 SWAP_CANDIDATES = 3  # replicas a swap tries to give
 SWAP_WINDOW = 8  # the destination's replicas looked at, each side of the size a swap wants back
 SWAP_TRIES = 3  # of those, the nearest tried
@@ -289,12 +291,26 @@ def _followed(state: GoalState, broker: int, by_excess: _Order) -> list[TopicPar
     """Up to CANDIDATES partitions `broker` follows, those whose leader lies furthest above its band first, then by
     partition: found leader by leader (`by_excess`, the band pass's order for a leadership goal) instead of over
     everything the broker holds."""
-    held, found = state.held[broker], []
+    held, found, scanned = state.held[broker], [], 0
     for _, group in itertools.groupby(by_excess.order, key=lambda entry: entry[0]):
-        found += sorted(tp for _, leader in group if leader != broker for tp in state.led[leader] & held)
+        leaders = [leader for _, leader in group if leader != broker]
+        scanned += len(leaders)
+        if scanned > LEADERS_SCANNED:  # few of the first leaders' partitions have a replica here: read its own
+            return _followed_by_scan(state, broker, by_excess)
+        found += sorted(tp for leader in leaders for tp in state.led[leader] & held)
         if len(found) >= CANDIDATES:
             break
     return found[:CANDIDATES]
+
+
+def _followed_by_scan(state: GoalState, broker: int, by_excess: _Order) -> list[TopicPartition]:
+    """`_followed`'s answer, in its order (leader's key, then partition), from the partitions `broker` holds: one
+    pass over a few thousand replicas where intersecting each leader's partitions with them, leader after leader,
+    took the whole cluster's (a million partitions: minutes in a play's single goal with its leaders)."""
+    key = by_excess.now
+    return heapq.nsmallest(CANDIDATES, (tp for tp in state.held[broker]
+                                        if (leader := state.replicas[tp][0]) != broker and leader in key),
+                           key=lambda tp: (key[state.replicas[tp][0]], tp))
 
 
 def _band_pass(walk: _Walk, index: int, band: Band) -> int:

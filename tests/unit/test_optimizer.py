@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from kops.model.goals import GOAL_NAMES
 from kops.model.partitions import TopicPartition
+from kops.planner import optimizer
 from kops.planner.bands import Band, bands
 from kops.planner.goal_state import GoalState
 from kops.planner.goal_values import GoalInputs, goal_figures
-from kops.planner.optimizer import Spend, optimize
+from kops.planner.optimizer import Spend, _Order, optimize
 from kops.planner.relief import RELIEF_GOALS
 from tests.builders import bench_goal_inputs
 from tests.examples import examples
@@ -132,3 +133,14 @@ def test_a_replica_on_an_absent_broker_is_counted_there_and_no_replica_goes_ther
     assert state.load["disk"][9] == 10 and 9 not in state.brokers
     optimize(state, ("replicas", "disk"))
     assert 9 in state.replicas[a] and all(9 not in r for tp, r in state.replicas.items() if tp != a)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_followed_reads_the_same_candidates_leader_by_leader_or_from_the_broker(rnd: random.Random) -> None:
+    # _followed's two ways to find what a broker follows (optimizer.LEADERS_SCANNED picks one) give one answer
+    assignment, inputs, limits = _cluster(rnd)
+    state = GoalState(assignment, inputs, limits)
+    order = _Order(state.brokers, lambda b: float(rnd.randint(0, 3)))  # ties: leaders grouped by key
+    for broker in state.brokers:
+        assert optimizer._followed(state, broker, order) == optimizer._followed_by_scan(state, broker, order)
