@@ -55,6 +55,8 @@ class _Walk:
         sizes = sorted(state.value["disk"].values())
         self.cheap = sizes[len(sizes) // 2] if sizes else 0.0  # the median replica size (no action changes sizes)
         self._by_topic: dict[str, list[TopicPartition]] | None = None
+        # per broker, what a leadership pull read from its own replicas (`_followed_by_scan`), for the band pass
+        self.followed: dict[int, list[TopicPartition]] = {}
 
     def partitions_by_topic(self) -> dict[str, list[TopicPartition]]:
         """Each topic's partitions, built once: a topic's replicas on a broker without scanning all it holds."""
@@ -279,7 +281,7 @@ def _pull(walk: _Walk, index: int, band: Band, broker: int, full: _Order) -> boo
     state = walk.state
     gap = band.lo[broker] - state.load[band.name][broker]
     if band.leadership:
-        return any(walk.lead(index, tp, broker) for tp in _followed(state, broker, full))
+        return any(walk.lead(index, tp, broker) for tp in _followed(walk, broker, full))
     for source in full.first(broker, DESTINATIONS):
         if any(walk.move(index, tp, source, broker) for tp in _around(state, band.name, state.ranked(band.name, source),
                                                                       gap)):
@@ -287,34 +289,49 @@ def _pull(walk: _Walk, index: int, band: Band, broker: int, full: _Order) -> boo
     return False
 
 
-def _followed(state: GoalState, broker: int, by_excess: _Order) -> list[TopicPartition]:
+def _followed(walk: _Walk, broker: int, by_excess: _Order) -> list[TopicPartition]:
     """Up to CANDIDATES partitions `broker` follows, those whose leader lies furthest above its band first, then by
     partition: found leader by leader (`by_excess`, the band pass's order for a leadership goal) instead of over
-    everything the broker holds."""
+    everything the broker holds. Past LEADERS_SCANNED leaders (a large cluster, where few of the first leaders'
+    partitions have a replica here) the broker's own replicas are read instead, once per band pass
+    (`_followed_by_scan`), and what is still followed of them is offered in that order."""
+    state = walk.state
     held, found, scanned = state.held[broker], [], 0
     for _, group in itertools.groupby(by_excess.order, key=lambda entry: entry[0]):
         leaders = [leader for _, leader in group if leader != broker]
         scanned += len(leaders)
-        if scanned > LEADERS_SCANNED:  # few of the first leaders' partitions have a replica here: read its own
-            return _followed_by_scan(state, broker, by_excess)
+        if scanned > LEADERS_SCANNED:
+            return _still_followed(walk, broker, by_excess)
         found += sorted(tp for leader in leaders for tp in state.led[leader] & held)
         if len(found) >= CANDIDATES:
             break
     return found[:CANDIDATES]
 
 
-def _followed_by_scan(state: GoalState, broker: int, by_excess: _Order) -> list[TopicPartition]:
-    """`_followed`'s answer, in its order (leader's key, then partition), from the partitions `broker` holds: one
-    pass over a few thousand replicas where intersecting each leader's partitions with them, leader after leader,
-    took the whole cluster's (a million partitions: minutes in a play's single goal with its leaders)."""
+def _still_followed(walk: _Walk, broker: int, by_excess: _Order) -> list[TopicPartition]:
+    """The first CANDIDATES of the broker's scanned list it still follows (another leader, still held), read
+    again from its replicas when fewer are left: a million-partition walk pulled leaderships for minutes when each
+    pull intersected leader after leader, or read the broker's thousands of replicas again."""
+    state = walk.state
+    cached = walk.followed.get(broker, [])
+    cached[:] = [tp for tp in cached if tp in state.held[broker] and state.replicas[tp][0] != broker]
+    if len(cached) < CANDIDATES:
+        cached = walk.followed[broker] = _followed_by_scan(state, broker, by_excess, CANDIDATES * 8)
+    return cached[:CANDIDATES]
+
+
+def _followed_by_scan(state: GoalState, broker: int, by_excess: _Order, n: int = CANDIDATES) -> list[TopicPartition]:
+    """The first `n` partitions `broker` follows in `_followed`'s order (leader's key, then partition), from the
+    partitions the broker holds."""
     key = by_excess.now
-    return heapq.nsmallest(CANDIDATES, (tp for tp in state.held[broker]
-                                        if (leader := state.replicas[tp][0]) != broker and leader in key),
+    return heapq.nsmallest(n, (tp for tp in state.held[broker]
+                               if (leader := state.replicas[tp][0]) != broker and leader in key),
                            key=lambda tp: (key[state.replicas[tp][0]], tp))
 
 
 def _band_pass(walk: _Walk, index: int, band: Band) -> int:
     state, taken = walk.state, 0
+    walk.followed.clear()
     load = state.load[band.name]
     state.touched.clear()
     roomy = _Order(state.brokers, lambda b: (load[b] - band.hi[b]) * band.scale[b])

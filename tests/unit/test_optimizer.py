@@ -142,5 +142,6 @@ def test_followed_reads_the_same_candidates_leader_by_leader_or_from_the_broker(
     assignment, inputs, limits = _cluster(rnd)
     state = GoalState(assignment, inputs, limits)
     order = _Order(state.brokers, lambda b: float(rnd.randint(0, 3)))  # ties: leaders grouped by key
+    walk = optimizer._Walk(state, (), Spend())
     for broker in state.brokers:
-        assert optimizer._followed(state, broker, order) == optimizer._followed_by_scan(state, broker, order)
+        assert optimizer._followed(walk, broker, order) == optimizer._followed_by_scan(state, broker, order)
