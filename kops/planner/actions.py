@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kops.model.partitions import TopicPartition
+from kops.planner.budget import Limits
 
 EPS = 1e-9
 
@@ -19,6 +20,13 @@ class Spend:
     moves: int = 0
     leader_moves: int = 0
     bytes: float = 0.0
+
+    @classmethod
+    def left(cls, limits: Limits, moves: int, spent: float, max_leader_moves: int | None = None) -> Spend:
+        """What a run's `limits` leave once `moves` replica moves and `spent` bytes are spent (healing, or a
+        balancer before the walk); --max-duration is kept afterwards, by trimming the plan."""
+        return cls(None if limits.max_moves is None else max(0, limits.max_moves - moves), max_leader_moves,
+                   None if limits.max_bytes is None else max(0.0, limits.max_bytes - spent))
 
     def move_allowed(self, size: float) -> bool:
         return ((self.max_moves is None or self.moves < self.max_moves)

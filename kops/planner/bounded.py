@@ -149,20 +149,13 @@ def balance(snapshot: Snapshot, layout: Layout, brokers: list[int], goal: str, b
         return
     before = {tp: layout.replicas[tp] for tp in movable}
     if layout.headroom is not None:  # capacities known: limits first, then the goal (walk_one)
-        walk_one(layout, brokers, goal, 0.0, movable, _left(budget))
+        walk_one(layout, brokers, goal, 0.0, movable, Spend.left(budget.limits, budget.moves, budget.bytes))
     else:
         balancer = balance_replicas if goal == "replicas" else balance_bytes
         balancer(layout, brokers, 0.0, movable=movable, rack_aware=rack_aware, budget=budget)
     changed = {tp for tp, r in before.items() if set(layout.replicas[tp]) != set(r)}
     if changed:
         balance_leaders(layout, brokers, changed)  # order only: moves nothing more
-
-
-def _left(budget: Budget) -> Spend:
-    """What `budget` has left, as the walk counts it; --max-duration is kept afterwards, by `fit`."""
-    lim = budget.limits
-    return Spend(None if lim.max_moves is None else lim.max_moves - budget.moves, None,
-                 None if lim.max_bytes is None else lim.max_bytes - budget.bytes)
 
 
 @dataclass(frozen=True)

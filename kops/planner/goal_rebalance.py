@@ -22,7 +22,7 @@ from kops.model.problems import Problem
 from kops.model.snapshot import Snapshot
 from kops.planner.budget import Limits
 from kops.planner.goal_plan import goal_table, replay
-from kops.planner.goal_state import GoalState, goal_state, state_of, with_elected
+from kops.planner.goal_state import GoalState, assignment_of, goal_state, state_of, with_elected
 from kops.planner.intra_broker import band
 from kops.planner.log_dirs import place_dirs
 from kops.planner.optimizer import Action, Spend, optimize
@@ -112,20 +112,13 @@ class PlanOf:
         self.snapshot, self.start, self.actions, self.context, self.sizes = snapshot, start, actions, context, sizes
         self.elected = elected
         self.reasons: dict[TopicPartition, str] = dict(healed.reasons) if healed is not None else {}
-        self.base = {tp: r for tp, r in start.items()} | (
-            {tp: _current(snapshot, tp) for tp in healed.targets} if healed is not None else {})
+        self.base = assignment_of(snapshot) if healed is not None else start  # what the plan's moves start from
         for a in actions:  # the reason of a partition is the first goal that changed it
             self.reasons.setdefault(a.tp, f"rebalance {a.goal}")
 
     def __call__(self, k: int) -> Plan:
         after = replay(self.start, self.actions[:k])
         return _plan(self.snapshot, self.base, after, self.reasons, self.context, self.sizes, self.elected)
-
-
-def _current(snapshot: Snapshot, tp: TopicPartition) -> tuple[int, ...]:
-    part = snapshot.partition(tp)
-    assert part is not None, "healing re-homes partitions of the snapshot"
-    return tuple(part.target_replicas if part.adding or part.removing else part.replicas)
 
 
 def _fitted(actions: tuple[Action, ...], plan_of: PlanOf, limits: Limits) -> tuple[Plan, int]:
@@ -157,7 +150,8 @@ def rebalance_goals(snapshot: Snapshot, request: GoalRequest, sizes: Mapping[Top
     start, first = dict(state.replicas), state.measured()
     limits = request.limits
     goals = broker_goals(request.goals)  # a goal inside the brokers is a step after the walk
-    spend = _spend(request, healed)
+    spend = Spend.left(limits, *((healed.moves, healed.bytes) if healed is not None else (0, 0)),
+                       request.max_leader_moves)  # the run's budget, less what healing spent first
     outcome = optimize(state, goals, spend)
     elected = _elected(goals, start, state, request.max_leader_moves, spend)
     plan_of = PlanOf(snapshot, start, outcome.actions, (policy, cluster, execution), sizes, elected, healed)
@@ -177,24 +171,14 @@ def _start(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], policy: Poli
            healed: Healed | None) -> GoalState:
     """The walk's state: the cluster as it is, or as healing leaves it, with healed partitions and those still
     on an absent broker pinned."""
-    state = state_of(snapshot, sizes, policy.write, caps, policy.fanout)
     if healed is None:
-        return state
-    assignment = dict(state.replicas) | dict(healed.targets)
-    registered = set(state.brokers)
-    healed_state = with_elected(goal_state(assignment, state.inputs.racks, sizes, policy.write, caps, policy.fanout),
-                                snapshot)
-    healed_state.pinned = frozenset(healed.targets) | {tp for tp, r in assignment.items()
-                                                        if not registered.issuperset(r)}
-    return healed_state
-
-
-def _spend(request: GoalRequest, healed: Healed | None) -> Spend:
-    """The walk's budget: the run's, less what healing spent first."""
-    limits = request.limits
-    moves, spent = (healed.moves, healed.bytes) if healed is not None else (0, 0)
-    return Spend(None if limits.max_moves is None else max(0, limits.max_moves - moves), request.max_leader_moves,
-                 None if limits.max_bytes is None else max(0, limits.max_bytes - spent))
+        return state_of(snapshot, sizes, policy.write, caps, policy.fanout)
+    assignment = assignment_of(snapshot) | dict(healed.targets)
+    racks = {b.id: b.rack for b in snapshot.brokers}
+    state = with_elected(goal_state(assignment, racks, sizes, policy.write, caps, policy.fanout), snapshot)
+    registered = set(racks)  # healed partitions, and those still on an absent broker, stay where they are
+    state.pinned = frozenset(healed.targets) | {tp for tp, r in assignment.items() if not registered.issuperset(r)}
+    return state
 
 
 def _elected(goals: tuple[str, ...], start: Mapping[TopicPartition, tuple[int, ...]], state: GoalState,

@@ -228,13 +228,14 @@ def state_of(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], write: Map
              caps: Capacities, fanout: Mapping[str, int] | None = None) -> GoalState:
     """The optimizer's state for a snapshot: live brokers with their racks, each partition where it is going (a
     reassignment in flight: its target), loads, and each broker's capacities and limits where known."""
-    assignment: dict[TopicPartition, tuple[int, ...]] = {}
-    for name, topic in snapshot.topics.items():
-        for number, part in topic.partitions.items():
-            assignment[TopicPartition(name, number)] = tuple(
-                part.target_replicas if part.adding or part.removing else part.replicas)
-    state = goal_state(assignment, {b.id: b.rack for b in snapshot.brokers}, sizes, write, caps, fanout)
+    state = goal_state(assignment_of(snapshot), {b.id: b.rack for b in snapshot.brokers}, sizes, write, caps, fanout)
     return with_elected(state, snapshot)
+
+
+def assignment_of(snapshot: Snapshot) -> dict[TopicPartition, tuple[int, ...]]:
+    """Each partition where it is going: a reassignment in flight, its target."""
+    return {TopicPartition(name, number): tuple(part.target_replicas if part.reassigning else part.replicas)
+            for name, topic in snapshot.topics.items() for number, part in topic.partitions.items()}
 
 
 def with_elected(state: GoalState, snapshot: Snapshot) -> GoalState:

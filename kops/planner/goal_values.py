@@ -176,10 +176,11 @@ def goal_figures(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, .
 
 
 def imbalances(assignment: Assignment, inputs: GoalInputs, *, held: Held | None = None,
-               topic: GoalFigure | None = None) -> dict[str, float]:
+               topic: GoalFigure | None = None, preferred: GoalFigure | None = None) -> dict[str, float]:
     """Each goal's imbalance: the share of its load above the brokers' fair share, Σ max(0, load − fair) ÷ Σ load
     (0 even; 0.25: a quarter would have to move), fair by capacity where every broker's is known. Topic replicas:
-    the replicas above their topics' ceilings over all replicas; preferred leaders: partitions led elsewhere."""
+    the replicas above their topics' ceilings over all replicas; preferred leaders: partitions led elsewhere (its
+    figure, `preferred`, which needs who leads: 0 without it)."""
     held = held if held is not None else _per_broker(assignment, {}, inputs)
     brokers = sorted(inputs.racks)
     out: dict[str, float] = {}
@@ -192,7 +193,7 @@ def imbalances(assignment: Assignment, inputs: GoalInputs, *, held: Held | None 
         out[goal] = round(sum(max(0.0, held[load].get(b, 0.0) - level * caps[b]) for b in brokers) / total, 6) \
             if total else 0.0
     out["topic_replicas"] = round((topic or _topic_replicas(assignment, inputs)).value / 100, 6)
-    out["preferred_leaders"] = 0.0
+    out["preferred_leaders"] = round(preferred.value / 100, 6) if preferred is not None else 0.0
     return out
 
 
@@ -208,7 +209,5 @@ def reports(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, ...], 
     held, topic = measured if measured is not None else (_per_broker(assignment, {}, inputs),
                                                          _topic_replicas(assignment, inputs))
     figures = goal_figures(assignment, inputs, goals, leaders, held=held, topic=topic)
-    shares = imbalances(assignment, inputs, held=held, topic=topic)
     preferred = next((f for f in figures if f.name == "preferred_leaders"), None)
-    shares["preferred_leaders"] = round(preferred.value / 100, 6) if preferred is not None else 0.0
-    return figures, shares
+    return figures, imbalances(assignment, inputs, held=held, topic=topic, preferred=preferred)

@@ -31,7 +31,7 @@ from kops.planner.relief import relieve
 MAX_SWEEPS = 16
 CANDIDATES = 6  # replicas tried per step, around the gap
 DESTINATIONS = 8  # brokers tried per replica, most room first
-LEADERS_SCANNED = 32  # brokers (or leaders) above which `_followed` reads the broker's own replicas
+LEADERS_SCANNED = 32  # brokers above which `_followed` reads the broker's own replicas
 SWAP_CANDIDATES = 3  # replicas a swap tries to give
 SWAP_WINDOW = 8  # the destination's replicas looked at, each side of the size a swap wants back
 SWAP_TRIES = 3  # of those, the nearest tried
@@ -292,19 +292,15 @@ def _pull(walk: _Walk, index: int, band: Band, broker: int, full: _Order) -> boo
 def _followed(walk: _Walk, broker: int, by_excess: _Order) -> list[TopicPartition]:
     """Up to CANDIDATES partitions `broker` follows, those whose leader lies furthest above its band first, then by
     partition: found leader by leader (`by_excess`, the band pass's order for a leadership goal) instead of over
-    everything the broker holds. On a cluster of more than LEADERS_SCANNED brokers, or past that many leaders, the
-    broker's own replicas are read instead, once per band pass (`_followed_by_scan`), and what it still follows of
-    them is offered in that order (a pass's later pulls see the order as it was when they were read)."""
+    everything the broker holds. On a cluster of more than LEADERS_SCANNED brokers the broker's own replicas are
+    read instead, once per band pass (`_followed_by_scan`), and what it still follows of them is offered in that
+    order (a pass's later pulls see the order as it was when they were read)."""
     state = walk.state
     if len(by_excess.order) > LEADERS_SCANNED:
         return _still_followed(walk, broker, by_excess)
-    held, found, scanned = state.held[broker], [], 0
+    held, found = state.held[broker], []
     for _, group in itertools.groupby(by_excess.order, key=lambda entry: entry[0]):
-        leaders = [leader for _, leader in group if leader != broker]
-        scanned += len(leaders)
-        if scanned > LEADERS_SCANNED:
-            return _still_followed(walk, broker, by_excess)
-        found += sorted(tp for leader in leaders for tp in state.led[leader] & held)
+        found += sorted(tp for _, leader in group if leader != broker for tp in state.led[leader] & held)
         if len(found) >= CANDIDATES:
             break
     return found[:CANDIDATES]

@@ -8,12 +8,10 @@ list because an election moves leadership, which the leadership goals above it c
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 
 from kops.model.partitions import TopicPartition
-from kops.planner.goal_values import GoalInputs
-
-Assignment = Mapping[TopicPartition, tuple[int, ...]]
+from kops.planner.goal_values import Assignment, GoalInputs
 
 
 def preferred_elections(start: Assignment, after: Assignment, inputs: GoalInputs, pinned: Collection[TopicPartition],
