@@ -21,6 +21,7 @@ from kops.model.goals import PREFERRED
 from kops.planner.goal_state import LEADER_LOADS, GoalState
 from kops.planner.goal_values import capacities
 from kops.planner.lower_bounds import fair_shares
+from kops.planner.trial import Trial
 
 MEAN_SLACK = 0.088  # of the mean: a shade inside Cruise Control's band (1.10 x 0.9 = 9%)
 LEADERSHIP_SLACK = 0.05  # goals that leadership moves: cheaper, so held closer
@@ -47,19 +48,17 @@ class Band:
     def leadership(self) -> bool:
         return self.name in LEADER_LOADS
 
-    def raises_peak(self, state: GoalState, broker: int, before: float) -> bool:
-        """Did an action take `broker` above the starting peak (and above where it was)?"""
-        now = state.load[self.name][broker]
+    def raises_peak(self, now: float, broker: int, before: float) -> bool:
+        """Would an action take `broker` from `before` to `now`, above the starting peak (and above where it was)?"""
         return now > before + 1e-9 and now * self.scale[broker] > self.peak + 1e-9
 
     def distance(self, state: GoalState, broker: int) -> float:
         x = state.load[self.name][broker]
         return (max(0.0, x - self.hi[broker]) + max(0.0, self.lo[broker] - x)) * self.scale[broker]
 
-    def parts(self, state: GoalState, broker: int) -> tuple[float, float]:
-        """How far above and how far below its band the broker lies: apart, so that a broker taken from below its
-        band to above it counts as growing, not as a smaller distance."""
-        x = state.load[self.name][broker]
+    def parts(self, x: float, broker: int) -> tuple[float, float]:
+        """How far above and how far below its band the broker lies at load `x`: apart, so that a broker taken from
+        below its band to above it counts as growing, not as a smaller distance."""
         return max(0.0, x - self.hi[broker]) * self.scale[broker], max(0.0, self.lo[broker] - x) * self.scale[broker]
 
 
@@ -73,29 +72,61 @@ class TopicBand:
     name: str = "topic_replicas"
     leadership: bool = False
 
-    def over(self, state: GoalState, topic: str, broker: int) -> float:
-        return float(max(0, state.topic[topic].get(broker, 0) - self.ceiling[topic]))
+    def over(self, count: int, topic: str) -> float:
+        """How far `count` replicas of `topic` on one broker lie above the band."""
+        return float(max(0, count - self.ceiling[topic]))
 
-    def excess(self, state: GoalState, topics: tuple[str, ...], brokers: tuple[int, ...]) -> int:
+    def excess(self, trial: Trial, topics: tuple[str, ...], brokers: tuple[int, ...]) -> int:
         """Replicas above their topic's base ceiling on these brokers: the goal's figure, where an action acts."""
-        return sum(max(0, state.topic[t].get(b, 0) - self.base[t]) for t in set(topics) for b in brokers)
+        return sum(max(0, trial.count(t, b) - self.base[t]) for t in set(topics) for b in brokers)
 
     def total(self, state: GoalState) -> int:
         return sum(max(0, n - self.base[t]) for t, counts in state.topic.items() for n in counts.values())
 
 
-def _utilization_band(state: GoalState, name: str) -> Band:
+Extremes = dict[str, tuple[float, float]]  # per goal, the highest and lowest broker in the goal's unit
+
+
+def _utilizations(state: GoalState, name: str) -> dict[int, float]:
+    caps = capacities(state.inputs, CAPACITY_OF[name])[0]  # the same rule as the figures it is read against
+    return {b: state.load[name][b] / caps[b] for b in state.brokers}
+
+
+def extremes(state: GoalState, goals: tuple[str, ...]) -> Extremes:
+    """Each band goal's peak and trough as the state stands: an optimize run's start, taken before hard limits are
+    relieved, so that relief (which moves a leader's leadership with its replica) leaves no goal above its start."""
+    out: Extremes = {}
+    for name in goals:
+        if name in COUNTS:
+            values = [state.load[name][b] for b in state.brokers]
+        elif name in CAPACITY_OF:
+            values = list(_utilizations(state, name).values())
+        else:
+            continue
+        if values:
+            out[name] = (max(values), min(values))
+    return out
+
+
+def _within_start(name: str, peak: float, trough: float, start: Extremes | None) -> tuple[float, float]:
+    """The band's peak and trough held to the run's start: never above its peak nor below its trough."""
+    if start is None or name not in start:
+        return peak, trough
+    return min(peak, start[name][0]), max(trough, start[name][1])
+
+
+def _utilization_band(state: GoalState, name: str, start: Extremes | None = None) -> Band:
     caps = capacities(state.inputs, CAPACITY_OF[name])[0]  # the same rule as the figures it is read against
     by_racks = name in ("disk", "network_in")
     items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
     shares = fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares
-    util = {b: state.load[name][b] / caps[b] for b in state.brokers}
+    util = _utilizations(state, name)
     mean = sum(state.load[name][b] for b in state.brokers) / sum(caps.values())
     values = sorted(v for tp, v in state.value[name].items() if v > 0)
     floor = statistics.median(values) / statistics.median(caps.values()) if values else 0.0
     share = LEADERSHIP_SLACK if name in LEADER_LOADS else MEAN_SLACK  # leadership changes copy no data
     slack = max(share * mean, floor)
-    peak, trough = max(util.values()), min(util.values())
+    peak, trough = _within_start(name, max(util.values()), min(util.values()), start)
     hi = {b: min(shares[b] + slack, peak) * caps[b] for b in state.brokers}
     lo = {b: min(max(shares[b] - slack, min(shares[b], trough)) * caps[b], hi[b]) for b in state.brokers}
     return Band(name, lo, hi, {b: 1.0 / caps[b] for b in state.brokers}, peak,
@@ -119,7 +150,7 @@ def capped(shares: Mapping[int, float], caps: Mapping[int, float]) -> dict[int, 
     return shares
 
 
-def _count_band(state: GoalState, name: str) -> Band:
+def _count_band(state: GoalState, name: str, start: Extremes | None = None) -> Band:
     ones = dict.fromkeys(state.brokers, 1.0)
     if name == "replicas":
         shares = fair_shares(((1.0, len(r)) for r in state.replicas.values()), state.racks, ones).shares
@@ -127,7 +158,7 @@ def _count_band(state: GoalState, name: str) -> Band:
     else:
         shares = dict.fromkeys(state.brokers, len(state.replicas) / len(state.brokers))
     counts = [state.load[name][b] for b in state.brokers]
-    peak, trough = max(counts), min(counts)
+    peak, trough = _within_start(name, max(counts), min(counts), start)
     hi = {b: min(math.ceil(s - 1e-9) + math.floor(COUNT_SLACK * s), peak) for b, s in shares.items()}
     lo = {b: min(max(math.floor(s + 1e-9) - math.floor(COUNT_SLACK * s), min(math.floor(s + 1e-9), trough)), hi[b])
           for b, s in shares.items()}
@@ -141,8 +172,10 @@ def _topic_band(state: GoalState) -> TopicBand:
     return TopicBand({t: n + TOPIC_SLACK for t, n in base.items()}, base)
 
 
-def bands(state: GoalState, goals: tuple[str, ...]) -> tuple[tuple[Band | TopicBand, ...], dict[str, str]]:
-    """The bands of `goals` the optimizer can work on, in order, and why each other goal is skipped."""
+def bands(state: GoalState, goals: tuple[str, ...],
+          start: Extremes | None = None) -> tuple[tuple[Band | TopicBand, ...], dict[str, str]]:
+    """The bands of `goals` the optimizer can work on, in order, and why each other goal is skipped (`start`: the
+    run's starting extremes, `extremes`, where the state has changed since)."""
     made: list[Band | TopicBand] = []
     skipped: dict[str, str] = {}
     for name in goals:
@@ -154,9 +187,9 @@ def bands(state: GoalState, goals: tuple[str, ...]) -> tuple[tuple[Band | TopicB
         elif name == "topic_replicas":
             made.append(_topic_band(state))
         elif name in COUNTS:
-            made.append(_count_band(state, name))
+            made.append(_count_band(state, name, start))
         else:
-            made.append(_utilization_band(state, name))
+            made.append(_utilization_band(state, name, start))
     return tuple(made), skipped
 
 

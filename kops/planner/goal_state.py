@@ -2,9 +2,9 @@
 
 An action is a replica move (the replica on one broker goes to another, in its position, so a moved leader's
 leadership goes with it) or a leadership change (a replica becomes first; the plan elects it). Each costs O(RF) plus
-a bisection into the two brokers' sorted lists, so the optimizer can try, apply and undo actions by the hundred
-thousand. Leadership is the first replica's: the plan elects preferred leaders where it changes them
-(docs/design/goals.md §1, §3).
+a bisection into the two brokers' sorted lists; the optimizer judges an action before making it
+(kops/planner/trial.py), so it makes only those it takes. Leadership is the first replica's: the plan elects
+preferred leaders where it changes them (docs/design/goals.md §1, §3).
 """
 
 from __future__ import annotations
@@ -199,20 +199,6 @@ class GoalState:
     def free(self, tp: TopicPartition, source: int, dest: int) -> bool:
         """`dest` holds no replica of `tp` and racks stay distinct: a move that only limits could still refuse."""
         return dest not in self.replicas[tp] and tp not in self.pinned and self.rack_ok(tp, source, dest)
-
-    def limited(self, brokers: tuple[int, ...], before: dict[tuple[str, int], float]) -> bool:
-        """After an action: every broker within each limit, or no fuller than `before` it (a swap's two halves
-        are judged together)."""
-        for resource, per_broker in self.limits.items():
-            for b in brokers:
-                limit = per_broker.get(b)
-                now = self.load[resource][b]
-                if limit is not None and now > limit and now > before[(resource, b)] + 1e-9:
-                    return False
-        return True
-
-    def loads_of(self, brokers: tuple[int, ...]) -> dict[tuple[str, int], float]:
-        return {(r, b): self.load[r][b] for r in self.limits for b in brokers}
 
     def lead_fits(self, tp: TopicPartition, broker: int) -> bool:
         return tp not in self.pinned and self._within("network_out", broker, self.value["network_out"][tp])

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 
 from kops.model.partitions import TopicPartition
 from kops.planner.actions import EPS, Action, Spend
-from kops.planner.bands import COUNTS, Band, TopicBand, bands, beyond
+from kops.planner.bands import COUNTS, Band, TopicBand, bands, beyond, extremes
 from kops.planner.goal_state import GoalState
 from kops.planner.relief import relieve
+from kops.planner.trial import Trial, lead_trial, move_trial, swap_trial
 
 MAX_SWEEPS = 16
 CANDIDATES = 6  # replicas tried per step, around the gap
@@ -67,52 +68,51 @@ class _Walk:
             self._by_topic = dict(found)
         return self._by_topic
 
-    def _distances(self, upto: int, brokers: Sequence[int], topics: tuple[str, ...]) -> list[float]:
+    def _distances(self, upto: int, brokers: Sequence[int], topics: tuple[str, ...], trial: Trial) -> list[float]:
         out: list[float] = []
         for band in self.goals[:upto + 1]:
             if isinstance(band, TopicBand):
-                out.extend(band.over(self.state, topic, b) for topic in topics for b in brokers)
+                out.extend(band.over(trial.count(topic, b), topic) for topic in topics for b in brokers)
             else:
                 for b in brokers:
-                    out.extend(band.parts(self.state, b))
+                    out.extend(band.parts(trial.load(band.name, b), b))
         return out
 
-    def _accept(self, index: int, brokers: tuple[int, int], topics: tuple[str, ...], do: Callable[[], object],
-                undo: Callable[[], None]) -> bool:
-        """Apply the action if it lowers goal `index` over `brokers` and raises no goal there."""
-        band = self.goals[index]
+    def _accept(self, index: int, brokers: tuple[int, int], topics: tuple[str, ...], trial: Trial) -> bool:
+        """Would the action (`trial`) lower goal `index` over `brokers` and raise no goal there? Judged before it
+        is made (kops/planner/trial.py); the caller makes it when it is accepted."""
+        band, state = self.goals[index], self.state
         width = len(brokers) * (len(topics) if isinstance(band, TopicBand) else 2)
-        before = self._distances(index, brokers, topics)
-        lower = [(g, b, self.state.load[g.name][b]) for g in self.goals[index + 1:] if isinstance(g, Band)
-                 for b in brokers]
-        excess = self._topic_excess(brokers, topics)
-        do()
-        after = self._distances(index, brokers, topics)
-        acting_before, acting_after = sum(before[-width:]), sum(after[-width:])
-        grown = self._topic_excess(brokers, topics) - excess
-        if (acting_after < acting_before - EPS and all(a <= b + EPS for a, b in zip(after, before, strict=True))
-                and not any(g.raises_peak(self.state, b, was) for g, b, was in lower)
-                and (grown <= 0 or self.topic_now + grown <= self.topic_start)):
-            self.topic_now += grown
-            return True
-        undo()
-        return False
+        now = Trial(state)
+        before = self._distances(index, brokers, topics, now)
+        after = self._distances(index, brokers, topics, trial)
+        if not sum(after[-width:]) < sum(before[-width:]) - EPS or any(
+                a > b + EPS for a, b in zip(after, before, strict=True)):
+            return False
+        if any(g.raises_peak(trial.load(g.name, b), b, state.load[g.name][b])
+               for g in self.goals[index + 1:] if isinstance(g, Band) for b in brokers):
+            return False
+        grown = self._topic_excess(brokers, topics, trial) - self._topic_excess(brokers, topics, now)
+        if grown > 0 and self.topic_now + grown > self.topic_start:
+            return False
+        self.topic_now += grown
+        return True
 
-    def _topic_excess(self, brokers: tuple[int, int], topics: tuple[str, ...]) -> int:
+    def _topic_excess(self, brokers: tuple[int, int], topics: tuple[str, ...], trial: Trial) -> int:
         if self.topic_index is None:
             return 0
         band = self.goals[self.topic_index]
         assert isinstance(band, TopicBand)
-        return band.excess(self.state, topics, brokers)
+        return band.excess(trial, topics, brokers)
 
     def move(self, index: int, tp: TopicPartition, source: int, dest: int) -> bool:
         state = self.state
         size = state.value["disk"][tp]
         if not self.spend.move_allowed(size) or not state.fits(tp, source, dest):
             return False
-        if not self._accept(index, (source, dest), (tp.topic,), lambda: state.move(tp, source, dest),
-                            lambda: state.move(tp, dest, source)):
+        if not self._accept(index, (source, dest), (tp.topic,), move_trial(state, tp, source, dest)):
             return False
+        state.move(tp, source, dest)
         self.spend.moves += 1
         self.spend.bytes += size
         self.log.append(Action(self.goals[index].name, tp, source, dest))
@@ -120,20 +120,15 @@ class _Walk:
 
     def lead(self, index: int, tp: TopicPartition, broker: int) -> bool:
         state = self.state
-        old = state.replicas[tp]
+        old = state.replicas[tp][0]
         if not self.spend.lead_allowed() or not state.lead_fits(tp, broker):
             return False
-
-        def undo() -> None:
-            state.lead(tp, old[0])
-            state.replicas[tp] = old  # the followers' order as it was
-
-        if not self._accept(index, (old[0], broker), (tp.topic,), lambda: state.lead(tp, broker), undo):
+        if not self._accept(index, (old, broker), (tp.topic,), lead_trial(state, tp, broker)):
             return False
+        state.lead(tp, broker)
         self.spend.leader_moves += 1
-        self.log.append(Action(self.goals[index].name, tp, old[0], broker, leadership=True))
+        self.log.append(Action(self.goals[index].name, tp, old, broker, leadership=True))
         return True
-
 
     def swap(self, index: int, tp: TopicPartition, source: int, other: TopicPartition, dest: int) -> bool:
         """`tp`'s replica on `source` and `other`'s on `dest` change places: counts stay, loads shift by the
@@ -144,21 +139,11 @@ class _Walk:
                 or self.spend.max_bytes is not None and self.spend.bytes + sizes > self.spend.max_bytes
                 or not state.free(tp, source, dest) or not state.free(other, dest, source)):
             return False
-        held = state.loads_of((source, dest))
-
-        def do() -> None:
-            state.move(tp, source, dest)
-            state.move(other, dest, source)
-
-        def undo() -> None:
-            state.move(other, source, dest)
-            state.move(tp, dest, source)
-
-        do()
-        fits = state.limited((source, dest), held)
-        undo()
-        if not fits or not self._accept(index, (source, dest), (tp.topic, other.topic), do, undo):
+        trial = swap_trial(state, tp, source, other, dest)
+        if not trial.within((source, dest)) or not self._accept(index, (source, dest), (tp.topic, other.topic), trial):
             return False
+        state.move(tp, source, dest)
+        state.move(other, dest, source)
         self.spend.moves += 2
         self.spend.bytes += sizes
         name = self.goals[index].name
@@ -396,10 +381,11 @@ def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = Non
     goals have moved, and then the bands are drawn again from where relief left the cluster, so that a second
     optimize over the result has nothing to do."""
     spend = spend or Spend()
+    start = extremes(state, goals)
     log = relieve(state, spend)
     skipped: dict[str, str] = {}
     for _round in range(MAX_SWEEPS):
-        made, skipped = bands(state, goals)
+        made, skipped = bands(state, goals, start)
         walk = _Walk(state, made, spend)
         converged = _sweeps(walk, made, [i for i, band in enumerate(made)
                                          if tolerance <= 0 or beyond(state, band, tolerance)])

@@ -145,3 +145,20 @@ def test_followed_reads_the_same_candidates_leader_by_leader_or_from_the_broker(
     walk = optimizer._Walk(state, (), Spend())
     for broker in state.brokers:
         assert optimizer._followed(walk, broker, order) == optimizer._followed_by_scan(state, broker, order)
+
+
+def test_relief_that_moves_a_leader_leaves_no_goal_above_where_the_run_started() -> None:
+    """Every broker leads 12 partitions; broker 1 is over its disk limit, so relief moves its large replica of
+    t-0, the leader, to broker 2 (the only broker it may go to), which then leads 13: inside a band drawn from
+    where relief left the cluster (12 + 9% slack), above the run's starting peak. The bands are drawn from the
+    run's start, so the walk evens the leaders again (12 each) instead of leaving a goal worse than it started."""
+    big = TopicPartition("t", 0)
+    leader = {0: 1, 1: 2, 2: 3}
+    assignment = {big: (1, 3)} | {TopicPartition("t", p): (leader[p % 3], (leader[p % 3] + p % 2) % 3 + 1)
+                                  for p in range(1, 36)}
+    inputs = GoalInputs(racks=dict.fromkeys((1, 2, 3)), sizes={t: 150 if t == big else 1 for t in assignment})
+    state = GoalState(assignment, inputs, {"disk": {1: 100.0, 2: 1000.0, 3: 1000.0}})
+    assert {b: state.load["leaders"][b] for b in (1, 2, 3)} == {1: 12, 2: 12, 3: 12}
+    outcome = optimize(state, ("leaders",))
+    assert (outcome.actions[0].goal, outcome.actions[0].tp, outcome.actions[0].dest) == ("disk limit", big, 2)
+    assert {b: state.load["leaders"][b] for b in (1, 2, 3)} == {1: 12, 2: 12, 3: 12}

@@ -144,8 +144,8 @@ class LeaseLock:
                 return
             try:
                 self._beat()
-            except KopsError:
-                continue  # the next beat retries; the age check stops us when the lease ran out
+            except Exception:  # noqa: BLE001 - a thread has no caller to raise to: any failed beat is retried
+                continue  # (a run that is stopping closes the clients under it); the age check ends a lost lease
 
     def _check_age(self) -> None:
         silent = self.monotonic() - self._last_ok

@@ -1,0 +1,91 @@
+"""An action judged before it is made: the state's loads and topic counts with the action's changes laid over them.
+
+The optimizer tries about four actions for each it takes (kops/planner/optimizer.py). Making and undoing every one
+cost the sorted lists' upkeep twice and re-ranked brokers nothing had changed. The changes are laid over in the
+order the action itself applies them, so a load read here is the float the action would leave, bit for bit, and
+the walk takes exactly the actions it took when it made each one to look.
+"""
+
+from __future__ import annotations
+
+from kops.model.partitions import TopicPartition
+from kops.planner.goal_state import GoalState
+
+Change = tuple[str, int, float]  # a load's name, the broker, the amount added
+
+
+class Trial:
+    """What `load` and `count` would read after the action: the state's own where the action changes nothing."""
+
+    __slots__ = ("counts", "loads", "state")
+
+    def __init__(self, state: GoalState, changes: list[Change] = (),  # type: ignore[assignment]  # read only
+                 counts: list[tuple[str, int, int]] = ()) -> None:  # type: ignore[assignment]  # read only
+        self.state = state
+        load = state.load
+        self.loads: dict[tuple[str, int], float] = {}
+        for name, broker, amount in changes:
+            key = (name, broker)
+            self.loads[key] = (self.loads[key] if key in self.loads else load[name][broker]) + amount
+        topic = state.topic
+        self.counts: dict[tuple[str, int], int] = {}
+        for name, broker, n in counts:
+            key = (name, broker)
+            self.counts[key] = (self.counts[key] if key in self.counts else topic[name].get(broker, 0)) + n
+
+    def load(self, name: str, broker: int) -> float:
+        found = self.loads.get((name, broker))
+        return self.state.load[name][broker] if found is None else found
+
+    def count(self, topic: str, broker: int) -> int:
+        found = self.counts.get((topic, broker))
+        return self.state.topic[topic].get(broker, 0) if found is None else found
+
+    def within(self, brokers: tuple[int, ...]) -> bool:
+        """Every broker within each limit after the action, or no fuller than it was: a swap's two halves judged
+        together (each alone may pass a limit the other brings back)."""
+        load = self.state.load
+        for resource, per_broker in self.state.limits.items():
+            for b in brokers:
+                limit = per_broker.get(b)
+                now = self.load(resource, b)
+                if limit is not None and now > limit and now > load[resource][b] + 1e-9:
+                    return False
+        return True
+
+
+def _moved(state: GoalState, tp: TopicPartition, source: int, dest: int, out: list[Change]) -> None:
+    """`GoalState.move`'s changes, in its order: the leadership off the source, the replica, the leadership on."""
+    value = state.value
+    size, rate = value["disk"][tp], value["network_in"][tp]
+    leading = state.replicas[tp][0] == source
+    sent = value["network_out"][tp]
+    if leading:
+        out += [("leaders", source, -1.0), ("leader_bytes_in", source, -rate), ("network_out", source, -sent)]
+    out += [("disk", source, -size), ("network_in", source, -rate), ("replicas", source, -1.0),
+            ("disk", dest, size), ("network_in", dest, rate), ("replicas", dest, 1.0)]
+    if leading:
+        out += [("leaders", dest, 1.0), ("leader_bytes_in", dest, rate), ("network_out", dest, sent)]
+
+
+def move_trial(state: GoalState, tp: TopicPartition, source: int, dest: int) -> Trial:
+    changes: list[Change] = []
+    _moved(state, tp, source, dest, changes)
+    return Trial(state, changes, [(tp.topic, source, -1), (tp.topic, dest, 1)])
+
+
+def lead_trial(state: GoalState, tp: TopicPartition, broker: int) -> Trial:
+    """`GoalState.lead`'s changes: the leader loads leave the old leader for `broker`."""
+    old, rate, sent = state.replicas[tp][0], state.value["network_in"][tp], state.value["network_out"][tp]
+    return Trial(state, [("leaders", old, -1.0), ("leader_bytes_in", old, -rate), ("network_out", old, -sent),
+                         ("leaders", broker, 1.0), ("leader_bytes_in", broker, rate), ("network_out", broker, sent)])
+
+
+def swap_trial(state: GoalState, tp: TopicPartition, source: int, other: TopicPartition, dest: int) -> Trial:
+    """`tp` from `source` to `dest`, then `other` from `dest` to `source` (`other` never shares `tp`'s leader
+    question: two partitions)."""
+    changes: list[Change] = []
+    _moved(state, tp, source, dest, changes)
+    _moved(state, other, dest, source, changes)
+    return Trial(state, changes, [(tp.topic, source, -1), (tp.topic, dest, 1),
+                                  (other.topic, dest, -1), (other.topic, source, 1)])
