@@ -27,12 +27,13 @@ from kops.planner.actions import EPS, Action, Spend
 from kops.planner.bands import COUNTS, Band, TopicBand, bands, beyond, extremes
 from kops.planner.goal_state import GoalState
 from kops.planner.relief import relieve
-from kops.planner.trial import Trial, lead_trial, move_trial, swap_trial
+from kops.planner.trial import Trial, handover_trial, lead_trial, move_trial, swap_trial
 
 MAX_SWEEPS = 16
 CANDIDATES = 6  # replicas tried per step, around the gap
 DESTINATIONS = 8  # brokers tried per replica, most room first
 LEADERS_SCANNED = 32  # brokers above which `_followed` reads the broker's own replicas
+FOLLOWERS_SCANNED = 64  # replicas read around the gap for followers, where every candidate led
 SWAP_CANDIDATES = 3  # replicas a swap tries to give
 SWAP_WINDOW = 8  # the destination's replicas looked at, each side of the size a swap wants back
 SWAP_TRIES = 3  # of those, the nearest tried
@@ -78,7 +79,7 @@ class _Walk:
                     out.extend(band.parts(trial.load(band.name, b), b))
         return out
 
-    def _accept(self, index: int, brokers: tuple[int, int], topics: tuple[str, ...], trial: Trial) -> bool:
+    def _accept(self, index: int, brokers: tuple[int, ...], topics: tuple[str, ...], trial: Trial) -> bool:
         """Would the action (`trial`) lower goal `index` over `brokers` and raise no goal there? Judged before it
         is made (kops/planner/trial.py); the caller makes it when it is accepted."""
         band, state = self.goals[index], self.state
@@ -98,7 +99,7 @@ class _Walk:
         self.topic_now += grown
         return True
 
-    def _topic_excess(self, brokers: tuple[int, int], topics: tuple[str, ...], trial: Trial) -> int:
+    def _topic_excess(self, brokers: tuple[int, ...], topics: tuple[str, ...], trial: Trial) -> int:
         if self.topic_index is None:
             return 0
         band = self.goals[self.topic_index]
@@ -106,16 +107,41 @@ class _Walk:
         return band.excess(trial, topics, brokers)
 
     def move(self, index: int, tp: TopicPartition, source: int, dest: int) -> bool:
+        """The replica on `source` to `dest`; where it leads and the move with its leadership is refused, the move
+        that hands the leadership to a follower (`_handover`)."""
         state = self.state
         size = state.value["disk"][tp]
         if not self.spend.move_allowed(size) or not state.fits(tp, source, dest):
             return False
-        if not self._accept(index, (source, dest), (tp.topic,), move_trial(state, tp, source, dest)):
+        if self._accept(index, (source, dest), (tp.topic,), move_trial(state, tp, source, dest)):
+            state.move(tp, source, dest)
+            self.log.append(Action(self.goals[index].name, tp, source, dest))
+        elif not self._handover(index, tp, source, dest):
             return False
-        state.move(tp, source, dest)
         self.spend.moves += 1
         self.spend.bytes += size
-        self.log.append(Action(self.goals[index].name, tp, source, dest))
+        return True
+
+    def _handover(self, index: int, tp: TopicPartition, source: int, dest: int) -> bool:
+        """A leader's replica moved while the follower leading fewest partitions takes its leadership: the copy
+        arrives as a follower. A disk move of a leader onto a broker at the leader count's peak was refused, and
+        with leaders evenly spread (a drained cluster) that held disk 15 points above its bound."""
+        state = self.state
+        replicas = state.replicas[tp]
+        followers = [b for b in replicas[1:] if b in state.racks]  # a broker outside the walk never takes the lead
+        if replicas[0] != source or not followers or not self.spend.lead_allowed():
+            return False
+        follower = min(followers, key=lambda b: (state.load["leaders"][b], b))
+        if not state.lead_fits(tp, follower):
+            return False
+        if not self._accept(index, (source, dest, follower), (tp.topic,),
+                            handover_trial(state, tp, source, dest, follower)):
+            return False
+        state.move(tp, source, dest)
+        state.lead(tp, follower)
+        self.spend.leader_moves += 1
+        name = self.goals[index].name
+        self.log += [Action(name, tp, source, dest), Action(name, tp, dest, follower, leadership=True)]
         return True
 
     def lead(self, index: int, tp: TopicPartition, broker: int) -> bool:
@@ -229,7 +255,29 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
     # every other broker, the most room in this goal's band first (the broker itself holds `tp`: never open)
     if any(walk.move(index, tp, broker, d) for tp in candidates for d in _open_to(state, tp, broker, roomy.brokers())):
         return True
+    if any(state.replicas[tp][0] == broker for tp in candidates):
+        followers = _followers_near(state, band.name, broker, gap, set(candidates))
+        if any(walk.move(index, tp, broker, d) for tp in followers
+               for d in _open_to(state, tp, broker, roomy.brokers())):
+            return True
     return not counts and _swap_down(walk, index, band, broker, candidates, roomy, gap)
+
+
+def _followers_near(state: GoalState, name: str, broker: int, gap: float,
+                    tried: set[TopicPartition]) -> list[TopicPartition]:
+    """Up to CANDIDATES of the broker's follower replicas nearest the gap (counts: the lightest), not yet tried.
+    Where leaders are spread evenly, every broker sits at the leader count's starting peak, and a leader's replica
+    can go nowhere (a lower goal may not rise above its start): a drained cluster's disk stopped 12 points above
+    its bound on candidates that all led."""
+    ranked = state.ranked(name, broker)
+    if name in COUNTS:
+        order: Iterable[tuple[float, TopicPartition]] = ranked[:FOLLOWERS_SCANNED]
+    else:
+        i = bisect.bisect_right(ranked, (gap, TopicPartition("\U0010ffff", 1 << 62)))
+        below, above = reversed(ranked[max(0, i - FOLLOWERS_SCANNED):i]), ranked[i:i + FOLLOWERS_SCANNED // 4]
+        order = itertools.chain(below, above)
+    found = (tp for _, tp in order if tp not in tried and state.replicas[tp][0] != broker)
+    return list(itertools.islice(found, CANDIDATES))
 
 
 def _swap_down(walk: _Walk, index: int, band: Band, broker: int, candidates: list[TopicPartition],

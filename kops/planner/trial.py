@@ -74,11 +74,26 @@ def move_trial(state: GoalState, tp: TopicPartition, source: int, dest: int) -> 
     return Trial(state, changes, [(tp.topic, source, -1), (tp.topic, dest, 1)])
 
 
+def _led(state: GoalState, tp: TopicPartition, old: int, broker: int, out: list[Change]) -> None:
+    """`GoalState.lead`'s changes: the leader loads leave `old` for `broker`."""
+    rate, sent = state.value["network_in"][tp], state.value["network_out"][tp]
+    out += [("leaders", old, -1.0), ("leader_bytes_in", old, -rate), ("network_out", old, -sent),
+            ("leaders", broker, 1.0), ("leader_bytes_in", broker, rate), ("network_out", broker, sent)]
+
+
 def lead_trial(state: GoalState, tp: TopicPartition, broker: int) -> Trial:
-    """`GoalState.lead`'s changes: the leader loads leave the old leader for `broker`."""
-    old, rate, sent = state.replicas[tp][0], state.value["network_in"][tp], state.value["network_out"][tp]
-    return Trial(state, [("leaders", old, -1.0), ("leader_bytes_in", old, -rate), ("network_out", old, -sent),
-                         ("leaders", broker, 1.0), ("leader_bytes_in", broker, rate), ("network_out", broker, sent)])
+    changes: list[Change] = []
+    _led(state, tp, state.replicas[tp][0], broker, changes)
+    return Trial(state, changes)
+
+
+def handover_trial(state: GoalState, tp: TopicPartition, source: int, dest: int, follower: int) -> Trial:
+    """The leader's replica moves from `source` to `dest` and `follower` takes the leadership: `GoalState.move`,
+    then `GoalState.lead`, so the moved replica arrives as a follower."""
+    changes: list[Change] = []
+    _moved(state, tp, source, dest, changes)
+    _led(state, tp, dest, follower, changes)
+    return Trial(state, changes, [(tp.topic, source, -1), (tp.topic, dest, 1)])
 
 
 def swap_trial(state: GoalState, tp: TopicPartition, source: int, other: TopicPartition, dest: int) -> Trial:

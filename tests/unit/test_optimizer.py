@@ -162,3 +162,21 @@ def test_relief_that_moves_a_leader_leaves_no_goal_above_where_the_run_started()
     outcome = optimize(state, ("leaders",))
     assert (outcome.actions[0].goal, outcome.actions[0].tp, outcome.actions[0].dest) == ("disk limit", big, 2)
     assert {b: state.load["leaders"][b] for b in (1, 2, 3)} == {1: 12, 2: 12, 3: 12}
+
+
+def test_where_every_broker_sits_at_the_leader_peak_disk_moves_followers_and_hands_leaderships_over() -> None:
+    """Each broker leads six partitions (the leader count's starting peak everywhere), and broker 1's large
+    replicas, the candidates nearest its gap, are all leaders: none may go anywhere without lifting a broker above
+    six. The walk moves broker 1's followers instead, so disk still ends inside its band with leaders as even."""
+    brokers = (1, 2, 3, 4)
+    assignment = {TopicPartition("t", 6 * (b - 1) + k): (b, [x for x in brokers if x != b][k % 3])
+                  for b in brokers for k in range(6)}
+    sizes = {tp: 10 if r[0] == 1 else 1 for tp, r in assignment.items()}
+    inputs = GoalInputs(racks=dict.fromkeys(brokers), sizes=sizes, capacity={"disk": dict.fromkeys(brokers, 1000.0)})
+    disk = bands(GoalState(assignment, inputs), ("disk",))[0][0]
+    assert isinstance(disk, Band)
+    state = GoalState(assignment, inputs)
+    assert state.load["disk"][1] > disk.hi[1] and {state.load["leaders"][b] for b in brokers} == {6}
+    optimize(state, ("disk", "leaders"))
+    assert all(disk.lo[b] - 1e-6 <= state.load["disk"][b] <= disk.hi[b] + 1e-6 for b in brokers)
+    assert {state.load["leaders"][b] for b in brokers} == {6}
