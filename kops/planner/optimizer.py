@@ -226,18 +226,6 @@ def _around(state: GoalState, name: str, ranked: list[tuple[float, TopicPartitio
     return sorted(window, key=lambda tp: (state.value["disk"][tp], tp))[:CANDIDATES]
 
 
-def _open_to(state: GoalState, tp: TopicPartition, source: int, ranked: Iterable[int]) -> list[int]:
-    """The first DESTINATIONS of `ranked` that `tp`'s replica on `source` may go to by replicas and racks: where
-    every replica keeps its rack, only the source's rack is open, and the roomiest brokers may all be elsewhere."""
-    found: list[int] = []
-    for d in ranked:
-        if state.free(tp, source, d):
-            found.append(d)
-            if len(found) == DESTINATIONS:
-                break
-    return found
-
-
 def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bool:
     """One action that lowers `broker`, above its band: a leadership change first where the goal follows it."""
     state = walk.state
@@ -253,12 +241,13 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
                 return True
         return False  # leadership goals change leaders only: a replica moved for them is bytes no data goal asked for
     # every other broker, the most room in this goal's band first (the broker itself holds `tp`: never open)
-    if any(walk.move(index, tp, broker, d) for tp in candidates for d in _open_to(state, tp, broker, roomy.brokers())):
+    if any(walk.move(index, tp, broker, d) for tp in candidates
+           for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS)):
         return True
     if any(state.replicas[tp][0] == broker for tp in candidates):
         followers = _followers_near(state, band.name, broker, gap, set(candidates))
         if any(walk.move(index, tp, broker, d) for tp in followers
-               for d in _open_to(state, tp, broker, roomy.brokers())):
+               for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS)):
             return True
     return not counts and _swap_down(walk, index, band, broker, candidates, roomy, gap)
 
@@ -287,7 +276,7 @@ def _swap_down(walk: _Walk, index: int, band: Band, broker: int, candidates: lis
     neither disk moves) that carries less."""
     state = walk.state
     for tp in candidates[:SWAP_CANDIDATES]:
-        for d in _open_to(state, tp, broker, roomy.brokers()):
+        for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS):
             others = _lighter(state, band, tp, d, gap)
             if any(walk.swap(index, tp, broker, other, d) for other in others):
                 return True
