@@ -23,7 +23,7 @@ from kops.planner.goal_values import capacities
 from kops.planner.lower_bounds import fair_shares
 from kops.planner.trial import Trial
 
-MEAN_SLACK = 0.088  # of the mean: a shade inside Cruise Control's band (1.10 x 0.9 = 9%)
+MEAN_SLACK = 0.09  # of the mean: Cruise Control's band (balance threshold 1.10 x margin 0.9 = 9%)
 LEADERSHIP_SLACK = 0.05  # goals that leadership moves: cheaper, so held closer
 COUNT_SLACK = 0.09  # 9% of a count's fair share, as Cruise Control's balance band
 TOPIC_SLACK = 2  # replicas above the topic's per-broker ceiling

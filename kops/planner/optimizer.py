@@ -414,23 +414,27 @@ def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = Non
              tolerance: float = 0.0) -> Outcome:
     """Walk `goals` (in priority order) over `state`, changing it in place; the actions taken, in order. A goal that
     a playbook's `tolerance` leaves alone (`bands.beyond`) takes no action but still holds the goals below it.
-    Hard limits come first (kops/planner/relief.py); a broker that nothing could relieve may find room once the
-    goals have moved, and then the bands are drawn again from where relief left the cluster, so that a second
-    optimize over the result has nothing to do."""
+    Hard limits come first (kops/planner/relief.py). Where relief moved anything, the bands are held to the run's
+    start (`bands.extremes`: relief may lift a lower goal's peak), and a last round draws them from where the walk
+    ends, as a second optimize would, so that it has nothing to do. A broker that nothing could relieve may find
+    room once the goals have moved, and then the bands are drawn again from where relief left the cluster."""
     spend = spend or Spend()
     start = extremes(state, goals)
     log = relieve(state, spend)
+    held = start if log else None
     skipped: dict[str, str] = {}
     for _round in range(MAX_SWEEPS):
-        made, skipped = bands(state, goals, start)
+        made, skipped = bands(state, goals, held)
         walk = _Walk(state, made, spend)
         converged = _sweeps(walk, made, [i for i, band in enumerate(made)
                                          if tolerance <= 0 or beyond(state, band, tolerance)])
         log += walk.log
         relief = relieve(state, spend)
-        if not relief:
-            return Outcome(tuple(log), converged, skipped)
         log += relief
+        if not relief:
+            if held is None:
+                return Outcome(tuple(log), converged, skipped)
+            held = None
     return Outcome(tuple(log), False, skipped)
 
 

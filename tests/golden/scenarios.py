@@ -109,7 +109,7 @@ SCENARIOS = {
   execution:
     batch: {max_partitions: 6}
 """,
-    "capacity-over": """- name: broker 1 over its disk limit, disks evened by share, moving only what lowers it
+    "capacity-over": """- name: broker 1 over its disk limit, disks by share (it sheds; brokers below tolerance fill)
   hosts: golden
   rebalance: {goal: bytes, tolerance: 0.1}
   execution: {throttle: 20MiB/s}

@@ -130,14 +130,20 @@ def test_max_replicas_holds_in_the_bytes_balancer() -> None:
     assert planned.summary.replicas_after[3] == 2 and held(planned)[1] < 12_000
 
 
-def test_the_capacity_over_golden_plan_moves_only_what_lowers_the_broker_over_its_limit() -> None:
+def test_the_capacity_over_golden_plan_moves_only_what_lowers_the_broker_over_its_limit_or_fills_one_below() -> None:
+    """The play asks for bytes evened by share with a tolerance of 0.1: each copy leaves broker 1 (over its limit) or
+    goes to a broker that started more than 10% below the mean utilization (broker 6: 41.8% against 47.6%)."""
     folder = GOLDEN / "capacity-over"
     planned = plan_format.loads((folder / "expected-plan.json").read_bytes(), "capacity-over")
-    data = [m for m in planned.moves if m.kind == "data"]
-    assert data and all(1 in m.from_replicas and 1 not in m.to_replicas for m in data)
     report = planned.summary.capacity
     assert report is not None and report.over_before == (1,)
     disk = {b: usages["disk"] for b, usages in report.brokers.items()}
+    mean = sum(u.before for u in disk.values()) / sum(u.capacity for u in disk.values())
+    below = {b for b, u in disk.items() if u.before / u.capacity < 0.9 * mean}
+    data = [m for m in planned.moves if m.kind == "data"]
+    assert data and any(1 in m.from_replicas for m in data)
+    assert all(1 in m.from_replicas and 1 not in m.to_replicas or set(m.to_replicas) - set(m.from_replicas) <= below
+               for m in data)
     assert disk[1].before > disk[1].limit >= disk[1].after  # over before, within after
     assert all(u.after <= u.limit for u in disk.values())
     # by share of capacity: the brokers that took its replicas end no fuller than it
