@@ -2,8 +2,9 @@
 
 Goals are taken in order, in sweeps, until a sweep takes no action (or MAX_SWEEPS pass: not converged). A goal's
 pass sheds load from every broker above its band and pulls load into every broker below it: a replica move (the
-replica whose load best fills the gap, to the brokers with the most room), or, for goals that follow leadership, a
-leadership change first (it copies no data). An action is taken only when
+replica whose load best fills the gap, to the brokers with the most room; a leader's replica may hand its
+leadership to a follower as it moves), or, for goals that follow leadership, a leadership change first (it copies
+no data). An action is judged before it is made (kops/planner/trial.py) and taken only when
 1. the destination keeps every hard limit and the partition's racks stay distinct where they were;
 2. the acting goal's distance over the brokers it touches falls;
 3. no touched broker's distance grows, for the acting goal or any goal above it (a destination pushed out of its
@@ -256,7 +257,7 @@ def _followers_near(state: GoalState, name: str, broker: int, gap: float,
                     tried: set[TopicPartition]) -> list[TopicPartition]:
     """Up to CANDIDATES of the broker's follower replicas nearest the gap (counts: the lightest), not yet tried.
     Where leaders are spread evenly, every broker sits at the leader count's starting peak, and a leader's replica
-    can go nowhere (a lower goal may not rise above its start): a drained cluster's disk stopped 12 points above
+    can go nowhere (a lower goal may not rise above its start): a drained cluster's disk stopped 15 points above
     its bound on candidates that all led."""
     ranked = state.ranked(name, broker)
     if name in COUNTS:

@@ -8,6 +8,8 @@ the walk takes exactly the actions it took when it made each one to look.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kops.model.partitions import TopicPartition
 from kops.planner.goal_state import GoalState
 
@@ -19,8 +21,8 @@ class Trial:
 
     __slots__ = ("counts", "loads", "state")
 
-    def __init__(self, state: GoalState, changes: list[Change] = (),  # type: ignore[assignment]  # read only
-                 counts: list[tuple[str, int, int]] = ()) -> None:  # type: ignore[assignment]  # read only
+    def __init__(self, state: GoalState, changes: Sequence[Change] = (),
+                 counts: Sequence[tuple[str, int, int]] = ()) -> None:
         self.state = state
         load = state.load
         self.loads: dict[tuple[str, int], float] = {}
