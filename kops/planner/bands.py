@@ -87,9 +87,12 @@ class TopicBand:
 Extremes = dict[str, tuple[float, float]]  # per goal, the highest and lowest broker in the goal's unit
 
 
-def _utilizations(state: GoalState, name: str) -> dict[int, float]:
-    caps = capacities(state.inputs, CAPACITY_OF[name])[0]  # the same rule as the figures it is read against
+def _utilizations(state: GoalState, name: str, caps: Mapping[int, float]) -> dict[int, float]:
     return {b: state.load[name][b] / caps[b] for b in state.brokers}
+
+
+def _capacities(state: GoalState, name: str) -> dict[int, float]:
+    return capacities(state.inputs, CAPACITY_OF[name])[0]  # the same rule as the figures it is read against
 
 
 def extremes(state: GoalState, goals: tuple[str, ...]) -> Extremes:
@@ -100,7 +103,7 @@ def extremes(state: GoalState, goals: tuple[str, ...]) -> Extremes:
         if name in COUNTS:
             values = [state.load[name][b] for b in state.brokers]
         elif name in CAPACITY_OF:
-            values = list(_utilizations(state, name).values())
+            values = list(_utilizations(state, name, _capacities(state, name)).values())
         else:
             continue
         if values:
@@ -116,11 +119,11 @@ def _within_start(name: str, peak: float, trough: float, start: Extremes | None)
 
 
 def _utilization_band(state: GoalState, name: str, start: Extremes | None = None) -> Band:
-    caps = capacities(state.inputs, CAPACITY_OF[name])[0]  # the same rule as the figures it is read against
+    caps = _capacities(state, name)
     by_racks = name in ("disk", "network_in")
     items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
     shares = fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares
-    util = _utilizations(state, name)
+    util = _utilizations(state, name, caps)
     mean = sum(state.load[name][b] for b in state.brokers) / sum(caps.values())
     values = sorted(v for tp, v in state.value[name].items() if v > 0)
     floor = statistics.median(values) / statistics.median(caps.values()) if values else 0.0

@@ -177,10 +177,12 @@ class GoalState:
 
     def rack_ok(self, tp: TopicPartition, source: int, dest: int) -> bool:
         """Racks stay distinct where they were: `dest`'s rack is not among the other replicas' (kops's rule)."""
-        rack = self.racks.get(dest)
-        if rack is None or self.racks.get(source) == rack:
-            return True
-        return all(self.racks.get(b) != rack for b in self.replicas[tp] if b != source)
+        return _rack_open(self.racks.get(dest), *self._racks_around(tp, source))
+
+    def _racks_around(self, tp: TopicPartition, source: int) -> tuple[str | None, set[str | None]]:
+        """The source's rack and those of the partition's other replicas: what `_rack_open` reads."""
+        racks = self.racks
+        return racks.get(source), {racks.get(b) for b in self.replicas[tp] if b != source}
 
     def _within(self, resource: str, broker: int, extra: float) -> bool:
         limit = self.limits.get(resource, {}).get(broker)
@@ -197,17 +199,17 @@ class GoalState:
                 and self._within("replicas", dest, 1.0) and self._within("network_out", dest, out))
 
     def open_to(self, tp: TopicPartition, source: int, ranked: Iterable[int], n: int) -> list[int]:
-        """The first `n` of `ranked` that `free` allows for the replica on `source`, the partition's racks read once
+        """The first `n` of `ranked` that the replica on `source` may go to by replicas, pins and racks (`free`), the
+        partition's racks read once
         (a million-partition walk asked `free` four million times, each reading every replica's rack again)."""
         replicas = self.replicas[tp]
         if tp in self.pinned:
             return []
         racks = self.racks
-        own, others = racks.get(source), {racks.get(b) for b in replicas if b != source}
+        own, others = self._racks_around(tp, source)
         found: list[int] = []
         for d in ranked:
-            rack = racks.get(d)
-            if d not in replicas and (rack is None or rack == own or rack not in others):
+            if d not in replicas and _rack_open(racks.get(d), own, others):
                 found.append(d)
                 if len(found) == n:
                     break
@@ -215,10 +217,15 @@ class GoalState:
 
     def free(self, tp: TopicPartition, source: int, dest: int) -> bool:
         """`dest` holds no replica of `tp` and racks stay distinct: a move that only limits could still refuse."""
-        return dest not in self.replicas[tp] and tp not in self.pinned and self.rack_ok(tp, source, dest)
+        return self.open_to(tp, source, (dest,), 1) == [dest]
 
     def lead_fits(self, tp: TopicPartition, broker: int) -> bool:
         return tp not in self.pinned and self._within("network_out", broker, self.value["network_out"][tp])
+
+
+def _rack_open(rack: str | None, own: str | None, others: set[str | None]) -> bool:
+    """kops's rack rule for a destination on `rack`: no rack, the source's own, or none of the other replicas'."""
+    return rack is None or rack == own or rack not in others
 
 
 def _out_loads(replicas: Mapping[TopicPartition, tuple[int, ...]], inputs: GoalInputs) -> dict[TopicPartition, float]:

@@ -60,6 +60,7 @@ class _Walk:
         self._by_topic: dict[str, list[TopicPartition]] | None = None
         # per broker, what a leadership pull read from its own replicas (`_followed_by_scan`), for the band pass
         self.followed: dict[int, list[TopicPartition]] = {}
+        self.now = Trial(state)  # no change laid over: reads the state as it stands, so one serves the whole walk
 
     def partitions_by_topic(self) -> dict[str, list[TopicPartition]]:
         """Each topic's partitions, built once: a topic's replicas on a broker without scanning all it holds."""
@@ -85,7 +86,7 @@ class _Walk:
         is made (kops/planner/trial.py); the caller makes it when it is accepted."""
         band, state = self.goals[index], self.state
         width = len(brokers) * (len(topics) if isinstance(band, TopicBand) else 2)
-        now = Trial(state)
+        now = self.now
         before = self._distances(index, brokers, topics, now)
         after = self._distances(index, brokers, topics, trial)
         if not sum(after[-width:]) < sum(before[-width:]) - EPS or any(
