@@ -93,14 +93,30 @@ class GoalState:
 
     def ranked(self, name: str, broker: int) -> Ranked:
         """The broker's replicas (leader loads: the partitions it leads) by their `name` value, then bytes, then
-        partition: the candidates a goal bisects. Built once, then kept sorted as actions change the broker."""
-        key = (name, broker)
-        found = self._ranked.get(key)
+        partition: the candidates a goal bisects. Built for every broker at once, then kept sorted as actions change
+        the brokers."""
+        found = self._ranked.get((name, broker))
         if found is None:
-            pool = list(self.led[broker] if name in LEADER_LOADS else self.held[broker])
-            ranks = self.weight if name in ("replicas", "leaders") else self.value[name]  # as `_rank` reads them
-            found = self._ranked[key] = sorted(zip([ranks[tp] for tp in pool], pool, strict=True))
+            self._rank_all(name)
+            found = self._ranked[(name, broker)]
         return found
+
+    def _rank_all(self, name: str) -> None:
+        """Every broker's list for `name`, dealt out of one sort of every partition (each broker's list comes out
+        sorted, and a partition's entry is shared by its brokers): a million-partition walk sorted a thousand
+        brokers' lists one by one, each with its own ties to break."""
+        ranks = self.weight if name in ("replicas", "leaders") else self.value[name]  # as `_rank` reads them
+        lists: dict[int, Ranked] = {b: [] for b in self.held}
+        replicas = self.replicas
+        if name in LEADER_LOADS:
+            for entry in sorted(zip(ranks.values(), ranks, strict=True)):
+                lists[replicas[entry[1]][0]].append(entry)
+        else:
+            for entry in sorted(zip(ranks.values(), ranks, strict=True)):
+                for b in replicas[entry[1]]:
+                    lists[b].append(entry)
+        for b, found in lists.items():
+            self._ranked[(name, b)] = found
 
     def _weights(self) -> dict[TopicPartition, float]:
         """How heavy a replica is for every load at once: its largest value over the mean of that value. A count

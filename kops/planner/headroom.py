@@ -68,6 +68,24 @@ class Loads:
         if leader is not None and rate:
             self._add("network_out", leader, sign * rate * (len(replicas) - 1 + self.fanout.get(tp.topic, 1)))
 
+    def place_snapshot(self, snapshot: Snapshot) -> None:
+        """Every partition of `snapshot`, as `place` would add them one by one (the same sums in the same order),
+        inlined: a million partitions, once per plan."""
+        sizes, write, fanout = self.sizes, self.write, self.fanout
+        disk, rate_in, count, out = self.of["disk"], self.of["network_in"], self.of["replicas"], self.of["network_out"]
+        for name, topic in snapshot.topics.items():
+            fan = fanout.get(name, 1)
+            for number, part in topic.partitions.items():
+                tp = TopicPartition(name, number)
+                size, rate, replicas = sizes.get(tp, 0), write.get(tp, 0.0), part.replicas
+                for b in replicas:
+                    disk[b] = disk.get(b, 0.0) + size
+                    rate_in[b] = rate_in.get(b, 0.0) + rate
+                    count[b] = count.get(b, 0.0) + 1
+                leader = _leader(part)
+                if leader is not None and rate:
+                    out[leader] = out.get(leader, 0.0) + rate * (len(replicas) - 1 + fan)
+
     def snapshot(self) -> PerResource:
         return {r: dict(per) for r, per in self.of.items()}
 
@@ -92,23 +110,33 @@ class Changes:
 
 
 def _changes_first(plan: Plan, snapshot: Snapshot, loads: Loads) -> tuple[PerResource, Placed]:
-    """The loads before the plan; then the topics it deletes, creates and grows, which come before its batches."""
-    current: Placed = {}
-    for name, topic in snapshot.topics.items():
-        for number, part in topic.partitions.items():
-            tp = TopicPartition(name, number)
-            current[tp] = (part.replicas, _leader(part))
-            loads.place(tp, *current[tp])
+    """The loads before the plan; then the topics it deletes, creates and grows, which come before its batches.
+    The partitions placed here (deleted ones: no replicas) are kept; the rest are read from `snapshot` when a
+    batch moves them (`_placed`), so no map of every partition is built."""
+    loads.place_snapshot(snapshot)
     before = loads.snapshot()
-    deleted = {d.topic for d in plan.deletions}
-    for tp in [tp for tp in current if tp.topic in deleted]:
-        loads.place(tp, *current.pop(tp), sign=-1)
+    current: Placed = {}
+    for deletion in plan.deletions:
+        topic = snapshot.topics.get(deletion.topic)
+        for number, part in (topic.partitions.items() if topic is not None else ()):
+            tp = TopicPartition(deletion.topic, number)
+            loads.place(tp, part.replicas, _leader(part), sign=-1)
+            current[tp] = ((), None)
     for name, assignment in [*((c.topic, c.assignment) for c in plan.creations),
                              *((a.topic, a.assignment) for a in plan.partition_additions)]:
         for number, replicas in assignment.items():
             current[TopicPartition(name, number)] = (replicas, replicas[0])
             loads.place(TopicPartition(name, number), replicas, replicas[0])
     return before, current
+
+
+def _placed(current: Placed, snapshot: Snapshot, tp: TopicPartition) -> tuple[tuple[int, ...], int | None] | None:
+    """Where `tp` stands as the walk has it: placed by the walk, else as `snapshot` has it, else unknown (None)."""
+    found = current.get(tp)
+    if found is not None:
+        return found
+    part = snapshot.partition(tp)
+    return None if part is None else (part.replicas, _leader(part))
 
 
 def _peak(loads: Loads, batch: Batch) -> PerResource:
@@ -122,8 +150,9 @@ def _peak(loads: Loads, batch: Batch) -> PerResource:
     return peak
 
 
-def _move(loads: Loads, current: Placed, tp: TopicPartition, replicas: tuple[int, ...], leader: int | None) -> None:
-    loads.place(tp, *current.get(tp, (replicas, None)), sign=-1)
+def _move(loads: Loads, current: Placed, snapshot: Snapshot, tp: TopicPartition, replicas: tuple[int, ...],
+          leader: int | None) -> None:
+    loads.place(tp, *(_placed(current, snapshot, tp) or (replicas, None)), sign=-1)
     current[tp] = (replicas, leader)
     loads.place(tp, replicas, leader)
 
@@ -136,11 +165,11 @@ def _walk(plan: Plan, snapshot: Snapshot, loads: Loads) -> Walked:
     for batch in plan.batches:
         peaks.append((batch.index, _peak(loads, batch)))
         for move in batch.moves:
-            _move(loads, current, move.tp, move.to_replicas, move.to_replicas[0])
+            _move(loads, current, snapshot, move.tp, move.to_replicas, move.to_replicas[0])
     for tp in plan.election:
-        replicas = current.get(tp, ((), None))[0]
+        replicas = (_placed(current, snapshot, tp) or ((), None))[0]
         if replicas:
-            _move(loads, current, tp, replicas, replicas[0])
+            _move(loads, current, snapshot, tp, replicas, replicas[0])
     return before, peaks, loads.snapshot()
 
 

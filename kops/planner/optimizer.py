@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from kops.model.partitions import TopicPartition
 from kops.planner.actions import EPS, Action, Spend
 from kops.planner.bands import COUNTS, Band, TopicBand, bands, beyond, extremes
-from kops.planner.goal_state import GoalState
+from kops.planner.goal_state import LEADER_LOADS, REPLICA_LOADS, GoalState
 from kops.planner.relief import relieve
 from kops.planner.trial import Trial, handover_trial, lead_trial, move_trial, swap_trial
 
@@ -39,6 +39,7 @@ SWAP_CANDIDATES = 3  # replicas a swap tries to give
 SWAP_WINDOW = 8  # the destination's replicas looked at, each side of the size a swap wants back
 SWAP_TRIES = 3  # of those, the nearest tried
 AnyBand = Band | TopicBand
+TOPIC = "topic_replicas"
 
 
 @dataclass(frozen=True)
@@ -71,29 +72,31 @@ class _Walk:
             self._by_topic = dict(found)
         return self._by_topic
 
-    def _distances(self, upto: int, brokers: Sequence[int], topics: tuple[str, ...], trial: Trial) -> list[float]:
+    def _distances(self, band: AnyBand, brokers: Sequence[int], topics: tuple[str, ...], trial: Trial) -> list[float]:
+        if isinstance(band, TopicBand):
+            return [band.over(trial.count(topic, b), topic) for topic in topics for b in brokers]
         out: list[float] = []
-        for band in self.goals[:upto + 1]:
-            if isinstance(band, TopicBand):
-                out.extend(band.over(trial.count(topic, b), topic) for topic in topics for b in brokers)
-            else:
-                for b in brokers:
-                    out.extend(band.parts(trial.load(band.name, b), b))
+        for b in brokers:
+            out.extend(band.parts(trial.load(band.name, b), b))
         return out
 
     def _accept(self, index: int, brokers: tuple[int, ...], topics: tuple[str, ...], trial: Trial) -> bool:
         """Would the action (`trial`) lower goal `index` over `brokers` and raise no goal there? Judged before it
-        is made (kops/planner/trial.py); the caller makes it when it is accepted."""
-        band, state = self.goals[index], self.state
-        width = len(brokers) * (len(topics) if isinstance(band, TopicBand) else 2)
-        now = self.now
-        before = self._distances(index, brokers, topics, now)
-        after = self._distances(index, brokers, topics, trial)
-        if not sum(after[-width:]) < sum(before[-width:]) - EPS or any(
-                a > b + EPS for a, b in zip(after, before, strict=True)):
+        is made (kops/planner/trial.py); the caller makes it when it is accepted. The acting goal is judged first,
+        and a goal whose loads the action leaves alone is not read (it cannot grow nor rise)."""
+        now, changed = self.now, trial.changed()
+        before = self._distances(self.goals[index], brokers, topics, now)
+        after = self._distances(self.goals[index], brokers, topics, trial)
+        if not sum(after) < sum(before) - EPS or any(a > b + EPS for a, b in zip(after, before, strict=True)):
             return False
-        if any(g.raises_peak(trial.load(g.name, b), b, state.load[g.name][b])
-               for g in self.goals[index + 1:] if isinstance(g, Band) for b in brokers):
+        for band in self.goals[:index]:
+            if (band.name == TOPIC or band.name in changed) and any(
+                    a > b + EPS for a, b in zip(self._distances(band, brokers, topics, trial),
+                                                self._distances(band, brokers, topics, now), strict=True)):
+                return False
+        load = self.state.load
+        if any(g.raises_peak(trial.load(g.name, b), b, load[g.name][b])
+               for g in self.goals[index + 1:] if isinstance(g, Band) and g.name in changed for b in brokers):
             return False
         grown = self._topic_excess(brokers, topics, trial) - self._topic_excess(brokers, topics, now)
         if grown > 0 and self.topic_now + grown > self.topic_start:
@@ -113,7 +116,8 @@ class _Walk:
         that hands the leadership to a follower (`_handover`)."""
         state = self.state
         size = state.value["disk"][tp]
-        if not self.spend.move_allowed(size) or not state.fits(tp, source, dest):
+        if (not self.spend.move_allowed(size) or self._pushed_out(index, REPLICA_LOADS, tp, source, dest)
+                or not state.fits(tp, source, dest)):
             return False
         if self._accept(index, (source, dest), (tp.topic,), move_trial(state, tp, source, dest)):
             state.move(tp, source, dest)
@@ -123,6 +127,23 @@ class _Walk:
         self.spend.moves += 1
         self.spend.bytes += size
         return True
+
+    def _pushed_out(self, index: int, loads: tuple[str, ...], tp: TopicPartition, source: int, dest: int) -> bool:
+        """Would `tp`'s `loads` going from `source` to `dest` take `dest` further above, or `source` further below,
+        its band in the acting goal or one above it? `_accept` would refuse the action (and a move's handover) for
+        the same floats, read here without laying the action over: most refused actions are these."""
+        load, state = self.state.load, self.state
+        for band in self.goals[:index + 1]:
+            if not isinstance(band, Band) or band.name not in loads:
+                continue
+            amount, hi, lo, scale = state.per(band.name, tp), band.hi, band.lo, band.scale
+            x = load[band.name][dest]
+            if max(0.0, x + amount - hi[dest]) * scale[dest] > max(0.0, x - hi[dest]) * scale[dest] + EPS:
+                return True
+            x = load[band.name][source]
+            if max(0.0, lo[source] - (x + -amount)) * scale[source] > max(0.0, lo[source] - x) * scale[source] + EPS:
+                return True
+        return False
 
     def _handover(self, index: int, tp: TopicPartition, source: int, dest: int) -> bool:
         """A leader's replica moved while the follower leading fewest partitions takes its leadership: the copy
@@ -149,7 +170,8 @@ class _Walk:
     def lead(self, index: int, tp: TopicPartition, broker: int) -> bool:
         state = self.state
         old = state.replicas[tp][0]
-        if not self.spend.lead_allowed() or not state.lead_fits(tp, broker):
+        if (not self.spend.lead_allowed() or self._pushed_out(index, LEADER_LOADS, tp, old, broker)
+                or not state.lead_fits(tp, broker)):
             return False
         if not self._accept(index, (old, broker), (tp.topic,), lead_trial(state, tp, broker)):
             return False

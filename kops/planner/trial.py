@@ -35,6 +35,10 @@ class Trial:
             key = (name, broker)
             self.counts[key] = (self.counts[key] if key in self.counts else topic[name].get(broker, 0)) + n
 
+    def changed(self) -> set[str]:
+        """The loads the action changes (a goal on any other reads the same before and after)."""
+        return {name for name, _ in self.loads}
+
     def load(self, name: str, broker: int) -> float:
         found = self.loads.get((name, broker))
         return self.state.load[name][broker] if found is None else found
