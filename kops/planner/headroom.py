@@ -68,6 +68,22 @@ class Loads:
         if leader is not None and rate:
             self._add("network_out", leader, sign * rate * (len(replicas) - 1 + self.fanout.get(tp.topic, 1)))
 
+    def replace(self, tp: TopicPartition, old: tuple[tuple[int, ...], int | None],
+                new: tuple[tuple[int, ...], int | None]) -> None:
+        """`place(tp, *old, sign=-1)` then `place(tp, *new)`, inlined (the same sums): every partition a plan moves
+        or elects, half a million at a million partitions."""
+        size, rate = self.sizes.get(tp, 0), self.write.get(tp, 0.0)
+        disk, rate_in, count, out = self.of["disk"], self.of["network_in"], self.of["replicas"], self.of["network_out"]
+        fan = self.fanout.get(tp.topic, 1)
+        for (replicas, leader), sign in ((old, -1), (new, 1)):
+            amount, flow = sign * size, sign * rate
+            for b in replicas:
+                disk[b] = disk.get(b, 0.0) + amount
+                rate_in[b] = rate_in.get(b, 0.0) + flow
+                count[b] = count.get(b, 0.0) + sign
+            if leader is not None and rate:
+                out[leader] = out.get(leader, 0.0) + sign * rate * (len(replicas) - 1 + fan)
+
     def place_snapshot(self, snapshot: Snapshot) -> None:
         """Every partition of `snapshot`, as `place` would add them one by one (the same sums in the same order),
         inlined: a million partitions, once per plan."""
@@ -90,6 +106,16 @@ class Loads:
         return {r: dict(per) for r, per in self.of.items()}
 
 
+def current_loads(snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
+                  write: Mapping[TopicPartition, float] | None = None,
+                  fanout: Mapping[str, int] | None = None) -> PerResource:
+    """Every broker's loads as the snapshot's replicas stand: one pass over every partition, which a plan's
+    batching (`peak_room`) and its report (`capacity_report`) both start from."""
+    loads = Loads(write or {}, sizes, fanout or {})
+    loads.place_snapshot(snapshot)
+    return loads.snapshot()
+
+
 def _leader(part: Partition) -> int | None:
     """The partition's elected leader, else its first replica (a leaderless or unread partition)."""
     if part.state is not None and part.state.leader >= 0:
@@ -109,11 +135,15 @@ class Changes:
     partition_additions: Sequence[PartitionAddition] = ()
 
 
-def _changes_first(plan: Plan, snapshot: Snapshot, loads: Loads) -> tuple[PerResource, Placed]:
-    """The loads before the plan; then the topics it deletes, creates and grows, which come before its batches.
-    The partitions placed here (deleted ones: no replicas) are kept; the rest are read from `snapshot` when a
-    batch moves them (`_placed`), so no map of every partition is built."""
-    loads.place_snapshot(snapshot)
+def _changes_first(plan: Plan, snapshot: Snapshot, loads: Loads,
+                   current_at: PerResource | None) -> tuple[PerResource, Placed]:
+    """The loads before the plan (`current_at`, where the caller has them); then the topics it deletes, creates
+    and grows, which come before its batches. The partitions placed here (deleted ones: no replicas) are kept; the
+    rest are read from `snapshot` when a batch moves them (`_placed`), so no map of every partition is built."""
+    if current_at is None:
+        loads.place_snapshot(snapshot)
+    else:
+        loads.of = {r: dict(per) for r, per in current_at.items()}
     before = loads.snapshot()
     current: Placed = {}
     for deletion in plan.deletions:
@@ -150,26 +180,23 @@ def _peak(loads: Loads, batch: Batch) -> PerResource:
     return peak
 
 
-def _move(loads: Loads, current: Placed, snapshot: Snapshot, tp: TopicPartition, replicas: tuple[int, ...],
-          leader: int | None) -> None:
-    loads.place(tp, *(_placed(current, snapshot, tp) or (replicas, None)), sign=-1)
-    current[tp] = (replicas, leader)
-    loads.place(tp, replicas, leader)
-
-
-def _walk(plan: Plan, snapshot: Snapshot, loads: Loads) -> Walked:
+def _walk(plan: Plan, snapshot: Snapshot, loads: Loads, current_at: PerResource | None = None) -> Walked:
     """Loads before the plan, at each batch's peak, and after it (the moved partitions led by their first
     replica, as the preferred-leader election leaves them)."""
-    before, current = _changes_first(plan, snapshot, loads)
+    before, current = _changes_first(plan, snapshot, loads, current_at)
     peaks: list[tuple[int, PerResource]] = []
     for batch in plan.batches:
         peaks.append((batch.index, _peak(loads, batch)))
         for move in batch.moves:
-            _move(loads, current, snapshot, move.tp, move.to_replicas, move.to_replicas[0])
+            tp = move.tp
+            old = _placed(current, snapshot, tp) or (move.to_replicas, None)
+            current[tp] = (move.to_replicas, move.to_replicas[0])
+            loads.replace(tp, old, current[tp])
     for tp in plan.election:
-        replicas = (_placed(current, snapshot, tp) or ((), None))[0]
-        if replicas:
-            _move(loads, current, snapshot, tp, replicas, replicas[0])
+        old = _placed(current, snapshot, tp) or ((), None)
+        if old[0]:
+            current[tp] = (old[0], old[0][0])
+            loads.replace(tp, old, current[tp])
     return before, peaks, loads.snapshot()
 
 
@@ -191,13 +218,15 @@ def _usage(caps: Capacities, broker: int, resource: Resource, loads: Walked, oth
 
 def capacity_report(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
                     declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None,
-                    fanout: Mapping[str, int] | None = None) -> CapacityReport | None:
+                    fanout: Mapping[str, int] | None = None,
+                    current_at: PerResource | None = None) -> CapacityReport | None:
     """Each broker's capacity, usage before → after, peak and headroom, for every resource with a known
-    capacity; None when none is known (the plan then says nothing of capacity)."""
+    capacity; None when none is known (the plan then says nothing of capacity). `current_at`: the snapshot's
+    `current_loads`, where the caller has them."""
     caps = resolve(declared, snapshot)
     if not caps.known:
         return None
-    walked = _walk(plan, snapshot, Loads(write or {}, sizes, fanout or {}))
+    walked = _walk(plan, snapshot, Loads(write or {}, sizes, fanout or {}), current_at)
     brokers: dict[int, dict[str, Usage]] = {}
     for broker in sorted(caps.brokers):
         other = max(0.0, caps.in_use.get(broker, 0) - walked[0]["disk"].get(broker, 0.0))
@@ -212,9 +241,9 @@ def capacity_report(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartitio
 
 def with_capacity_report(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
                          declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None,
-                         fanout: Mapping[str, int] | None = None) -> Plan:
+                         fanout: Mapping[str, int] | None = None, current_at: PerResource | None = None) -> Plan:
     """`plan` with `summary.capacity` filled (unchanged when no capacity is known)."""
-    report = capacity_report(plan, snapshot, sizes, declared, write, fanout)
+    report = capacity_report(plan, snapshot, sizes, declared, write, fanout, current_at)
     return plan if report is None else replace(plan, summary=replace(plan.summary, capacity=report))
 
 
@@ -438,11 +467,13 @@ class PeakRoom:
 
     def close(self) -> None:
         """The batch is done: its sources no longer hold the old copies, its destinations hold the new ones."""
+        at = self.at
         for move in self.taken:
+            gains = self._gains(move)
             for sign, brokers in ((-1, move.removing), (1, move.adding)):
                 for b in brokers:
-                    for resource, gain in self._gains(move):
-                        per = self.at[resource]
+                    for resource, gain in gains:
+                        per = at[resource]
                         per[b] = per.get(b, 0.0) + sign * gain
         self.taken = []
         self.coming = {r: {} for r in PEAKED}
@@ -480,17 +511,21 @@ def _copies(assignments: Iterable[tuple[str, Mapping[int, tuple[int, ...]]]], si
 
 
 def peak_room(changes: Changes, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
-              declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None
-              ) -> PeakRoom | None:
+              declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None,
+              current_at: PerResource | None = None) -> PeakRoom | None:
     """The room at the first batch's start of the plan being made (after its deletions, creations and partition
-    additions), or None when no broker has a known limit of what a copy adds: batching is then today's."""
+    additions), or None when no broker has a known limit of what a copy adds: batching is then today's.
+    `current_at`: the snapshot's `current_loads`, where the caller has them."""
     caps = resolve(declared, snapshot)
     if not any(caps.limit(b, r) is not None for b in caps.brokers for r in PEAKED):
         return None
     write = write or {}
     before: PerResource = {r: {} for r in PEAKED}
-    _copies(((name, {n: p.replicas for n, p in t.partitions.items()}) for name, t in snapshot.topics.items()),
-            sizes, write, before, 1)
+    if current_at is not None:
+        before = {r: dict(current_at[r]) for r in PEAKED}
+    else:
+        _copies(((name, {n: p.replicas for n, p in t.partitions.items()}) for name, t in snapshot.topics.items()),
+                sizes, write, before, 1)
     at = {r: dict(per) for r, per in before.items()}
     deleted = {d.topic for d in changes.deletions}
     _copies(((name, {n: p.replicas for n, p in t.partitions.items()}) for name, t in snapshot.topics.items()

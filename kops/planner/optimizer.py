@@ -367,10 +367,10 @@ def _still_followed(walk: _Walk, broker: int, by_excess: _Order) -> list[TopicPa
 def _followed_by_scan(state: GoalState, broker: int, by_excess: _Order, n: int = CANDIDATES) -> list[TopicPartition]:
     """The first `n` partitions `broker` follows in `_followed`'s order (leader's key, then partition), from the
     partitions the broker holds."""
-    key = by_excess.now
-    return heapq.nsmallest(n, (tp for tp in state.held[broker]
-                               if (leader := state.replicas[tp][0]) != broker and leader in key),
-                           key=lambda tp: (key[state.replicas[tp][0]], tp))
+    key, replicas = by_excess.now, state.replicas
+    followed = [(key[leader], tp) for tp in state.held[broker]
+                if (leader := replicas[tp][0]) != broker and leader in key]
+    return [tp for _, tp in heapq.nsmallest(n, followed)]  # (key, partition) pairs: compared in C, no key function
 
 
 def _band_pass(walk: _Walk, index: int, band: Band) -> int:

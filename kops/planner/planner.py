@@ -57,7 +57,16 @@ from kops.planner import batches as batching
 from kops.planner import placement, tiered
 from kops.planner.fingerprint import fingerprint
 from kops.planner.goal_plan import ONE_GOAL, GoalPlacement, Loads, place_by_goals, walk_one
-from kops.planner.headroom import Changes, Headroom, PeaksRefused, peak_room, violations, with_capacity_report
+from kops.planner.headroom import (
+    Changes,
+    Headroom,
+    PeaksRefused,
+    PerResource,
+    current_loads,
+    peak_room,
+    violations,
+    with_capacity_report,
+)
 from kops.planner.intra_broker import band
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
@@ -602,7 +611,10 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     rate = policy.throttle if policy.throttle is not None else desired.execution.throttle
     port_rate = policy.port_rate(desired.execution.throttle)
     sized = any(m.bytes for m in moves)
-    batch_list = _batches(work, moves, policy, rate, port_rate, sized)
+    # the snapshot's loads, read once for batching and the report, where a capacity is known
+    current_at = (current_loads(snapshot, work.layout.sizes, policy.write, policy.fanout)
+                  if work.layout.headroom is not None else None)
+    batch_list = _batches(work, moves, policy, rate, port_rate, sized, current_at)
     moves = [m for b in batch_list for m in b.moves]
     election = tuple(sorted({m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
                              or _leader(snapshot, m.tp) != m.to_replicas[0]} | set(work.elect)))
@@ -627,7 +639,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         kops_version=__version__,
         stall_timeout=desired.execution.stall_timeout,
         rolling=desired.execution.rolling,
-    ), snapshot, work.layout.sizes, policy.capacity, policy.write, policy.fanout)
+    ), snapshot, work.layout.sizes, policy.capacity, policy.write, policy.fanout, current_at)
 
 
 def _leader(snapshot: Snapshot, tp: TopicPartition) -> int | None:
@@ -667,12 +679,12 @@ def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy:
 
 
 def _batches(work: _Work, moves: list[Move], policy: Policy, rate: int | None, port_rate: float,
-             sized: bool) -> list[Batch]:
+             sized: bool, current_at: PerResource | None = None) -> list[Batch]:
     desired = work.desired
     limits = batching.Limits(desired.execution.max_partitions, desired.execution.max_bytes,
                              desired.execution.max_moves_per_broker)
     room = peak_room(Changes(work.deletions, work.creations, work.additions), work.snapshot, work.layout.sizes,
-                     policy.capacity, policy.write)
+                     policy.capacity, policy.write, current_at)
     try:
         grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order,
                                         tuple(desired.topics), room)
