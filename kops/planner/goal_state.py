@@ -121,14 +121,12 @@ class GoalState:
     def _weights(self) -> dict[TopicPartition, float]:
         """How heavy a replica is for every load at once: its largest value over the mean of that value. A count
         goal moves the lightest first, so evening counts disturbs the bytes and rates above it least."""
-        means = {n: sum(v.values()) / len(v) for n, v in self.value.items() if v and any(v.values())}
+        means = {n: sum(v.values()) / len(v) for n, v in self.value.items()
+                 if v and any(v.values()) and n != "leader_bytes_in"}  # network_in's own values: the same ratios
         weight = dict.fromkeys(self.replicas, 0.0)  # values are never negative: the largest ratio, or 0
-        for name, mean in means.items():
-            values = self.value[name]
-            for tp, now in weight.items():
-                ratio = values[tp] / mean
-                if ratio > now:
-                    weight[tp] = ratio
+        for name, mean in means.items():  # every value map has the replicas' keys, in their order
+            ratios = (value / mean for value in self.value[name].values())
+            weight = dict(zip(weight, map(max, weight.values(), ratios), strict=True))
         return weight
 
     def _rank(self, name: str, tp: TopicPartition) -> float:
