@@ -440,10 +440,18 @@ class PeakRoom:
         self.sizes, self.write = sizes, write
         self.coming: PerResource = {r: {} for r in PEAKED}
         self.taken: list[Move] = []
+        self._gained: dict[tuple[str, int], tuple[tuple[Resource, float], ...]] = {}  # by partition, read once
 
     def _gains(self, move: Move) -> tuple[tuple[Resource, float], ...]:
-        tp = move.tp
-        return (("disk", float(self.sizes.get(tp, 0))), ("network_in", self.write.get(tp, 0.0)), ("replicas", 1.0))
+        """What a copy of the move's partition adds to a broker (asked of each move when it is tried, taken and
+        its batch closed: read once)."""
+        key = (move.topic, move.partition)
+        found = self._gained.get(key)
+        if found is None:
+            tp = move.tp
+            found = self._gained[key] = (("disk", float(self.sizes.get(tp, 0))),
+                                         ("network_in", self.write.get(tp, 0.0)), ("replicas", 1.0))
+        return found
 
     def short(self, move: Move) -> tuple[int, Resource, float] | None:
         """The first destination and resource `move` would take over its cap at the peak of the batch being
