@@ -28,13 +28,14 @@ from kops.planner.actions import EPS, Action, Spend
 from kops.planner.bands import COUNTS, Band, TopicBand, bands, beyond, extremes
 from kops.planner.goal_state import LEADER_LOADS, REPLICA_LOADS, GoalState
 from kops.planner.relief import relieve
-from kops.planner.trial import Trial, handover_trial, lead_trial, move_trial, swap_trial
+from kops.planner.trial import Trial, handover_trial, lead_trial, move_trial, relay_trial, swap_trial
 
 MAX_SWEEPS = 16
 CANDIDATES = 6  # replicas tried per step, around the gap
 DESTINATIONS = 8  # brokers tried per replica, most room first
 LEADERS_SCANNED = 32  # brokers above which `_followed` reads the broker's own replicas
 FOLLOWERS_SCANNED = 64  # replicas read around the gap for followers, where every candidate led
+RELAYS_TRIED = 4  # a follower's own leaderships a relay tries to pass on, lightest first
 SWAP_CANDIDATES = 3  # replicas a swap tries to give
 SWAP_WINDOW = 8  # the destination's replicas looked at, each side of the size a swap wants back
 SWAP_TRIES = 3  # of those, the nearest tried
@@ -180,6 +181,24 @@ class _Walk:
         self.log.append(Action(self.goals[index].name, tp, old, broker, leadership=True))
         return True
 
+    def relay(self, index: int, tp: TopicPartition, via: int, other: TopicPartition, to: int) -> bool:
+        """`via` takes `tp`'s leadership and hands `other`'s to `to`: two leadership changes judged as one action
+        (`via` ends where it was in the count). Where every follower sits at the band's top, no single change
+        lowers the leader above it, and a relief that moved a leader onto the count's peak left it there."""
+        state, spend = self.state, self.spend
+        old = state.replicas[tp][0]
+        if (spend.max_leader_moves is not None and spend.leader_moves + 2 > spend.max_leader_moves
+                or not state.lead_fits(tp, via) or not state.lead_fits(other, to)):
+            return False
+        if not self._accept(index, (old, via, to), (tp.topic, other.topic), relay_trial(state, tp, via, other, to)):
+            return False
+        state.lead(tp, via)
+        state.lead(other, to)
+        spend.leader_moves += 2
+        name = self.goals[index].name
+        self.log += [Action(name, tp, old, via, leadership=True), Action(name, other, via, to, leadership=True)]
+        return True
+
     def swap(self, index: int, tp: TopicPartition, source: int, other: TopicPartition, dest: int) -> bool:
         """`tp`'s replica on `source` and `other`'s on `dest` change places: counts stay, loads shift by the
         difference (two replica moves against the budget)."""
@@ -263,7 +282,8 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
                             key=lambda b: (state.load[band.name][b] - band.hi[b]) * band.scale[b])
             if any(walk.lead(index, tp, b) for b in others):
                 return True
-        return False  # leadership goals change leaders only: a replica moved for them is bytes no data goal asked for
+        # leadership goals change leaders only: a replica moved for them is bytes no data goal asked for
+        return _relay(walk, index, band, broker, candidates)
     # every other broker, the most room in this goal's band first (the broker itself holds `tp`: never open)
     if any(walk.move(index, tp, broker, d) for tp in candidates
            for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS)):
@@ -274,6 +294,22 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
                for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS)):
             return True
     return not counts and _swap_down(walk, index, band, broker, candidates, roomy, gap)
+
+
+def _relay(walk: _Walk, index: int, band: Band, broker: int, candidates: list[TopicPartition]) -> bool:
+    """A leadership of `broker` relayed through a follower at the band's top (`_Walk.relay`) to one of that
+    follower's own followers with room: its lightest leaderships first, at most RELAYS_TRIED per follower."""
+    state, hi, load = walk.state, band.hi, walk.state.load[band.name]
+    for tp in candidates:
+        for via in state.replicas[tp][1:]:
+            if via not in hi:
+                continue
+            for _, other in state.ranked(band.name, via)[:RELAYS_TRIED]:
+                for to in state.replicas[other][1:]:
+                    if (to != broker and to in hi and load[to] + state.per(band.name, other) <= hi[to]
+                            and walk.relay(index, tp, via, other, to)):
+                        return True
+    return False
 
 
 def _followers_near(state: GoalState, name: str, broker: int, gap: float,

@@ -93,6 +93,14 @@ def lead_trial(state: GoalState, tp: TopicPartition, broker: int) -> Trial:
     return Trial(state, changes)
 
 
+def relay_trial(state: GoalState, tp: TopicPartition, via: int, other: TopicPartition, to: int) -> Trial:
+    """`via` leads `tp` (`GoalState.lead`), then `to` leads `other`, which `via` led."""
+    changes: list[Change] = []
+    _led(state, tp, state.replicas[tp][0], via, changes)
+    _led(state, other, via, to, changes)
+    return Trial(state, changes)
+
+
 def handover_trial(state: GoalState, tp: TopicPartition, source: int, dest: int, follower: int) -> Trial:
     """The leader's replica moves from `source` to `dest` and `follower` takes the leadership: `GoalState.move`,
     then `GoalState.lead`, so the moved replica arrives as a follower."""

@@ -164,6 +164,26 @@ def test_relief_that_moves_a_leader_leaves_no_goal_above_where_the_run_started()
     assert {b: state.load["leaders"][b] for b in (1, 2, 3)} == {1: 12, 2: 12, 3: 12}
 
 
+def test_a_leader_above_the_peak_whose_followers_all_sit_at_it_relays_a_leadership_through_one() -> None:
+    """Every broker leads 12; relief moves broker 1's large leader replica of t-0 to broker 2 (13 leaders). t-0's
+    and broker 2's partitions are all followed by broker 3, at the peak, so no single change lowers broker 2. Broker
+    3 takes one of them and hands one of its own to broker 1, which relief left at 11: every broker leads 12 again
+    (the 200 / 50,000 decommission of bench/goals.py ended one leader above its start this way)."""
+    big = TopicPartition("t", 0)
+    followers = {1: (4,), 2: (3,), 3: (1, 4), 4: (1,)}
+    assignment = {big: (1, 3)} | {
+        TopicPartition("t", 12 * (b - 1) + k + 1): (b, followers[b][k % len(followers[b])])
+        for b in followers for k in range(12 - (b == 1))}
+    inputs = GoalInputs(racks=dict.fromkeys(followers), sizes={t: 150 if t == big else 1 for t in assignment})
+    state = GoalState(assignment, inputs, {"disk": {1: 100.0, 2: 1000.0, 3: 1000.0, 4: 100.0}})
+    assert {state.load["leaders"][b] for b in followers} == {12}
+    outcome = optimize(state, ("leaders",))
+    assert [(a.goal, a.source, a.dest, a.leadership) for a in outcome.actions] == [
+        ("disk limit", 1, 2, False), ("leaders", 2, 3, True), ("leaders", 3, 1, True)]
+    assert {state.load["leaders"][b] for b in followers} == {12}
+    assert optimize(GoalState(dict(state.replicas), inputs, state.limits), ("leaders",)).actions == ()
+
+
 def test_where_every_broker_sits_at_the_leader_peak_disk_moves_followers_and_hands_leaderships_over() -> None:
     """Each broker leads six partitions (the leader count's starting peak everywhere), and broker 1's large
     replicas, the candidates nearest its gap, are all leaders: none may go anywhere without lifting a broker above
