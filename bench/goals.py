@@ -8,11 +8,10 @@ Scenarios:
 - `hot-topics`: its write rates redrawn as bench/capacity.py's `write_rates` draws them (a tenth of the topics carry
   90% of the writes; the total, and so the mean utilization, unchanged);
 - `new-rack`: a rack of empty brokers added (as many as a rack holds, small and large alternating);
-- `decommission`: the broker with the fullest disk drained. The goal list does not drive a decommission yet
-  (goals.md §10: `kops plan` places forced replicas by its own least-loaded rule, commit 9 is not built), so this is
-  what kops offers today for both together: `kops plan`'s decommission with the capacities, applied, the broker
-  stopped (goals.md §11, question 7), then the goal-list rebalance. Its `before` is the state after the drain (the
-  forced moves), `start` the cluster before it.
+- `decommission`: the broker with the fullest disk drained by `kops plan` with the capacities and no goal list (a
+  play's `goals:` would walk the list over the drain: goals.md §10, commit 9), applied, the broker stopped (goals.md
+  §11, question 7), then the goal-list rebalance: a drain followed by the cron's rebalance. Its `before` is the
+  state after the drain (the forced moves), `start` the cluster before it.
 
 Each scenario runs in a fresh process, started through bench/vs_cruise_control.py's launcher, which reads the whole
 process's peak RSS (`process_peak_rss_mb`); `peak_rss_mb` is the child's own peak right after the plan (building the
