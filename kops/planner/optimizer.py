@@ -4,7 +4,8 @@ Goals are taken in order, in sweeps, until a sweep takes no action (or MAX_SWEEP
 pass sheds load from every broker above its band and pulls load into every broker below it: a replica move (the
 replica whose load best fills the gap, to the brokers with the most room; a leader's replica may hand its
 leadership to a follower as it moves), or, for goals that follow leadership, a leadership change first (it copies
-no data; where every follower sits at the band's top, relayed through one of them to a broker with room). Most
+no data; for a broker above the goal's starting peak whose followers all sit at the band's top, relayed
+through one of them to a broker with room). Most
 refused actions push a broker out of a band, which is read before the action is laid over (`_Walk._pushed_out`).
 An action is judged before it is made (kops/planner/trial.py) and taken only when
 1. the destination keeps every hard limit and the partition's racks stay distinct where they were;
