@@ -105,7 +105,7 @@ class GoalState:
         """Every broker's list for `name`, dealt out of one sort of every partition (each broker's list comes out
         sorted, and a partition's entry is shared by its brokers): a million-partition walk sorted a thousand
         brokers' lists one by one, each with its own ties to break."""
-        ranks = self.weight if name in ("replicas", "leaders") else self.value[name]  # as `_rank` reads them
+        ranks = self._ranks(name)
         lists: dict[int, Ranked] = {b: [] for b in self.held}
         replicas = self.replicas
         if name in LEADER_LOADS:
@@ -129,15 +129,17 @@ class GoalState:
             weight = dict(zip(weight, map(max, weight.values(), ratios), strict=True))
         return weight
 
-    def _rank(self, name: str, tp: TopicPartition) -> float:
-        return self.weight[tp] if name in ("replicas", "leaders") else self.value[name][tp]
+    def _ranks(self, name: str) -> Mapping[TopicPartition, float]:
+        """What orders a broker's list for `name`: a count goal's lightest replica overall first (`weight`), else
+        the value itself."""
+        return self.weight if name in ("replicas", "leaders") else self.value[name]
 
     def _listed(self, names: tuple[str, ...], broker: int, tp: TopicPartition, add: bool) -> None:
         for name in names:
             ranked = self._ranked.get((name, broker))
             if ranked is None:
                 continue
-            entry = (self._rank(name, tp), tp)
+            entry = (self._ranks(name)[tp], tp)
             if add:
                 bisect.insort(ranked, entry)
             else:

@@ -52,26 +52,15 @@ class Loads:
     fanout: Mapping[str, int]
     of: dict[Resource, dict[int, float]] = field(default_factory=lambda: {r: {} for r in RESOURCES})
 
-    def _add(self, resource: Resource, broker: int, amount: float) -> None:
-        per = self.of[resource]
-        per[broker] = per.get(broker, 0.0) + amount
-
     def place(self, tp: TopicPartition, replicas: tuple[int, ...], leader: int | None, sign: int = 1) -> None:
-        """`sign` 1 places the partition's replicas (and leadership), -1 takes them away: called once per partition
-        of the cluster, so the per-broker sums are updated in place, without a call per resource."""
-        size, rate = self.sizes.get(tp, 0), self.write.get(tp, 0.0)
-        disk, rate_in, count = self.of["disk"], self.of["network_in"], self.of["replicas"]
-        for b in replicas:
-            disk[b] = disk.get(b, 0.0) + sign * size
-            rate_in[b] = rate_in.get(b, 0.0) + sign * rate
-            count[b] = count.get(b, 0.0) + sign
-        if leader is not None and rate:
-            self._add("network_out", leader, sign * rate * (len(replicas) - 1 + self.fanout.get(tp.topic, 1)))
+        """`sign` 1 places the partition's replicas (and leadership), -1 takes them away."""
+        placed, none = (replicas, leader), ((), None)
+        self.replace(tp, none if sign > 0 else placed, placed if sign > 0 else none)
 
     def replace(self, tp: TopicPartition, old: tuple[tuple[int, ...], int | None],
                 new: tuple[tuple[int, ...], int | None]) -> None:
-        """`place(tp, *old, sign=-1)` then `place(tp, *new)`, inlined (the same sums): every partition a plan moves
-        or elects, half a million at a million partitions."""
+        """`tp` as `old` (replicas and leader) taken away, then as `new` placed: every partition a plan moves or
+        elects, half a million at a million partitions, each with one call."""
         size, rate = self.sizes.get(tp, 0), self.write.get(tp, 0.0)
         disk, rate_in, count, out = self.of["disk"], self.of["network_in"], self.of["replicas"], self.of["network_out"]
         fan = self.fanout.get(tp.topic, 1)

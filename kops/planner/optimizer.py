@@ -313,15 +313,14 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
 def _relay(walk: _Walk, index: int, band: Band, broker: int, candidates: list[TopicPartition]) -> bool:
     """A leadership of `broker` relayed through a follower at the band's top (`_Walk.relay`) to one of that
     follower's own followers with room: its lightest leaderships first, at most RELAYS_TRIED per follower."""
-    state, hi, load = walk.state, band.hi, walk.state.load[band.name]
+    state, hi = walk.state, band.hi
     for tp in candidates:
         for via in state.replicas[tp][1:]:
             if via not in hi:
                 continue
             for _, other in state.ranked(band.name, via)[:RELAYS_TRIED]:
                 for to in state.replicas[other][1:]:
-                    if (to != broker and to in hi and load[to] + state.per(band.name, other) <= hi[to]
-                            and walk.relay(index, tp, via, other, to)):
+                    if to != broker and to in hi and walk.relay(index, tp, via, other, to):
                         return True
     return False
 
