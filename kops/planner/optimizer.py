@@ -4,8 +4,8 @@ Goals are taken in order, in sweeps, until a sweep takes no action (or MAX_SWEEP
 pass sheds load from every broker above its band and pulls load into every broker below it: a replica move (the
 replica whose load best fills the gap, to the brokers with the most room; a leader's replica may hand its
 leadership to a follower as it moves), or, for goals that follow leadership, a leadership change first (it copies
-no data; for a broker above the goal's starting peak whose followers all sit at the band's top, relayed
-through one of them to a broker with room). Most
+no data; where every follower sits at the band's top, relayed through one of them to a broker with room: for the
+leader count only from a broker above its starting peak). Most
 refused actions push a broker out of a band, which is read before the action is laid over (`_Walk._pushed_out`).
 An action is judged before it is made (kops/planner/trial.py) and taken only when
 1. the destination keeps every hard limit and the partition's racks stay distinct where they were;
@@ -293,10 +293,11 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
             if any(walk.lead(index, tp, b) for b in others):
                 return True
         # leadership goals change leaders only: a replica moved for them is bytes no data goal asked for. A relay
-        # only where the broker lies above the run's starting peak (relief put it there): the goal would end worse
-        # than it started. Tried for every broker above its band, the searches that find nothing cost a million-
-        # partition walk more than a quarter of its time.
-        return (state.load[band.name][broker] * band.scale[broker] > band.peak + EPS
+        # for a rate (network out, leader bytes in) wherever the broker lies above its band: the followers of a
+        # drained cluster sit at the leader count's peak, a goal below. For the leader count only above the run's
+        # starting peak (relief put it there): tried for every broker above its band, the searches that find nothing
+        # cost a million-partition walk more than a quarter of its time.
+        return ((not counts or state.load[band.name][broker] * band.scale[broker] > band.peak + EPS)
                 and _relay(walk, index, band, broker, candidates))
     # every other broker, the most room in this goal's band first (the broker itself holds `tp`: never open)
     if any(walk.move(index, tp, broker, d) for tp in candidates
