@@ -29,8 +29,10 @@ with the same goals on the result plans no move and no leadership change), `plan
 bytes` (the single-goal rebalance by disk utilization) on the same cluster: its goals' `after`, moves, bytes and
 hard violations.
 
-Usage: python bench/goals.py [--scale tiny|small|medium|million ...] [--scenario NAME] [--timeout S] [--plan-only]
+Usage: python bench/goals.py [--scale tiny|small|medium|million ...] [--scenario NAME] [--timeout S]
+                             [--plan-only | --no-baseline]
   default: small (50 brokers / 5,000 partitions) and medium (200 / 50,000); --scale million: 1,000 / 1,000,000.
+  --plan-only: no room checks and no baseline; --no-baseline: the room checks without the baseline (a million).
 Run it under the shared lock: flock /tmp/kops-heavy.lock .venv/bin/python bench/goals.py
 """
 
@@ -201,15 +203,16 @@ def check(result: Snapshot, inputs: tuple[dict[TopicPartition, int], Mapping[Top
     return Check(top, alone, prefix)
 
 
-def goal_rows(before: Figures, after: Figures, baseline: Figures, room: Mapping[str, Check]) -> dict:
-    """Per goal: before, after, lower bound, gap, room (and what the checks reached) and the baseline's after."""
+def goal_rows(before: Figures, after: Figures, baseline: Figures | None, room: Mapping[str, Check]) -> dict:
+    """Per goal: before, after, lower bound, gap, room (and what the checks reached) and the baseline's after
+    (None without a baseline)."""
     rows = {}
     for goal, (value, bound) in after.items():
         found = room.get(goal)
         rows[goal] = {"before": before[goal][0], "after": value, "lower_bound": bound,
                       "gap": round(value - bound, 2), "room": verdict(value, bound, found),
                       "band_top": found and found.band_top, "alone": found and found.alone,
-                      "after_goals_above": found and found.prefix, "baseline_after": baseline[goal][0]}
+                      "after_goals_above": found and found.prefix, "baseline_after": baseline and baseline[goal][0]}
     return rows
 
 
@@ -227,9 +230,10 @@ def judged(cluster: Cluster, after: Assignment, victim: int | None) -> dict[str,
     return out
 
 
-def run(scenario: str, brokers: int, partitions: int, full: bool = True) -> dict:
-    """One scenario: the goal-list plan, its figures and checks, and the baseline on the same cluster (`full`
-    False: the plan, its hard violations, worse goals and idempotence only; see --plan-only)."""
+def run(scenario: str, brokers: int, partitions: int, checks: bool = True, baseline: bool = True) -> dict:
+    """One scenario: the goal-list plan, its figures, and where asked the room checks (`checks`) and the baseline
+    on the same cluster (`baseline`). Without both: the plan, its hard violations, worse goals and idempotence
+    only (--plan-only)."""
     cluster, victim = scenario_cluster(scenario, brokers, partitions)
     snapshot, sizes, write, declared, inputs = kops_inputs(cluster)
     policy = Policy(capacity=declared, write=write)
@@ -245,15 +249,16 @@ def run(scenario: str, brokers: int, partitions: int, full: bool = True) -> dict
     done = apply_plan(snapshot, result.plan)
     second = rebalance_goals(done, request, sizes, policy, cluster="bench").plan.summary
     base = apply_plan(snapshot, rebalance(snapshot, Request("bytes", Limits(), 0.0), sizes, policy, "bench").plan) \
-        if full else done
+        if baseline else None
     before, after = measure(layout_of(snapshot), live), measure(layout_of(done), live)
     far = [g for g, (v, bound) in after.items() if v - bound > GAP and g != "preferred_leaders"]
-    room = {g: check(done, (sizes, write, policy), g) for g in far} if full else {}
-    rows = goal_rows(before, after, measure(layout_of(base), live), room)
+    room = {g: check(done, (sizes, write, policy), g) for g in far} if checks else {}
+    rows = goal_rows(before, after, None if base is None else measure(layout_of(base), live), room)
     if victim is not None:
         for goal, (value, _) in measure(cluster.assignment, inputs).items():
             rows[goal]["start"] = value
-    kops, baseline = judged(cluster, layout_of(done), victim), judged(cluster, layout_of(base), victim)
+    kops = judged(cluster, layout_of(done), victim)
+    other = dict.fromkeys(kops) if base is None else judged(cluster, layout_of(base), victim)
     return {"scenario": scenario, "cluster": cluster.name, "brokers": len(cluster.brokers),
             "partitions": len(cluster.assignment), "drained": victim, "goal_list": ",".join(GOALS),
             "goals": rows, "moves": kops["replica_moves"], "bytes_moved": kops["bytes_moved"],
@@ -267,17 +272,17 @@ def run(scenario: str, brokers: int, partitions: int, full: bool = True) -> dict
             "second_run_moves": second.moves, "second_run_leader_moves": second.leader_moves,
             "misses": sorted(g for g, r in rows.items() if r["room"].startswith("MISS")),
             "plan_seconds": round(seconds, 2), "plan_cpu_seconds": round(cpu, 2), "peak_rss_mb": round(peak, 1),
-            "baseline": "kops rebalance --goal bytes" if full else "none (--plan-only)",
-            "baseline_moves": baseline["replica_moves"],
-            "baseline_bytes_moved": baseline["bytes_moved"], "baseline_hard_violations": baseline["hard_violations"]}
+            "room_checks": checks, "baseline": "none" if base is None else "kops rebalance --goal bytes",
+            "baseline_moves": other["replica_moves"], "baseline_bytes_moved": other["bytes_moved"],
+            "baseline_hard_violations": other["hard_violations"]}
 
 
-def in_child(scenario: str, scale: str, folder: Path, timeout: float, plan_only: bool = False) -> dict:
+def in_child(scenario: str, scale: str, folder: Path, timeout: float, flags: tuple[str, ...] = ()) -> dict:
     """`scenario` at `scale` in a fresh process; its line, with the whole process's wall time and peak RSS."""
     brokers, partitions = SCALES[scale]
     log = folder / f"{scale}-{scenario}.log"
     command = [sys.executable, str(Path(__file__).resolve()), "--child", "--scenario", scenario, "--scale", scale,
-               *(["--plan-only"] if plan_only else [])]
+               *flags]
     code, seconds, rss = measured(command, log, timeout)
     if code != 0:
         status = f"timed out after {timeout:.0f} s" if code is None else f"failed: {log.read_text()[-400:]}"
@@ -295,16 +300,21 @@ def main() -> None:
                         help="the plan and its hard checks (violations, worse goals, idempotence) without the room "
                              "checks and the baseline: at a million partitions the single-goal baseline takes more "
                              "than 15 minutes (RESULTS, Capacity) and each room check walks the list again")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="the room checks without the baseline: where each goal far from its bound is held, at "
+                             "a million partitions too")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # run it here, in_child's process
     args = parser.parse_args()
     scales = args.scale or ["small", "medium"]
     if args.child:
-        print(json.dumps(run(args.scenario, *SCALES[scales[0]], full=not args.plan_only)))
+        print(json.dumps(run(args.scenario, *SCALES[scales[0]], checks=not args.plan_only,
+                             baseline=not (args.plan_only or args.no_baseline))))
         return
+    flags = tuple(f for f, on in (("--plan-only", args.plan_only), ("--no-baseline", args.no_baseline)) if on)
     with tempfile.TemporaryDirectory(prefix="kops-bench-goals-") as temp:
         for scale in scales:
             for scenario in [args.scenario] if args.scenario else SCENARIOS:
-                print(json.dumps(in_child(scenario, scale, Path(temp), args.timeout, args.plan_only)), flush=True)
+                print(json.dumps(in_child(scenario, scale, Path(temp), args.timeout, flags)), flush=True)
 
 
 if __name__ == "__main__":

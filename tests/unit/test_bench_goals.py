@@ -63,3 +63,15 @@ def test_a_tiny_decommission_line_drains_the_broker_and_judges_from_the_assignme
     for figures in row["goals"].values():
         assert figures["lower_bound"] <= figures["after"] + 0.01 and "start" in figures
         assert (figures["room"] == "ok") == (figures["gap"] <= GAP)
+
+
+def test_without_the_baseline_the_room_checks_still_say_where_each_far_goal_is_held() -> None:
+    """--no-baseline (the million row): the room checks run, the single-goal baseline does not."""
+    row = run("skewed", 12, 240, baseline=False)
+    assert row["baseline"] == "none" and row["room_checks"] is True
+    far = {g: f for g, f in row["goals"].items() if f["gap"] > GAP}
+    assert far and all(f["room"] != "not checked" and f["alone"] is not None for f in far.values())
+    assert row["baseline_moves"] is None and all(f["baseline_after"] is None for f in row["goals"].values())
+    plan_only = run("skewed", 12, 240, checks=False, baseline=False)
+    assert all(f["room"] in ("ok", "not checked") for f in plan_only["goals"].values())
+    assert plan_only["moves"] == row["moves"] and plan_only["room_checks"] is False
