@@ -207,6 +207,26 @@ def test_network_out_above_its_band_relays_a_heavy_leadership_where_its_follower
     assert optimize(GoalState(dict(state.replicas), inputs), ("network_out", "leaders")).actions == ()
 
 
+def test_a_leader_count_above_its_band_hands_on_leaderships_beyond_the_lightest_few() -> None:
+    """600 partitions over six brokers: a share of 100 leaderships, the band 91..109. Broker 1 leads 120; its ten
+    lightest are followed by broker 2, at the band's top, the rest by broker 6, with room (98). No broker lies below
+    the band, so none pulls: broker 1 must hand its leaderships on itself, past the ten it cannot (a million-
+    partition cluster's leader count stopped at 121.6% of the mean this way, its band's top 109%)."""
+    leads = {1: 120, 2: 109, 3: 91, 4: 91, 5: 91, 6: 98}
+    follower = {2: 3, 3: 4, 4: 5, 5: 3, 6: 5}
+    assignment: dict[TopicPartition, tuple[int, ...]] = {}
+    for b, n in leads.items():
+        for k in range(n):
+            assignment[TopicPartition(f"t{b}", k)] = (b, (2 if k < 10 else 6) if b == 1 else follower[b])
+    inputs = GoalInputs(racks=dict.fromkeys(leads), sizes=dict.fromkeys(assignment, 1))
+    state = GoalState(assignment, inputs)
+    leaders = bands(state, ("leaders",))[0][0]
+    assert isinstance(leaders, Band) and (leaders.lo[1], leaders.hi[1]) == (91.0, 109.0)
+    optimize(state, ("leaders",))
+    assert {b: state.load["leaders"][b] for b in leads} == {1: 109, 2: 109, 3: 91, 4: 91, 5: 91, 6: 109}
+    assert all(state.replicas[TopicPartition("t1", k)][0] == 1 for k in range(10))  # broker 2 stays at its top
+
+
 def test_where_every_broker_sits_at_the_leader_peak_disk_moves_followers_and_hands_leaderships_over() -> None:
     """Each broker leads six partitions (the leader count's starting peak everywhere), and broker 1's large
     replicas, the candidates nearest its gap, are all leaders: none may go anywhere without lifting a broker above
