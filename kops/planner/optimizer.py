@@ -285,12 +285,13 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
     state = walk.state
     gap = state.load[band.name][broker] - band.hi[broker]
     counts = band.name in COUNTS
-    candidates = _around(state, band.name, state.ranked(band.name, broker), gap)
+    ranked = state.ranked(band.name, broker)
+    candidates = _around(state, band.name, ranked, gap)
     if band.leadership:
         # the leader count tries more than CANDIDATES: where the lightest leaderships' followers all sit at the band's
         # top, a broker of a thousand leaderships stopped above its band (a million partitions: 121.6% of the mean,
         # the band's top 109%), and each refusal is read before a trial is built (`_pushed_out`)
-        tried = [tp for _, tp in state.ranked(band.name, broker)[:LEADERSHIPS_TRIED]] if counts else candidates
+        tried = [tp for _, tp in ranked[:LEADERSHIPS_TRIED]] if counts else candidates
         for tp in tried:
             # a follower on a broker outside the walk's (one a play drains) never takes the lead
             others = sorted((b for b in state.replicas[tp][1:] if b in band.hi),
