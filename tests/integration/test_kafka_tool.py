@@ -8,7 +8,6 @@ done) to exactly the layout kops planned; a proposal from the tool's `--generate
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -18,28 +17,11 @@ from kops.model import plan_format
 from kops.zk_layout.client import ZkClient, ZkSettings
 from tests.engines import EngineLab
 from tests.integration.test_executor import judged, layout, throttle_configs
+from tests.kafka_reassign_tool import reassign_tool, verify_until_done
 from tests.labtools import wait_until
 
 pytestmark = pytest.mark.lab
-REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 ORIGINAL = {"orders": {p: ((p % 3) + 1, ((p + 1) % 3) + 1) for p in range(6)}}
-
-
-def reassign_tool(cluster: EngineLab, *args: str) -> str:
-    """kafka-reassign-partitions from the fetched kafka-tools, against the cluster's brokers."""
-    assert cluster.bootstrap is not None
-    dist = cluster.lab.distribution()
-    return cluster.lab.run_tool(dist, REASSIGN, "--bootstrap-server", cluster.bootstrap, *args)
-
-
-def verify_until_done(cluster: EngineLab, moves: Path, timeout: float = 120.0) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        out = reassign_tool(cluster, "--verify", "--reassignment-json-file", str(moves))
-        if "still in progress" not in out:  # every partition "is completed"; the tool then clears its throttles
-            return out
-        assert time.monotonic() < deadline, out
-        time.sleep(1.0)
 
 
 @pytest.fixture
