@@ -28,11 +28,13 @@ from kops.model.plan import (
     Move,
     PartitionAddition,
     Plan,
+    Throttle,
     TopicCreation,
     TopicDeletion,
     Usage,
 )
 from kops.model.snapshot import Snapshot
+from kops.model.throttle_keys import FOLLOWER_RATE
 from kops.units import format_rate, format_size
 
 if TYPE_CHECKING:
@@ -215,7 +217,10 @@ def capacity_report(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartitio
     caps = resolve(declared, snapshot)
     if not caps.known:
         return None
-    walked = _walk(plan, snapshot, Loads(write or {}, sizes, fanout or {}), current_at)
+    return _report(caps, _walk(plan, snapshot, Loads(write or {}, sizes, fanout or {}), current_at))
+
+
+def _report(caps: Capacities, walked: Walked) -> CapacityReport:
     brokers: dict[int, dict[str, Usage]] = {}
     for broker in sorted(caps.brokers):
         other = max(0.0, caps.in_use.get(broker, 0) - walked[0]["disk"].get(broker, 0.0))
@@ -231,9 +236,54 @@ def capacity_report(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartitio
 def with_capacity_report(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
                          declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None,
                          fanout: Mapping[str, int] | None = None, current_at: PerResource | None = None) -> Plan:
-    """`plan` with `summary.capacity` filled (unchanged when no capacity is known)."""
-    report = capacity_report(plan, snapshot, sizes, declared, write, fanout, current_at)
-    return plan if report is None else replace(plan, summary=replace(plan.summary, capacity=report))
+    """`plan` with `summary.capacity` filled, and a warning where the throttle's catch-up may take a broker's
+    network in over its limit (`catch_up_warnings`); unchanged when no capacity is known."""
+    caps = resolve(declared, snapshot)
+    if not caps.known:
+        return plan
+    walked = _walk(plan, snapshot, Loads(write or {}, sizes, fanout or {}), current_at)
+    return replace(plan, summary=replace(plan.summary, capacity=_report(caps, walked)),
+                   warnings=plan.warnings + catch_up_warnings(plan, caps, walked[1]))
+
+
+def catch_up_warnings(plan: Plan, caps: Capacities, peaks: Sequence[tuple[int, PerResource]]) -> tuple[str, ...]:
+    """While a batch copies, each receiving broker fetches its new replicas' backlog at up to its follower throttle,
+    on top of the network in the batch's peak counts (docs/design/capacity.md §6.6, §11). Where that may pass a
+    broker's `network_in` limit, say so once with the tightest broker and the throttle that keeps every one inside;
+    where the plan copies unthrottled, say the catch-up is not bounded at all."""
+    over: list[tuple[float, int, int, float, float]] = []  # (room, broker, batch, held, limit)
+    unthrottled = False
+    for batch, (index, peak) in zip(plan.batches, peaks, strict=True):
+        for b in sorted({b for move in batch.moves for b in move.adding}):
+            limit = caps.limit(b, "network_in")
+            if limit is None:
+                continue
+            rate, held = follower_rate(batch.throttle, b), peak["network_in"].get(b, 0.0)
+            unthrottled = unthrottled or batch.throttle.rate is None
+            if rate > 0 and held + rate > limit:
+                over.append((limit - held, b, index, held + rate, limit))
+    if unthrottled:
+        return ("network in while the copies catch up is not held to capacity.limits.network_in: the plan has no "
+                "throttle (set execution.throttle or pass --throttle)",)
+    if not over:
+        return ()
+    room, broker, index, held, limit = min(over)
+    brokers = len({b for _, b, _, _, _ in over})
+    fits = (f"a throttle of at most {format_rate(room)} keeps every one inside" if room > 0 else
+            f"no throttle does: broker {broker}'s new replicas' own writes fill its limit")
+    return (f"the throttle's catch-up may take the network in of {brokers} broker(s) over capacity.limits.network_in "
+            f"at a batch's peak (broker {broker}: {format_rate(held)} at batch {index}, limit {format_rate(limit)}); "
+            f"{fits}",)
+
+
+def follower_rate(throttle: Throttle, broker: int) -> float:
+    """The rate Kafka holds `broker`'s throttled fetches to in a batch: its follower rate as the plan writes it
+    (a lower one found kept), 0 for an unthrottled batch."""
+    value = throttle.brokers.get(broker, {}).get(FOLLOWER_RATE)
+    try:
+        return float(value) if value is not None else float(throttle.rate or 0)
+    except ValueError:
+        return float(throttle.rate or 0)
 
 
 def _amount(resource: str, value: float) -> str:

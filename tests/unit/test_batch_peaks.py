@@ -106,3 +106,53 @@ def test_network_in_and_replica_caps_peak_too() -> None:
     kept = plan_targets(snap, targets, "c", sizes=sizes, policy=Policy(capacity=rates, write=write))
     assert batched(kept) == [["a-0"], ["b-0"]]
     assert hard_violations(kept, snap, sizes, rates, write) == []
+
+
+def into_a_busy_link(**kwargs):
+    """Broker 3 receives b-0 and b-1 (written at 100 bytes/s each) while it already takes 500 bytes/s in for a-0:
+    a network-in capacity of 1,000 bytes/s, limit 800, so its batch's peak is 700 before any catch-up."""
+    snap = snapshot(brokers(3, racks=None), [topic("a", [(3,)]), topic("b", [(1,), (2,)])], **kwargs)
+    sizes = {TopicPartition("a", 0): 1_000, TopicPartition("b", 0): 1_000, TopicPartition("b", 1): 1_000}
+    write = {TopicPartition("a", 0): 500.0, TopicPartition("b", 0): 100.0, TopicPartition("b", 1): 100.0}
+    rates = CapacityDeclaration(default={"network_in": Figure(1_000.0, INV)})
+    return snap, sizes, write, rates, {TopicPartition("b", 0): (3,), TopicPartition("b", 1): (3,)}
+
+
+def catch_up(planned: Plan) -> list[str]:
+    return [w for w in planned.warnings if "catch" in w]
+
+
+def test_a_throttle_within_the_receiving_broker_s_network_room_is_not_flagged() -> None:
+    """700 at the peak plus 100 bytes/s of catch-up: exactly the limit."""
+    snap, sizes, write, rates, targets = into_a_busy_link()
+    kept = plan_targets(snap, targets, "c", Execution(throttle=100), sizes=sizes,
+                        policy=Policy(capacity=rates, write=write))
+    assert batched(kept) == [["b-0", "b-1"]] and catch_up(kept) == []
+
+
+def test_a_throttle_whose_catch_up_may_fill_the_link_is_named_with_the_rate_that_fits() -> None:
+    """At 250 bytes/s the receiving broker may take 950 in, over its 800: once per broker, not per copy (two
+    copies arrive, the throttle holds both fetches together)."""
+    snap, sizes, write, rates, targets = into_a_busy_link()
+    planned = plan_targets(snap, targets, "c", Execution(throttle=250), sizes=sizes,
+                           policy=Policy(capacity=rates, write=write))
+    assert catch_up(planned) == [
+        "the throttle's catch-up may take the network in of 1 broker(s) over capacity.limits.network_in at a batch's "
+        "peak (broker 3: 950 B/s at batch 1, limit 800 B/s); a throttle of at most 100 B/s keeps every one inside"]
+
+
+def test_a_lower_follower_rate_already_on_the_broker_is_what_counts() -> None:
+    """Broker 3 already holds its fetches to 50 bytes/s (an operator's rate, which kops keeps): 750, inside."""
+    snap, sizes, write, rates, targets = into_a_busy_link(
+        broker_configs={"3": {"follower.replication.throttled.rate": "50"}})
+    planned = plan_targets(snap, targets, "c", Execution(throttle=250), sizes=sizes,
+                           policy=Policy(capacity=rates, write=write))
+    assert planned.batches[0].throttle.brokers[3]["follower.replication.throttled.rate"] == "50"
+    assert catch_up(planned) == []
+
+
+def test_an_unthrottled_plan_says_its_catch_up_is_not_bounded() -> None:
+    snap, sizes, write, rates, targets = into_a_busy_link()
+    planned = plan_targets(snap, targets, "c", sizes=sizes, policy=Policy(capacity=rates, write=write))
+    assert catch_up(planned) == ["network in while the copies catch up is not held to capacity.limits.network_in: "
+                                 "the plan has no throttle (set execution.throttle or pass --throttle)"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -82,6 +83,30 @@ def test_limits_racks_no_goal_worse_and_a_second_walk_does_nothing(rnd: random.R
     if outcome.converged:
         again = GoalState(after, inputs, limits)
         assert optimize(again, goals).actions == ()
+
+
+
+@pytest.mark.xfail(strict=True, reason="known defect: a walk that lowers a lower goal's trough leaves its band "
+                   "narrower than a second run draws it (see the docstring)")
+def test_a_second_walk_after_a_trough_lowered_by_a_higher_goal_does_nothing() -> None:
+    """Found by the property test above (a developer's random run). Network in moves t0-6 off broker 2, which led
+    it, so broker 2's network out falls to 24 and the goal's band, drawn from the start's trough, keeps its floor at
+    70: broker 2 pulls t0-5's leadership from broker 1, refused since broker 1 would fall to 69. A second run draws
+    the floor at 37 from the lower trough and takes the leadership. Redrawing the bands after a walk wherever a
+    broker lies outside them would fix it at the cost of a sweep at a million partitions (not measured yet)."""
+    t = [TopicPartition("t0", p) for p in range(9)]
+    layout = dict(zip(t, [(1,), (3, 1, 2), (1,), (1,), (2, 3), (1, 2), (2,), (1, 2, 3), (1,)], strict=True))
+    sizes = dict(zip(t, [1, 1, 1, 1, 1, 2, 1, 1, 1], strict=True))
+    write = dict(zip(t, [0.0, 24.0, 0.0, 0.0, 12.0, 25.0, 46.0, 23.0, 0.0], strict=True))
+    caps = {"disk": {1: 1000.0, 2: 1000.0, 3: 1000.0}, "network_in": {1: 1000.0, 2: 1000.0, 3: 2000.0},
+            "network_out": {1: 2000.0, 2: 2000.0, 3: 2000.0}}
+    inputs = GoalInputs(racks={1: "a", 2: "a", 3: "a"}, sizes=sizes, write=write, capacity=caps)
+    limits = {r: {b: 0.8 * c for b, c in per.items()} for r, per in caps.items()} | {
+        "replicas": {b: 9.0 for b in (1, 2, 3)}}
+    goals = ("replicas", "disk", "network_in", "network_out", "topic_replicas", "leaders", "leader_bytes_in")
+    state = GoalState(layout, inputs, limits)
+    assert optimize(state, goals).converged
+    assert optimize(GoalState(dict(state.replicas), inputs, limits), goals).actions == ()
 
 
 def test_the_same_input_gives_the_same_actions() -> None:
