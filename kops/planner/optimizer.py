@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from kops.model.partitions import TopicPartition
 from kops.planner.actions import EPS, Action, Spend
-from kops.planner.bands import COUNTS, Band, TopicBand, bands, beyond, extremes
+from kops.planner.bands import COUNTS, Band, Extremes, TopicBand, bands, beyond, extremes
 from kops.planner.goal_state import LEADER_LOADS, REPLICA_LOADS, GoalState
 from kops.planner.relief import relieve
 from kops.planner.trial import Trial, handover_trial, lead_trial, move_trial, relay_trial, swap_trial
@@ -496,8 +496,9 @@ def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = Non
     a playbook's `tolerance` leaves alone (`bands.beyond`) takes no action but still holds the goals below it.
     Hard limits come first (kops/planner/relief.py). Where relief moved anything, the bands are held to the run's
     start (`bands.extremes`: relief may lift a lower goal's peak), and a last round draws them from where the walk
-    ends, as a second optimize would, so that it has nothing to do. A broker that nothing could relieve may find
-    room once the goals have moved, and then the bands are drawn again from where relief left the cluster."""
+    ends, as a second optimize would, so that it has nothing to do; so does a walk that lowered a goal's trough
+    (`_trough_fell`). A broker that nothing could relieve may find room once the goals have moved, and then the
+    bands are drawn again from where relief left the cluster."""
     spend = spend or Spend()
     start = extremes(state, goals)
     log = relieve(state, spend)
@@ -505,6 +506,7 @@ def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = Non
     skipped: dict[str, str] = {}
     for _round in range(MAX_SWEEPS):
         made, skipped = bands(state, goals, held)
+        drawn = extremes(state, goals)
         walk = _Walk(state, made, spend)
         converged = _sweeps(walk, made, [i for i, band in enumerate(made)
                                          if tolerance <= 0 or beyond(state, band, tolerance)])
@@ -512,10 +514,18 @@ def optimize(state: GoalState, goals: tuple[str, ...], spend: Spend | None = Non
         relief = relieve(state, spend)
         log += relief
         if not relief:
-            if held is None:
+            if held is None and not (walk.log and _trough_fell(drawn, extremes(state, goals))):
                 return Outcome(tuple(log), converged, skipped)
             held = None
     return Outcome(tuple(log), False, skipped)
+
+
+def _trough_fell(drawn: Extremes, now: Extremes) -> bool:
+    """Did the walk lower a goal's trough below the one its band was drawn from? A band's floor follows the trough
+    (`bands`), so a second run would draw it lower: a source the walk kept from falling below the old floor could
+    then give, and the second run would act. Peaks never rise (rule 4), and a lower peak or a higher trough only
+    narrows a band where no broker lies outside it, so a fallen trough is the one change to walk again for."""
+    return any(now[name][1] < trough - EPS for name, (_peak, trough) in drawn.items() if name in now)
 
 
 def _sweeps(walk: _Walk, made: tuple[AnyBand, ...], acting: list[int]) -> bool:
