@@ -31,7 +31,7 @@ from kops.model.snapshot import Snapshot
 from kops.planner import tiered
 from kops.planner.fingerprint import fingerprint
 from kops.planner.headroom import capacity_notes, capacity_rows
-from kops.planner.markdown import cordons_said, duration, goal_rows, placed, render_markdown
+from kops.planner.markdown import cordons_said, duration, goal_rows, placed, render_markdown, throttle_label
 from kops.planner.planner import Policy, plan_targets
 from kops.planner.planner import plan as make_plan
 from kops.sizes.reader import Sizes, read_sizes
@@ -148,7 +148,7 @@ def _print_batches(plan: Plan, details: bool) -> None:
     batches = console.table("Batches", ">Batch", ">Partitions", ">Replica moves", ">Bytes", *extra, ">Estimate",
                             "Throttle")
     for b in plan.batches:
-        rate = f"{format_size(b.throttle.rate)}/s" if b.throttle.rate else "none"
+        rate = throttle_label(b.throttle)
         cells = (str(len(b.disk_moves)), format_size(b.disk_bytes)) if disk else ()
         batches.add_row(str(b.index), str(len(b.moves)), str(sum(len(m.adding) for m in b.moves)),
                         format_size(b.bytes), *cells, duration(b.estimate.seconds), rate)

@@ -442,7 +442,7 @@ class Executor:
                 raise Stop(f"{short}; {what_to_do(record.kind)}")
             if todo:
                 first_start = batch.started_at is None
-                wanted = throttles.plan_batch_throttles(record, todo, snapshot)
+                wanted = throttles.plan_batch_throttles(record, todo, snapshot, caps=batch.caps)
                 batch.status, batch.started_at = RUNNING, batch.started_at or self.clock.now()
                 self.save(record)  # the values found are safe before anything is written
                 throttles.write(self.cluster, record, wanted)

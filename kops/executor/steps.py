@@ -15,6 +15,7 @@ p1 [2,3,4] -> [2,3,1]}, then election for p0, p1, p2.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kops.executor.record import PENDING, BatchRecord, ConfigRecord, ExecutionRecord
@@ -35,17 +36,23 @@ class RollbackSteps:
 
 
 def from_plan(plan: Plan) -> list[BatchRecord]:
-    return [BatchRecord(b.index, list(b.moves), estimate_seconds=b.estimate.seconds, disk_moves=list(b.disk_moves))
-            for b in plan.batches]
+    return [BatchRecord(b.index, list(b.moves), estimate_seconds=b.estimate.seconds, disk_moves=list(b.disk_moves),
+                        caps=dict(b.throttle.caps)) for b in plan.batches]
 
 
 def rolling_from_plan(plan: Plan, snapshot: Snapshot) -> list[BatchRecord]:
-    return one_per_move(plan.moves, snapshot)
+    """One per move; each keeps its plan batch's caps on the brokers it copies to."""
+    caps = {m.tp: {b: c for b, c in batch.throttle.caps.items() if b in m.adding}
+            for batch in plan.batches for m in batch.moves}
+    return one_per_move(plan.moves, snapshot, caps)
 
 
-def one_per_move(moves: list[Move], snapshot: Snapshot) -> list[BatchRecord]:
+def one_per_move(moves: list[Move], snapshot: Snapshot,
+                 caps: Mapping[TopicPartition, dict[int, int]] | None = None) -> list[BatchRecord]:
     """A rolling execution's batches: one per move, in rolling order (busiest port first, largest first)."""
-    return [BatchRecord(n, [m]) for n, m in enumerate(rolling_order(moves, leader_of(snapshot)), 1)]
+    caps = caps or {}
+    return [BatchRecord(n, [m], caps=dict(caps.get(m.tp, {})))
+            for n, m in enumerate(rolling_order(moves, leader_of(snapshot)), 1)]
 
 
 def _replicas(snapshot: Snapshot, tp: TopicPartition) -> tuple[int, ...] | None:

@@ -31,10 +31,12 @@ def entity_key(entity_type: str, name: str) -> str:
 
 
 def plan_batch_throttles(record: ExecutionRecord, moves: list[Move], snapshot: Snapshot,
-                         config_of: ConfigOf | None = None) -> dict[str, dict[str, str]]:
-    """The values to write for this batch; records the values found (call before writing, then save)."""
+                         config_of: ConfigOf | None = None,
+                         caps: Mapping[int, int] | None = None) -> dict[str, dict[str, str]]:
+    """The values to write for this batch; records the values found (call before writing, then save). `caps`: the
+    plan's, per broker: its follower rate stays under them whatever the execution's rate."""
     config_of = config_of or snapshot_configs(snapshot)
-    throttle = batch_throttle(moves, snapshot, record.rate, config_of)
+    throttle = batch_throttle(moves, snapshot, record.rate, config_of, caps)
     wanted: dict[str, dict[str, str]] = {}
     for topic, values in throttle.topics.items():
         _remember(record, entity_key("topics", topic), values, config_of("topics", topic))
@@ -81,7 +83,11 @@ def in_flight_throttles(record: ExecutionRecord, moves: list[Move], snapshot: Sn
             else:
                 now[config_key] = value
         return now
-    return plan_batch_throttles(record, moves, snapshot, config_of)
+    caps: dict[int, int] = {}
+    for batch in record.in_flight:  # the tightest of the plan's caps of every batch in flight
+        for broker, cap in batch.caps.items():
+            caps[broker] = min(cap, caps.get(broker, cap))
+    return plan_batch_throttles(record, moves, snapshot, config_of, caps)
 
 
 def write_in_flight(cluster: Cluster, record: ExecutionRecord, wanted: dict[str, dict[str, str]],

@@ -122,6 +122,9 @@ class ThrottleDoc(Doc):
     rate: Rate | None = Field(description="bytes/s per broker; null: planned without a throttle")
     topics: dict[Text, ConfigMap] = Field(description="topic -> leader/follower `*.replication.throttled.replicas`")
     brokers: dict[IdKey, ConfigMap] = Field(description="broker id -> `*.replication.throttled.rate`")
+    caps: dict[IdKey, Rate] = Field(default_factory=dict, exclude_if=lambda v: not v, description=(
+        "broker id -> the most its follower rate may be in this batch (bytes/s): its network-in room at the batch's "
+        "peak, below `rate`; kept under any rate `kops apply --throttle` sets. Absent: no broker is capped"))
 
 
 class EstimateDoc(Doc):

@@ -13,7 +13,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, Strict, model_validator
 
-from kops.formats.base import Doc, Flag, Id, Rate, Replicas, Seconds, Size, Text, fail
+from kops.formats.base import Doc, Flag, Id, IdKey, Rate, Replicas, Seconds, Size, Text, fail
 from kops.formats.plan import RollingDoc
 from kops.model.execution import BatchRecord, ConfigRecord, CordonRecord, ExecutionRecord
 
@@ -66,6 +66,9 @@ class BatchRecordDoc(Doc):
     disk_moves: list[DiskMoveRow] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
         "`[topic, partition, broker, from dir, to dir, replicas, bytes]`: a replica to another log dir of its "
         "broker, run after the batch's moves; `from dir` is what rollback restores; absent when none"))
+    caps: dict[IdKey, Rate] = Field(default_factory=dict, exclude_if=lambda v: not v, description=(
+        "broker id -> the most its follower rate may be while the batch runs, whatever the execution's rate: the "
+        "plan's caps (a batch's `throttle.caps`); absent when none"))
 
 
 class RecordDoc(Doc):

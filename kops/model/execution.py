@@ -27,6 +27,7 @@ class BatchRecord:
     finished_at: float | None = None
     progress_at: float | None = None  # the last time the batch moved (stall detection, kops status)
     disk_moves: list[DiskMove] = field(default_factory=list)  # replicas to another dir of their broker, after moves
+    caps: dict[int, int] = field(default_factory=dict)  # broker -> most its follower rate may be (the plan's caps)
 
     @property
     def tps(self) -> set[TopicPartition]:

@@ -224,6 +224,9 @@ class Throttle:
     topics: dict[str, dict[str, str]]  # topic -> {leader/follower key: value}
     brokers: dict[int, dict[str, str]]  # broker -> {rate key: value}
     rate: int | None  # bytes/s per broker, None = unthrottled
+    # broker -> the most its follower rate may be in this batch, below `rate`: its network-in room at the batch's
+    # peak (docs/design/capacity.md §6.6); the executor keeps it under any rate `--throttle` sets
+    caps: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -355,8 +355,10 @@ class _Search:
         return best
 
 
-def port_times(moves: list[Move], rate_in: float, rate_out: float) -> tuple[dict[int, int], dict[int, int], float]:
-    """Bytes in and out per broker and the makespan in seconds for a set of moves run at once."""
+def port_times(moves: list[Move], rate_in: float, rate_out: float,
+               caps: Mapping[int, int] | None = None) -> tuple[dict[int, int], dict[int, int], float]:
+    """Bytes in and out per broker and the makespan in seconds for a set of moves run at once; `caps`: brokers that
+    receive at a lower rate (their follower throttle held to their network-in room)."""
     bytes_in: dict[int, int] = {}
     bytes_out: dict[int, int] = {}
     for m in moves:
@@ -364,5 +366,7 @@ def port_times(moves: list[Move], rate_in: float, rate_out: float) -> tuple[dict
             bytes_in[b] = bytes_in.get(b, 0) + m.bytes
         if m.adding:
             bytes_out[m.leader] = bytes_out.get(m.leader, 0) + m.bytes * len(m.adding)
-    seconds = max([v / rate_in for v in bytes_in.values()] + [v / rate_out for v in bytes_out.values()] + [0.0])
+    caps = caps or {}
+    seconds = max([v / min(rate_in, caps.get(b, rate_in)) for b, v in bytes_in.items()]
+                  + [v / rate_out for v in bytes_out.values()] + [0.0])
     return bytes_in, bytes_out, seconds

@@ -28,13 +28,11 @@ from kops.model.plan import (
     Move,
     PartitionAddition,
     Plan,
-    Throttle,
     TopicCreation,
     TopicDeletion,
     Usage,
 )
 from kops.model.snapshot import Snapshot
-from kops.model.throttle_keys import FOLLOWER_RATE
 from kops.units import format_rate, format_size
 
 if TYPE_CHECKING:
@@ -214,10 +212,20 @@ def capacity_report(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartitio
     """Each broker's capacity, usage before → after, peak and headroom, for every resource with a known
     capacity; None when none is known (the plan then says nothing of capacity). `current_at`: the snapshot's
     `current_loads`, where the caller has them."""
+    walked = plan_walk(plan, snapshot, sizes, declared, write, fanout, current_at)
+    return None if walked is None else _report(*walked)
+
+
+def plan_walk(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
+              declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None,
+              fanout: Mapping[str, int] | None = None,
+              current_at: PerResource | None = None) -> tuple[Capacities, Walked] | None:
+    """The capacities and the loads before the plan, at each batch's peak and after it; None when no capacity is
+    known. One walk serves the report, the throttle's caps and the warnings."""
     caps = resolve(declared, snapshot)
     if not caps.known:
         return None
-    return _report(caps, _walk(plan, snapshot, Loads(write or {}, sizes, fanout or {}), current_at))
+    return caps, _walk(plan, snapshot, Loads(write or {}, sizes, fanout or {}), current_at)
 
 
 def _report(caps: Capacities, walked: Walked) -> CapacityReport:
@@ -233,57 +241,57 @@ def _report(caps: Capacities, walked: Walked) -> CapacityReport:
     return CapacityReport({r: f for r, f in caps.limits.items()}, brokers, over, unknown)
 
 
-def with_capacity_report(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
-                         declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None,
-                         fanout: Mapping[str, int] | None = None, current_at: PerResource | None = None) -> Plan:
-    """`plan` with `summary.capacity` filled, and a warning where the throttle's catch-up may take a broker's
-    network in over its limit (`catch_up_warnings`); unchanged when no capacity is known."""
-    caps = resolve(declared, snapshot)
-    if not caps.known:
-        return plan
-    walked = _walk(plan, snapshot, Loads(write or {}, sizes, fanout or {}), current_at)
+def with_report(plan: Plan, caps: Capacities, walked: Walked) -> Plan:
+    """`plan` with `summary.capacity` filled from `plan_walk`'s walk, and what its throttle leaves unbounded or
+    holds back said (`catch_up_warnings`)."""
     return replace(plan, summary=replace(plan.summary, capacity=_report(caps, walked)),
-                   warnings=plan.warnings + catch_up_warnings(plan, caps, walked[1]))
+                   warnings=plan.warnings + catch_up_warnings(plan, caps))
 
 
-def catch_up_warnings(plan: Plan, caps: Capacities, peaks: Sequence[tuple[int, PerResource]]) -> tuple[str, ...]:
-    """While a batch copies, each receiving broker fetches its new replicas' backlog at up to its follower throttle,
-    on top of the network in the batch's peak counts (docs/design/capacity.md §6.6, §11). Where that may pass a
-    broker's `network_in` limit, say so once with the tightest broker and the throttle that keeps every one inside;
-    where the plan copies unthrottled, say the catch-up is not bounded at all."""
-    over: list[tuple[float, int, int, float, float]] = []  # (room, broker, batch, held, limit)
-    unthrottled = False
-    for batch, (index, peak) in zip(plan.batches, peaks, strict=True):
-        for b in sorted({b for move in batch.moves for b in move.adding}):
+def catch_up_caps(plan: Plan, caps: Capacities, walked: Walked,
+                  write: Mapping[TopicPartition, float] | None = None) -> list[dict[int, int]]:
+    """Per batch, each receiving broker's follower rate where its network-in room is below the plan's rate.
+
+    While a batch copies, a receiving broker fetches its new replicas at up to its follower throttle: their backlog
+    and what is written to them meanwhile, which the batch's peak already counts. So the rate may be the broker's
+    limit (its start where it starts over, as the peak check holds it) less that peak, plus those writes. The peak
+    check keeps the peak within it, so the rate is at least what is written to the new replicas (docs/design/
+    capacity.md §6.6)."""
+    write = write or {}
+    before, peaks, _after = walked
+    out: list[dict[int, int]] = []
+    for batch, (_index, peak) in zip(plan.batches, peaks, strict=True):
+        rate, found = batch.throttle.rate, {}
+        carried: dict[int, float] = {}
+        for move in batch.moves if rate is not None else ():
+            for b in move.adding:
+                carried[b] = carried.get(b, 0.0) + write.get(move.tp, 0.0)
+        for b, own in sorted(carried.items()):
             limit = caps.limit(b, "network_in")
-            if limit is None:
-                continue
-            rate, held = follower_rate(batch.throttle, b), peak["network_in"].get(b, 0.0)
-            unthrottled = unthrottled or batch.throttle.rate is None
-            if rate > 0 and held + rate > limit:
-                over.append((limit - held, b, index, held + rate, limit))
-    if unthrottled:
+            if limit is not None:
+                room = max(limit, before["network_in"].get(b, 0.0)) - peak["network_in"].get(b, 0.0) + own
+                if rate is not None and room < rate:
+                    found[b] = max(1, int(room))
+        out.append(found)
+    return out
+
+
+def catch_up_warnings(plan: Plan, caps: Capacities) -> tuple[str, ...]:
+    """Where the plan copies onto brokers with a `network_in` limit unthrottled, the catch-up is not bounded; where
+    a batch holds a broker's follower rate below the plan's (`catch_up_caps`), say how many and the tightest, so a
+    reviewer knows why those batches take longer."""
+    receiving = [(batch, b) for batch in plan.batches for move in batch.moves for b in move.adding
+                 if caps.limit(b, "network_in") is not None]
+    if any(batch.throttle.rate is None for batch, _ in receiving):
         return ("network in while the copies catch up is not held to capacity.limits.network_in: the plan has no "
                 "throttle (set execution.throttle or pass --throttle)",)
-    if not over:
+    held = [(cap, b, batch.index) for batch in plan.batches for b, cap in batch.throttle.caps.items()]
+    if not held:
         return ()
-    room, broker, index, held, limit = min(over)
-    brokers = len({b for _, b, _, _, _ in over})
-    fits = (f"a throttle of at most {format_rate(room)} keeps every one inside" if room > 0 else
-            f"no throttle does: broker {broker}'s new replicas' own writes fill its limit")
-    return (f"the throttle's catch-up may take the network in of {brokers} broker(s) over capacity.limits.network_in "
-            f"at a batch's peak (broker {broker}: {format_rate(held)} at batch {index}, limit {format_rate(limit)}); "
-            f"{fits}",)
-
-
-def follower_rate(throttle: Throttle, broker: int) -> float:
-    """The rate Kafka holds `broker`'s throttled fetches to in a batch: its follower rate as the plan writes it
-    (a lower one found kept), 0 for an unthrottled batch."""
-    value = throttle.brokers.get(broker, {}).get(FOLLOWER_RATE)
-    try:
-        return float(value) if value is not None else float(throttle.rate or 0)
-    except ValueError:
-        return float(throttle.rate or 0)
+    cap, broker, index = min(held)
+    return (f"the follower throttle is held below the plan's rate on {len({b for _, b, _ in held})} broker(s), to "
+            f"their network-in room at a batch's peak (tightest: broker {broker} at {format_rate(cap)} in batch "
+            f"{index}); the batches that copy to them take longer, as their estimates say",)
 
 
 def _amount(resource: str, value: float) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kops.model.plan import CapacityReport, Cordon, GoalOutcome, Move, Plan
+from kops.model.plan import CapacityReport, Cordon, GoalOutcome, Move, Plan, Throttle
 from kops.planner import tiered
 from kops.planner.headroom import capacity_markdown
 from kops.planner.mermaid import bar_chart
@@ -68,6 +68,14 @@ def render_markdown(plan: Plan) -> str:
         lines += ["Rollback cannot undo: " + "; ".join(plan.rollback.irreversible), ""]
     return "\n".join(lines)
 
+
+
+def throttle_label(throttle: Throttle) -> str:
+    """A batch's throttle for the tables: its rate, and how many brokers receive below it (their network-in room)."""
+    if not throttle.rate:
+        return "none"
+    capped = f" ({len(throttle.caps)} broker{'s' if len(throttle.caps) > 1 else ''} capped)" if throttle.caps else ""
+    return format_rate(throttle.rate) + capped
 
 def _summary_table(plan: Plan) -> list[str]:
     s = plan.summary
@@ -185,7 +193,7 @@ def _batches_and_moves(plan: Plan) -> list[str]:
     lines = ["<details><summary>Batches</summary>", "", f"| batch | partitions | bytes |{within} estimate | throttle |",
              "|---|---|---|" + ("---|---|" if disk else "") + "---|---|"]
     for b in plan.batches:
-        rate = format_rate(b.throttle.rate) if b.throttle.rate else "none"
+        rate = throttle_label(b.throttle)
         within = f" {len(b.disk_moves)} | {format_size(b.disk_bytes)} |" if disk else ""
         lines.append(f"| {b.index} | {len(b.moves)} | {format_size(b.bytes)} |{within} {duration(b.estimate.seconds)} "
                      f"| {rate} |")

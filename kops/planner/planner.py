@@ -25,7 +25,7 @@ with 1 × size bytes, leader list `0:1,0:2`, follower list `0:3`, rollback [1,2,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kops import __version__
@@ -62,10 +62,12 @@ from kops.planner.headroom import (
     Headroom,
     PeaksRefused,
     PerResource,
+    catch_up_caps,
     current_loads,
     peak_room,
+    plan_walk,
     violations,
-    with_capacity_report,
+    with_report,
 )
 from kops.planner.intra_broker import band
 from kops.planner.layout import Layout
@@ -614,12 +616,13 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     # the snapshot's loads, read once for batching and the report, where a capacity is known
     current_at = (current_loads(snapshot, work.layout.sizes, policy.write, policy.fanout)
                   if work.layout.headroom is not None else None)
-    batch_list = _batches(work, moves, policy, rate, port_rate, sized, current_at)
+    grouped = _groups(work, moves, policy, port_rate, sized, current_at)
+    batch_list = _batches(work, grouped, policy, rate, port_rate, sized)
     moves = [m for b in batch_list for m in b.moves]
     election = tuple(sorted({m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
                              or _leader(snapshot, m.tp) != m.to_replicas[0]} | set(work.elect)))
     work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
-    return with_capacity_report(Plan(
+    planned = Plan(
         cluster=desired.cluster,
         cluster_id=snapshot.cluster_id,
         connect=str(desired.connect) if desired.connect else snapshot.connect,
@@ -639,7 +642,16 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         kops_version=__version__,
         stall_timeout=desired.execution.stall_timeout,
         rolling=desired.execution.rolling,
-    ), snapshot, work.layout.sizes, policy.capacity, policy.write, policy.fanout, current_at)
+    )
+    walked = plan_walk(planned, snapshot, work.layout.sizes, policy.capacity, policy.write, policy.fanout, current_at)
+    if walked is None:
+        return planned
+    caps = catch_up_caps(planned, *walked, policy.write)
+    if any(caps):  # the throttled fetches kept within each receiving broker's network-in room (capacity.md §6.6)
+        batch_list = _batches(work, grouped, policy, rate, port_rate, sized, caps)
+        planned = replace(planned, batches=tuple(batch_list), rollback=_rollback(work, batch_list, election, rate),
+                          summary=_summary(work, batch_list, port_rate, sized))
+    return with_report(planned, *walked)
 
 
 def _leader(snapshot: Snapshot, tp: TopicPartition) -> int | None:
@@ -678,26 +690,35 @@ def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy:
     return moves
 
 
-def _batches(work: _Work, moves: list[Move], policy: Policy, rate: int | None, port_rate: float,
-             sized: bool, current_at: PerResource | None = None) -> list[Batch]:
+def _groups(work: _Work, moves: list[Move], policy: Policy, port_rate: float, sized: bool,
+            current_at: PerResource | None = None) -> list[list[Move]]:
+    """The moves in batches within the execution's limits and, where capacities are known, every batch's peak
+    within each broker's limits (refused at the end where the targets themselves overfill a broker)."""
     desired = work.desired
     limits = batching.Limits(desired.execution.max_partitions, desired.execution.max_bytes,
                              desired.execution.max_moves_per_broker)
     room = peak_room(Changes(work.deletions, work.creations, work.additions), work.snapshot, work.layout.sizes,
                      policy.capacity, policy.write, current_at)
     try:
-        grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order,
-                                        tuple(desired.topics), room)
+        return batching.make_batches(moves, limits, port_rate, sized, desired.execution.order,
+                                     tuple(desired.topics), room)
     except PeaksRefused as refused:  # refused at the end, unless the targets themselves overfill a broker
         work.peaks_refused = refused
-        grouped = batching.make_batches(moves, limits, port_rate, sized, desired.execution.order,
-                                        tuple(desired.topics))
+        return batching.make_batches(moves, limits, port_rate, sized, desired.execution.order,
+                                     tuple(desired.topics))
+
+
+def _batches(work: _Work, grouped: list[list[Move]], policy: Policy, rate: int | None, port_rate: float,
+             sized: bool, caps: Sequence[Mapping[int, int]] = ()) -> list[Batch]:
+    """Each group a batch with its throttle and estimate; `caps`: per batch, the brokers whose follower rate is
+    held below the rate (their network-in room at the batch's peak), which receive at that rate in the estimate."""
     batch_list = []
     starts = 0.0
     for index, group in enumerate(grouped):
         group = _grown(group, policy.growth, starts) if sized else group
-        bytes_in, bytes_out, seconds = batching.port_times(group, port_rate, port_rate)
-        batch_list.append(Batch(index + 1, tuple(group), batch_throttle(group, work.snapshot, rate),
+        capped = caps[index] if index < len(caps) else {}
+        bytes_in, bytes_out, seconds = batching.port_times(group, port_rate, port_rate, capped)
+        batch_list.append(Batch(index + 1, tuple(group), batch_throttle(group, work.snapshot, rate, caps=capped),
                                 Estimate(seconds if sized else None, None, bytes_in, bytes_out)))
         starts += seconds
     return batch_list

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from kops.model.plan import Move, Throttle
 from kops.model.snapshot import Snapshot
-from kops.model.throttle_keys import BROKER_KEYS, FOLLOWER_REPLICAS, LEADER_REPLICAS, list_entries
+from kops.model.throttle_keys import BROKER_KEYS, FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_REPLICAS, list_entries
 
 
 def merge_list(existing: str | None, ours: set[str]) -> str:
@@ -29,8 +29,9 @@ ConfigOf = Callable[[str, str], Mapping[str, str]]  # (entity type, name) -> the
 
 
 def batch_throttle(moves: Iterable[Move], snapshot: Snapshot, rate: int | None,
-                   config_of: ConfigOf | None = None) -> Throttle:
-    """`config_of` (default: the snapshot's configs) gives the values to merge with."""
+                   config_of: ConfigOf | None = None, caps: Mapping[int, int] | None = None) -> Throttle:
+    """`config_of` (default: the snapshot's configs) gives the values to merge with; `caps`: per broker, the most
+    its follower rate may be (its network-in room), kept where below `rate`."""
     if rate is None:
         return Throttle({}, {}, None)
     if config_of is None:
@@ -52,11 +53,13 @@ def batch_throttle(moves: Iterable[Move], snapshot: Snapshot, rate: int | None,
             LEADER_REPLICAS: merge_list(config.get(LEADER_REPLICAS), leader.get(topic, set())),
             FOLLOWER_REPLICAS: merge_list(config.get(FOLLOWER_REPLICAS), follower.get(topic, set())),
         }
+    kept = {b: c for b, c in (caps or {}).items() if b in brokers and c < rate}
     rates = {}
     for broker in sorted(brokers):
         config = config_of("brokers", str(broker))
-        rates[broker] = {key: str(_keep_lower(config.get(key), rate)) for key in BROKER_KEYS}
-    return Throttle(topics, rates, rate)
+        rates[broker] = {key: str(_keep_lower(config.get(key), kept.get(broker, rate) if key == FOLLOWER_RATE
+                                              else rate)) for key in BROKER_KEYS}
+    return Throttle(topics, rates, rate, dict(sorted(kept.items())))
 
 
 def snapshot_configs(snapshot: Snapshot) -> ConfigOf:

@@ -11,7 +11,9 @@ from kops.errors import ExitCode
 from kops.model.capacity import CapacityDeclaration, Figure
 from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
+from kops.model import plan_format
 from kops.model.plan import Plan
+from kops.model.throttle_keys import FOLLOWER_RATE, LEADER_RATE
 from kops.planner.headroom import hard_violations
 from kops.planner.planner import PlanningError, Policy, plan_targets
 from tests.builders import brokers, snapshot, topic
@@ -109,8 +111,8 @@ def test_network_in_and_replica_caps_peak_too() -> None:
 
 
 def into_a_busy_link(**kwargs):
-    """Broker 3 receives b-0 and b-1 (written at 100 bytes/s each) while it already takes 500 bytes/s in for a-0:
-    a network-in capacity of 1,000 bytes/s, limit 800, so its batch's peak is 700 before any catch-up."""
+    """Broker 3 receives b-0 and b-1 (1,000 bytes each, written at 100 bytes/s each) while producers already send it
+    500 bytes/s for a-0: a network-in capacity of 1,000 bytes/s, limit 800."""
     snap = snapshot(brokers(3, racks=None), [topic("a", [(3,)]), topic("b", [(1,), (2,)])], **kwargs)
     sizes = {TopicPartition("a", 0): 1_000, TopicPartition("b", 0): 1_000, TopicPartition("b", 1): 1_000}
     write = {TopicPartition("a", 0): 500.0, TopicPartition("b", 0): 100.0, TopicPartition("b", 1): 100.0}
@@ -119,36 +121,49 @@ def into_a_busy_link(**kwargs):
 
 
 def catch_up(planned: Plan) -> list[str]:
-    return [w for w in planned.warnings if "catch" in w]
+    return [w for w in planned.warnings if "catch up" in w or "follower throttle" in w]
 
 
-def test_a_throttle_within_the_receiving_broker_s_network_room_is_not_flagged() -> None:
-    """700 at the peak plus 100 bytes/s of catch-up: exactly the limit."""
+def test_a_throttle_within_the_receiving_broker_s_network_room_is_left_as_it_is() -> None:
+    """Broker 3 takes 500 in from producers; while the batch copies, its throttled fetches carry the backlog and
+    the 200 written to b-0 and b-1, at up to 250: 750, within its 800."""
     snap, sizes, write, rates, targets = into_a_busy_link()
-    kept = plan_targets(snap, targets, "c", Execution(throttle=100), sizes=sizes,
+    kept = plan_targets(snap, targets, "c", Execution(throttle=250), sizes=sizes,
                         policy=Policy(capacity=rates, write=write))
     assert batched(kept) == [["b-0", "b-1"]] and catch_up(kept) == []
+    throttle = kept.batches[0].throttle
+    assert throttle.caps == {} and throttle.brokers[3][FOLLOWER_RATE] == "250"
 
 
-def test_a_throttle_whose_catch_up_may_fill_the_link_is_named_with_the_rate_that_fits() -> None:
-    """At 250 bytes/s the receiving broker may take 950 in, over its 800: once per broker, not per copy (two
-    copies arrive, the throttle holds both fetches together)."""
+def test_a_throttle_above_a_receiving_broker_s_network_room_is_held_to_it_there() -> None:
+    """At 400 the fetches could take broker 3 to 900 in: its follower rate is held to 300 (800 less the 500 not
+    throttled), the batch's estimate counts 2,000 bytes at 300 bytes/s, the sources keep 400, and the plan says so."""
     snap, sizes, write, rates, targets = into_a_busy_link()
-    planned = plan_targets(snap, targets, "c", Execution(throttle=250), sizes=sizes,
+    planned = plan_targets(snap, targets, "c", Execution(throttle=400), sizes=sizes,
                            policy=Policy(capacity=rates, write=write))
+    batch = planned.batches[0]
+    assert batch.throttle.caps == {3: 300} and batch.throttle.rate == 400
+    assert batch.throttle.brokers[3] == {LEADER_RATE: "400", FOLLOWER_RATE: "300"}
+    assert batch.throttle.brokers[1] == {LEADER_RATE: "400", FOLLOWER_RATE: "400"}
+    assert batch.estimate.seconds == pytest.approx(2_000 / 300)
+    assert planned.summary.estimated_seconds == pytest.approx(2_000 / 300)
     assert catch_up(planned) == [
-        "the throttle's catch-up may take the network in of 1 broker(s) over capacity.limits.network_in at a batch's "
-        "peak (broker 3: 950 B/s at batch 1, limit 800 B/s); a throttle of at most 100 B/s keeps every one inside"]
+        "the follower throttle is held below the plan's rate on 1 broker(s), to their network-in room at a batch's "
+        "peak (tightest: broker 3 at 300 B/s in batch 1); the batches that copy to them take longer, as their "
+        "estimates say"]
+    assert hard_violations(planned, snap, sizes, rates, write) == []
+    written = plan_format.dumps(planned)
+    assert b'"caps":{"3":300}' in written.replace(b" ", b"").replace(b"\n", b"")
+    assert plan_format.loads(written, "plan.json").batches[0].throttle.caps == {3: 300}
 
 
-def test_a_lower_follower_rate_already_on_the_broker_is_what_counts() -> None:
-    """Broker 3 already holds its fetches to 50 bytes/s (an operator's rate, which kops keeps): 750, inside."""
-    snap, sizes, write, rates, targets = into_a_busy_link(
-        broker_configs={"3": {"follower.replication.throttled.rate": "50"}})
-    planned = plan_targets(snap, targets, "c", Execution(throttle=250), sizes=sizes,
+def test_a_lower_follower_rate_already_on_the_broker_stays() -> None:
+    """Broker 3 already holds its fetches to 50 bytes/s (an operator's rate, which kops keeps under its own cap)."""
+    snap, sizes, write, rates, targets = into_a_busy_link(broker_configs={"3": {FOLLOWER_RATE: "50"}})
+    planned = plan_targets(snap, targets, "c", Execution(throttle=400), sizes=sizes,
                            policy=Policy(capacity=rates, write=write))
-    assert planned.batches[0].throttle.brokers[3]["follower.replication.throttled.rate"] == "50"
-    assert catch_up(planned) == []
+    assert planned.batches[0].throttle.brokers[3][FOLLOWER_RATE] == "50"
+    assert planned.batches[0].throttle.caps == {3: 300}
 
 
 def test_an_unthrottled_plan_says_its_catch_up_is_not_bounded() -> None:

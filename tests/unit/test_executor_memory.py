@@ -37,7 +37,7 @@ from kops.holder import LockLost
 from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
 from kops.model.plan import CapacityReport, Plan, Rolling, Usage
-from kops.model.throttle_keys import ALL_KEYS, LEADER_RATE
+from kops.model.throttle_keys import ALL_KEYS, FOLLOWER_RATE, LEADER_RATE
 from kops.planner.planner import plan as make_plan
 from tests.builders import declare, td
 from tests.memory_cluster import LEASE, Crash, MemoryCluster, MemoryKafka
@@ -434,3 +434,45 @@ def test_a_rollback_is_held_to_the_limit_it_is_given(tmp_path: Path) -> None:
     b.kafka.disks[3] = ROOMY
     assert b.executor().rollback(b.path, DIGEST, b.plan.cluster_id, resume=True).exit_code == ExitCode.OK
     assert b.layout() == ORIGINAL
+
+
+# -- the plan's caps on follower rates (docs/design/capacity.md §6.6) ------------------------------------------------
+
+def capped(b: Bed, broker: int, cap: int) -> Bed:
+    """The bed's plan with `broker`'s follower rate capped at `cap` in every batch (as the planner caps a broker
+    whose network-in room at a batch's peak is below the rate)."""
+    batches = tuple(replace(x, throttle=replace(x.throttle, caps={broker: cap})) for x in b.plan.batches)
+    return replace(b, plan=replace(b.plan, batches=batches))
+
+
+def rates_during(b: Bed, broker: int) -> Callable[[], dict[str, str]]:
+    return lambda: b.throttles().get(f"brokers/{broker}", {})
+
+
+@pytest.mark.parametrize("rolling", [None, Rolling(2)], ids=["batches", "rolling"])
+def test_a_capped_broker_receives_at_its_cap_and_a_new_throttle_on_resume_keeps_it(
+        tmp_path: Path, rolling: Rolling | None) -> None:
+    """Every move copies to broker 4, capped at 1 MiB/s under a 4 MiB/s plan: its follower rate is written at the
+    cap, its leader rate (and every other broker's rates) at the plan's. kops killed mid-batch and resumed with
+    `--throttle` 8 MiB/s re-throttles what is in flight: the other brokers go to 8, broker 4's follower rate stays 1."""
+    b = capped(bed(tmp_path, rolling=rolling), 4, MB)
+    seen: list[dict[str, str]] = []
+
+    def crash(_event: Event) -> None:
+        seen.append(rates_during(b, 4)())
+        raise Crash("killed mid-batch")
+
+    b.on_event = at_first(BatchProgressed, crash) if rolling is None else at_first(MoveDone, crash)
+    with pytest.raises(Crash):
+        b.apply(rolling=rolling)
+    assert seen == [{LEADER_RATE: str(4 * MB), FOLLOWER_RATE: str(MB)}]
+    sources = {x for m in b.plan.moves for x in m.from_replicas} - {4}
+    b.on_event = None
+    b.events.clear()
+    later: list[dict[str, dict[str, str]]] = []
+    b.on_event = lambda e: later.append(b.throttles()) if isinstance(e, BatchProgressed | MoveDone) else None
+    assert b.executor().apply(b.plan, b.path, DIGEST, resume=True, rate=8 * MB, rolling=rolling).exit_code == 0
+    first = later[0]
+    assert first["brokers/4"] == {LEADER_RATE: str(8 * MB), FOLLOWER_RATE: str(MB)}
+    assert any(first.get(f"brokers/{x}", {}).get(FOLLOWER_RATE) == str(8 * MB) for x in sources), first
+    b.finished_as_planned()
