@@ -66,12 +66,12 @@ def judged(cluster: EngineLab, zk: ZkClient, expected: dict[str, dict[int, tuple
 
 
 def make_plan(tmp_path: Path, zk_connect: str, throttle: str = "4MiB/s", playbook: str = PLAYBOOK,
-              flag: str = "-z") -> tuple[Path, Plan]:
+              flag: str = "-z", *extra: str) -> tuple[Path, Plan]:
     """The playbook planned live against the cluster (`flag` -b: the same through the Admin API)."""
     pb = tmp_path / "pb.yml"
     pb.write_text(playbook.replace("4MiB/s", throttle))
     out = tmp_path / "plan.json"
-    assert main(["plan", str(pb), flag, zk_connect, "-o", str(out), "--format", "json"]) == 0
+    assert main(["plan", str(pb), flag, zk_connect, "-o", str(out), "--format", "json", *extra]) == 0
     return out, plan_format.loads(out.read_bytes(), str(out))
 
 
@@ -296,9 +296,19 @@ def test_resume_with_a_new_throttle_rethrottles_the_batch_in_flight(engine: str,
         assert judged(cluster, zk, targets(plan)) and throttle_configs(zk) == {}
 
 
-def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, capsys) -> None:
-    cluster, zk, plan_file, plan = slow_lab
+def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, tmp_path: Path, capsys) -> None:
+    """Planned with a Cruise Control capacity file giving broker 4, which receives, a network in as large as the
+    throttle: its limit (0.8 of it) caps broker 4's follower rate, written so while every other rate is the plan's."""
+    cluster, zk, _plan_file, plan = slow_lab
     zk_connect = cluster.zk_connect
+    rate = plan.throttle_rate
+    assert rate is not None
+    capacity = tmp_path / "capacity.json"
+    capacity.write_text(json.dumps({"brokerCapacities": [{"brokerId": "4", "capacity": {"NW_IN": rate / 1024}}]}))
+    (tmp_path / "capped").mkdir()
+    plan_file, plan = make_plan(tmp_path / "capped", zk_connect, f"{rate // 1024}KiB/s", PLAYBOOK, "-z",
+                                "--capacity", str(capacity))
+    assert plan.batches[0].throttle.caps == {4: int(0.8 * rate)}
     proc = apply_in_background(plan_file, zk_connect)
     wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
     mid_batch_checks(throttle_configs(zk), ("topics", "brokers"), plan.batches[0], str(plan_file),
@@ -323,7 +333,9 @@ def mid_batch_checks(found: dict[str, dict[str, str]], kinds: tuple[str, str], b
             f"{m.partition}:{b}" for m in moves for b in m.adding}
     brokers = {b for m in batch.moves for b in m.from_replicas + m.adding}
     assert {int(k.split("/")[1]) for k in found if k.startswith(f"{broker_kind}/")} == brokers
-    assert all(found[f"{broker_kind}/{b}"]["follower.replication.throttled.rate"] == str(batch.throttle.rate)
+    assert all(found[f"{broker_kind}/{b}"]["follower.replication.throttled.rate"]
+               == str(batch.throttle.caps.get(b, batch.throttle.rate)) for b in brokers)
+    assert all(found[f"{broker_kind}/{b}"]["leader.replication.throttled.rate"] == str(batch.throttle.rate)
                for b in brokers)
     capsys.readouterr()
     assert main(["status", *connection, "--format", "json"]) == 0
