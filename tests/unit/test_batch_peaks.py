@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from kops.errors import ExitCode
+from kops.model import plan_format
 from kops.model.capacity import CapacityDeclaration, Figure
 from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
-from kops.model import plan_format
 from kops.model.plan import Plan
 from kops.model.throttle_keys import FOLLOWER_RATE, LEADER_RATE
 from kops.planner.headroom import hard_violations
