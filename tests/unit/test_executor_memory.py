@@ -445,10 +445,6 @@ def capped(b: Bed, broker: int, cap: int) -> Bed:
     return replace(b, plan=replace(b.plan, batches=batches))
 
 
-def rates_during(b: Bed, broker: int) -> Callable[[], dict[str, str]]:
-    return lambda: b.throttles().get(f"brokers/{broker}", {})
-
-
 @pytest.mark.parametrize("rolling", [None, Rolling(2)], ids=["batches", "rolling"])
 def test_a_capped_broker_receives_at_its_cap_and_a_new_throttle_on_resume_keeps_it(
         tmp_path: Path, rolling: Rolling | None) -> None:
@@ -459,7 +455,7 @@ def test_a_capped_broker_receives_at_its_cap_and_a_new_throttle_on_resume_keeps_
     seen: list[dict[str, str]] = []
 
     def crash(_event: Event) -> None:
-        seen.append(rates_during(b, 4)())
+        seen.append(b.throttles().get("brokers/4", {}))
         raise Crash("killed mid-batch")
 
     b.on_event = at_first(BatchProgressed, crash) if rolling is None else at_first(MoveDone, crash)
@@ -467,7 +463,6 @@ def test_a_capped_broker_receives_at_its_cap_and_a_new_throttle_on_resume_keeps_
         b.apply(rolling=rolling)
     assert seen == [{LEADER_RATE: str(4 * MB), FOLLOWER_RATE: str(MB)}]
     sources = {x for m in b.plan.moves for x in m.from_replicas} - {4}
-    b.on_event = None
     b.events.clear()
     later: list[dict[str, dict[str, str]]] = []
     b.on_event = lambda e: later.append(b.throttles()) if isinstance(e, BatchProgressed | MoveDone) else None
