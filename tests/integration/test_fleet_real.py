@@ -19,7 +19,7 @@ import pytest
 
 from kops.cli.main import main
 from kops.lab.kafka_client import create_topics, layout
-from tests.engines import EngineLab, fill_real, kafka4_cluster
+from tests.engines import EngineLab, fill_real, kafka4_cluster, reset_admin_cluster, reset_real_cluster
 from tests.integration.test_admin_transport import wait_in_flight
 from tests.labtools import wait_until
 
@@ -46,6 +46,25 @@ PLAYBOOK = f"""\
 def kafka4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineLab]:
     with kafka4_cluster(tmp_path_factory.mktemp("kafka4")) as cluster:
         yield cluster
+
+
+_SPAWNED: list[subprocess.Popen] = []  # background applies, stopped after each test
+
+
+@pytest.fixture(autouse=True)
+def _emptied(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Both clusters emptied before each test, and a background apply a failed test left running killed after it,
+    so a rerun starts from what the first attempt found (it once failed on its own topic, left by the first)."""
+    if "kafka4" in request.fixturenames:
+        kafka4, kafka39 = request.getfixturevalue("kafka4"), request.getfixturevalue("kafka39")
+        reset_admin_cluster(kafka4.lab, kafka4.bootstrap)
+        reset_real_cluster(kafka39.lab, kafka39.zk_connect)
+    yield
+    while _SPAWNED:
+        process = _SPAWNED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
 
 
 def _replicas(bootstrap: str, topic: str = TOPIC) -> dict[int, tuple[int, ...]]:
@@ -223,6 +242,7 @@ def _applying(tmp_path: Path, kafka4: EngineLab, kafka39: EngineLab, topic: str,
     applying = subprocess.Popen([sys.executable, "-m", "kops.cli.main", "apply", str(plans), "-i", str(inventory),
                                  "--serial", "1", "--yes", "--poll", "0.2", "--format", "json", *options],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _SPAWNED.append(applying)
     assert kafka4.bootstrap
     wait_in_flight(kafka4.bootstrap, applying)
     return inventory, plans, applying
