@@ -36,22 +36,34 @@ class RollbackSteps:
 
 
 def from_plan(plan: Plan) -> list[BatchRecord]:
+    """The plan's batches, each with its caps and those of the rollback batch that undoes it (kept in the record,
+    which is all `kops rollback` builds the rollback from)."""
+    undo = _undo_caps(plan)
     return [BatchRecord(b.index, list(b.moves), estimate_seconds=b.estimate.seconds, disk_moves=list(b.disk_moves),
-                        caps=dict(b.throttle.caps)) for b in plan.batches]
+                        caps=dict(b.throttle.caps), undo_caps=undo.get(frozenset(m.tp for m in b.moves), {}))
+            for b in plan.batches]
 
 
 def rolling_from_plan(plan: Plan, snapshot: Snapshot) -> list[BatchRecord]:
-    """One per move; each keeps its plan batch's caps on the brokers it copies to."""
+    """One per move; each keeps its plan batch's caps on the brokers it copies to, and its rollback batch's on the
+    brokers it leaves."""
     caps = {m.tp: {b: c for b, c in batch.throttle.caps.items() if b in m.adding}
             for batch in plan.batches for m in batch.moves}
-    return one_per_move(plan.moves, snapshot, caps)
+    undo = {m.tp: {b: c for b, c in batch.throttle.caps.items() if b in m.adding}
+            for batch in plan.rollback.batches for m in batch.moves}
+    return one_per_move(plan.moves, snapshot, caps, undo)
 
 
-def one_per_move(moves: list[Move], snapshot: Snapshot,
-                 caps: Mapping[TopicPartition, dict[int, int]] | None = None) -> list[BatchRecord]:
+def _undo_caps(plan: Plan) -> dict[frozenset[TopicPartition], dict[int, int]]:
+    """The caps of each rollback batch, by the partitions it moves back (the forward batch's own)."""
+    return {frozenset(m.tp for m in b.moves): dict(b.throttle.caps) for b in plan.rollback.batches if b.throttle.caps}
+
+
+def one_per_move(moves: list[Move], snapshot: Snapshot, caps: Mapping[TopicPartition, dict[int, int]] | None = None,
+                 undo_caps: Mapping[TopicPartition, dict[int, int]] | None = None) -> list[BatchRecord]:
     """A rolling execution's batches: one per move, in rolling order (busiest port first, largest first)."""
-    caps = caps or {}
-    return [BatchRecord(n, [m], caps=dict(caps.get(m.tp, {})))
+    caps, undo_caps = caps or {}, undo_caps or {}
+    return [BatchRecord(n, [m], caps=dict(caps.get(m.tp, {})), undo_caps=dict(undo_caps.get(m.tp, {})))
             for n, m in enumerate(rolling_order(moves, leader_of(snapshot)), 1)]
 
 
@@ -74,9 +86,16 @@ def _with_disk_moves_back(started: list[BatchRecord], undone: list[tuple[int, li
     (every disk move of a started batch goes back to its `from_dir`; one that never left it is done at once)."""
     moves = dict(undone)
     back = {b.index: [m.inverse() for m in b.disk_moves] for b in started if b.disk_moves}
+    caps = {b.index: b.undo_caps for b in started}
     order = sorted(set(moves) | set(back), reverse=True)
-    return [BatchRecord(n, moves.get(index, []), estimate_seconds=estimates[index], disk_moves=back.get(index, []))
-            for n, index in enumerate(order, 1)]
+    return [BatchRecord(n, moves.get(index, []), estimate_seconds=estimates[index], disk_moves=back.get(index, []),
+                        caps=_receiving(caps[index], moves.get(index, []))) for n, index in enumerate(order, 1)]
+
+
+def _receiving(caps: Mapping[int, int], moves: list[Move]) -> dict[int, int]:
+    """`caps` on the brokers `moves` copy to (a partly run batch's rollback copies to fewer)."""
+    adding = {b for m in moves for b in m.adding}
+    return {b: c for b, c in caps.items() if b in adding}
 
 
 def rollback_of(forward: ExecutionRecord, snapshot: Snapshot,
@@ -87,8 +106,9 @@ def rollback_of(forward: ExecutionRecord, snapshot: Snapshot,
                   f"rollback of execution {forward.id}")
     estimates = {b.index: b.estimate_seconds for b in started}
     batches = _with_disk_moves_back(started, undo.batches, estimates)
-    if forward.rolling is not None:  # undone rolling too
-        batches = one_per_move([m for b in batches for m in b.moves], snapshot)
+    if forward.rolling is not None:  # undone rolling too, each move at its batch's caps
+        batches = one_per_move([m for b in batches for m in b.moves], snapshot,
+                               {m.tp: _receiving(b.caps, [m]) for b in batches for m in b.moves})
     drift = list(undo.drift)
     configs = []
     for c in reversed(forward.configs):

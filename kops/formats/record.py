@@ -69,6 +69,9 @@ class BatchRecordDoc(Doc):
     caps: dict[IdKey, Rate] = Field(default_factory=dict, exclude_if=lambda v: not v, description=(
         "broker id -> the most its follower rate may be while the batch runs, whatever the execution's rate: the "
         "plan's caps (a batch's `throttle.caps`); absent when none"))
+    undo_caps: dict[IdKey, Rate] = Field(default_factory=dict, exclude_if=lambda v: not v, description=(
+        "the same for the rollback of this batch's moves, onto the brokers they leave: the plan's rollback batch's "
+        "`throttle.caps`; absent when none"))
 
 
 class RecordDoc(Doc):

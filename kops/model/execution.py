@@ -28,6 +28,7 @@ class BatchRecord:
     progress_at: float | None = None  # the last time the batch moved (stall detection, kops status)
     disk_moves: list[DiskMove] = field(default_factory=list)  # replicas to another dir of their broker, after moves
     caps: dict[int, int] = field(default_factory=dict)  # broker -> most its follower rate may be (the plan's caps)
+    undo_caps: dict[int, int] = field(default_factory=dict)  # the same for the batch that rolls this one back
 
     @property
     def tps(self) -> set[TopicPartition]:

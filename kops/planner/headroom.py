@@ -257,23 +257,53 @@ def catch_up_caps(plan: Plan, caps: Capacities, walked: Walked,
     limit (its start where it starts over, as the peak check holds it) less that peak, plus those writes. The peak
     check keeps the peak within it, so the rate is at least what is written to the new replicas (docs/design/
     capacity.md §6.6)."""
-    write = write or {}
     before, peaks, _after = walked
+    return [_batch_caps(batch, peak["network_in"], before["network_in"], caps, write or {})
+            for batch, (_index, peak) in zip(plan.batches, peaks, strict=True)]
+
+
+def rollback_caps(plan: Plan, caps: Capacities, walked: Walked, sizes: Mapping[TopicPartition, int],
+                  write: Mapping[TopicPartition, float] | None = None) -> list[dict[int, int]]:
+    """`catch_up_caps` for the plan's rollback batches: the rollback copies back onto the brokers the plan took
+    replicas from, which may have less network-in room than the plan's rate. Rolling back forward batch k starts
+    where that batch ended however far the execution got (the later batches were undone first), so the caps
+    computed from the whole plan's end hold for a partial rollback too (capacity.md §6.6)."""
+    write = write or {}
+    if all(b.throttle.rate is None for b in plan.rollback.batches) or not any(
+            caps.limit(b, "network_in") is not None for b in caps.brokers):
+        return [{} for _ in plan.rollback.batches]  # nothing to hold: no walk (half a million moves at a million)
+    before, _peaks, after = walked
+    loads = Loads(write, sizes, {})
+    loads.of = {r: dict(per) for r, per in after.items()}
+    start = {b: max(before["network_in"].get(b, 0.0), after["network_in"].get(b, 0.0))
+             for b in before["network_in"].keys() | after["network_in"].keys()}
     out: list[dict[int, int]] = []
-    for batch, (_index, peak) in zip(plan.batches, peaks, strict=True):
-        rate, found = batch.throttle.rate, {}
-        carried: dict[int, float] = {}
-        for move in batch.moves if rate is not None else ():
-            for b in move.adding:
-                carried[b] = carried.get(b, 0.0) + write.get(move.tp, 0.0)
-        for b, own in sorted(carried.items()):
-            limit = caps.limit(b, "network_in")
-            if limit is not None:
-                room = max(limit, before["network_in"].get(b, 0.0)) - peak["network_in"].get(b, 0.0) + own
-                if rate is not None and room < rate:
-                    found[b] = max(1, int(room))
-        out.append(found)
+    for batch in plan.rollback.batches:
+        out.append(_batch_caps(batch, _peak(loads, batch)["network_in"], start, caps, write))
+        for move in batch.moves:  # leaders left out: network out does not bound a follower's fetches
+            loads.replace(move.tp, (move.from_replicas, None), (move.to_replicas, None))
     return out
+
+
+def _batch_caps(batch: Batch, peak: Mapping[int, float], start: Mapping[int, float], caps: Capacities,
+                write: Mapping[TopicPartition, float]) -> dict[int, int]:
+    """Each receiving broker's network-in room at the batch's peak (its limit, or its start where it starts over,
+    less the peak, plus what is written to its new replicas), where that is below the batch's rate."""
+    rate = batch.throttle.rate
+    if rate is None:
+        return {}
+    carried: dict[int, float] = {}
+    for move in batch.moves:
+        for b in move.adding:
+            carried[b] = carried.get(b, 0.0) + write.get(move.tp, 0.0)
+    found: dict[int, int] = {}
+    for b, own in sorted(carried.items()):
+        limit = caps.limit(b, "network_in")
+        if limit is not None:
+            room = max(limit, start.get(b, 0.0)) - peak.get(b, 0.0) + own
+            if room < rate:
+                found[b] = max(1, int(room))
+    return found
 
 
 def catch_up_warnings(plan: Plan, caps: Capacities) -> tuple[str, ...]:

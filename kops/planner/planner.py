@@ -66,6 +66,7 @@ from kops.planner.headroom import (
     current_loads,
     peak_room,
     plan_walk,
+    rollback_caps,
     violations,
     with_report,
 )
@@ -651,6 +652,9 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         batch_list = _batches(work, grouped, policy, rate, port_rate, sized, caps)
         planned = replace(planned, batches=tuple(batch_list), rollback=_rollback(work, batch_list, election, rate),
                           summary=_summary(work, batch_list, port_rate, sized))
+    undo_caps = rollback_caps(planned, *walked, work.layout.sizes, policy.write)
+    if any(undo_caps):  # the rollback copies back onto the plan's sources, held to their room as well
+        planned = replace(planned, rollback=_rollback(work, batch_list, election, rate, undo_caps))
     return with_report(planned, *walked)
 
 
@@ -724,11 +728,14 @@ def _batches(work: _Work, grouped: list[list[Move]], policy: Policy, rate: int |
     return batch_list
 
 
-def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartition, ...], rate: int | None) -> Rollback:
+def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartition, ...], rate: int | None,
+              caps: list[dict[int, int]] | None = None) -> Rollback:
+    """The plan's inverse; `caps`: per rollback batch, the receiving brokers' follower rates (`rollback_caps`)."""
     undo = completed([(b.index, b.moves) for b in batch_list], "rollback")
     estimates = {b.index: b.estimate for b in batch_list}
-    batches = tuple(Batch(n, tuple(inverse), batch_throttle(inverse, work.snapshot, rate), estimates[index])
-                    for n, (index, inverse) in enumerate(undo, 1))
+    caps = caps or [{} for _ in undo]
+    batches = tuple(Batch(n, tuple(inverse), batch_throttle(inverse, work.snapshot, rate, caps=caps[n - 1]),
+                          estimates[index]) for n, (index, inverse) in enumerate(undo, 1))
     configs = tuple(
         ConfigChange(c.entity_type, c.entity, {k: v for k, v in c.before.items() if c.after.get(k) != v},
                      tuple(k for k in c.after if k not in c.before), c.after, False, "rollback")

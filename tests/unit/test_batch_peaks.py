@@ -157,6 +157,24 @@ def test_a_throttle_above_a_receiving_broker_s_network_room_is_held_to_it_there(
     assert plan_format.loads(written, "plan.json").batches[0].throttle.caps == {3: 300}
 
 
+def test_the_rollback_copies_back_within_the_room_of_the_brokers_it_refills() -> None:
+    """Broker 1 also leads c-0, written at 700 bytes/s: once b-0 left it, the rollback's fetches of b-0 back onto it
+    carry b-0's backlog and its 100 bytes/s on top of those 700, so its follower rate in the rollback is held to
+    100 (800 less 700); broker 2 (nothing else written to it) keeps the rate, and the forward batch is as before."""
+    snap, sizes, write, rates, targets = into_a_busy_link()
+    snap = snapshot(brokers(3, racks=None), [topic("a", [(3,)]), topic("b", [(1,), (2,)]), topic("c", [(1,)])])
+    sizes, write = sizes | {TopicPartition("c", 0): 1_000}, write | {TopicPartition("c", 0): 700.0}
+    planned = plan_targets(snap, targets, "c", Execution(throttle=400), sizes=sizes,
+                           policy=Policy(capacity=rates, write=write))
+    assert [b.throttle.caps for b in planned.batches] == [{3: 300}]
+    back = planned.rollback.batches
+    assert [[str(m.tp) for m in b.moves] for b in back] == [["b-0", "b-1"]]
+    assert back[0].throttle.caps == {1: 100}
+    assert back[0].throttle.brokers[1] == {LEADER_RATE: "400", FOLLOWER_RATE: "100"}
+    assert back[0].throttle.brokers[2] == {LEADER_RATE: "400", FOLLOWER_RATE: "400"}
+    assert plan_format.loads(plan_format.dumps(planned), "plan.json").rollback.batches[0].throttle.caps == {1: 100}
+
+
 def test_a_lower_follower_rate_already_on_the_broker_stays() -> None:
     """Broker 3 already holds its fetches to 50 bytes/s (an operator's rate, which kops keeps under its own cap)."""
     snap, sizes, write, rates, targets = into_a_busy_link(broker_configs={"3": {FOLLOWER_RATE: "50"}})

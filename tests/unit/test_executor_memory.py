@@ -471,3 +471,24 @@ def test_a_capped_broker_receives_at_its_cap_and_a_new_throttle_on_resume_keeps_
     assert first["brokers/4"] == {LEADER_RATE: str(8 * MB), FOLLOWER_RATE: str(MB)}
     assert any(first.get(f"brokers/{x}", {}).get(FOLLOWER_RATE) == str(8 * MB) for x in sources), first
     b.finished_as_planned()
+
+
+@pytest.mark.parametrize("rolling", [None, Rolling(2)], ids=["batches", "rolling"])
+def test_a_rollback_copies_back_onto_a_capped_broker_at_its_cap(tmp_path: Path, rolling: Rolling | None) -> None:
+    """The plan's rollback caps broker 3, which the decommission drains, at 1 MiB/s under a 4 MiB/s plan (as the
+    planner caps a broker whose network-in room is short when the rollback refills it): the apply keeps that cap in
+    its record, and the rollback, built from the record alone, writes broker 3's follower rate at it."""
+    b = bed(tmp_path, rolling=rolling)
+    back = tuple(replace(x, throttle=replace(x.throttle, caps={3: MB})) for x in b.plan.rollback.batches)
+    b = replace(b, plan=replace(b.plan, rollback=replace(b.plan.rollback, batches=back)))
+    assert b.apply(rolling=rolling).exit_code == ExitCode.OK
+    leaving = [r for r in b.record().batches if any(3 in m.removing for m in r.moves)]
+    assert leaving and all(r.undo_caps == {3: MB} for r in leaving)
+    seen: list[dict[str, str]] = []
+    b.on_event = lambda e: seen.append(b.throttles().get("brokers/3", {})) if isinstance(
+        e, BatchProgressed | MoveDone) else None
+    outcome = b.executor().rollback(b.path, DIGEST, b.plan.cluster_id)
+    assert outcome.exit_code == ExitCode.OK and b.layout() == ORIGINAL and b.throttles() == OPERATOR
+    followed = [s[FOLLOWER_RATE] for s in seen if FOLLOWER_RATE in s]
+    assert followed and set(followed) == {str(MB)}, seen
+    assert {s[LEADER_RATE] for s in seen if LEADER_RATE in s} <= {str(4 * MB)}
