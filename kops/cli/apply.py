@@ -13,7 +13,7 @@ from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.execution import Reporter, install_signals, load_plan
 from kops.cli.fleet_apply import FleetRun, MaxFailPercentage, Serial, apply_fleet, executing, rollback_fleet
-from kops.cli.options import Format, Inventory, Limit, OutputFormat, parse_throttle
+from kops.cli.options import Format, Inventory, Limit, OutputFormat, Throttle, parse_throttle
 from kops.cli.plan import render_text
 from kops.cli.run_metrics import Run, metrics_option
 from kops.cli.state import AllowIncomplete, refuse_incomplete
@@ -75,10 +75,7 @@ def apply(
     resume: Annotated[bool,
                       typer.Option("--resume",
                                    help="Continue the interrupted execution of this plan from its record.")] = False,
-    throttle: Annotated[str | None,
-                        typer.Option("--throttle",
-                                     help="Replication throttle per broker, e.g. 50MiB/s (overrides the "
-                                          "plan's).")] = None,
+    throttle: Throttle = None,
     dry_run: Annotated[bool,
                        typer.Option("--dry-run",
                                     help="Check the plan against the cluster and show the steps; write "
@@ -209,6 +206,7 @@ def rollback(
                                            "id rolls the rollback back.")] = None,
     yes: Yes = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted rollback of this plan.")] = False,
+    throttle: Throttle = None,
     output_format: Format = OutputFormat.text,
     batch_timeout: BatchTimeout = None,
     stall_timeout: StallTimeout = None,
@@ -218,7 +216,8 @@ def rollback(
     """Undo what an execution of this plan did: cancel its batch in flight (KIP-236 where offered, else wait for
     it), move every completed partition back to its original replicas in their original order (last batch
     first), restore the configs it changed, then elect the original preferred leaders. Itself an execution:
-    locked, recorded, resumable (--resume) and cancellable.
+    locked, recorded, resumable (--resume) and cancellable. It runs at the execution's throttle unless --throttle
+    gives another.
 
     Examples:
 
@@ -230,8 +229,9 @@ def rollback(
     Exit codes: 0 done, 1 error, 3 stopped at a checkpoint, 4 the cluster changed since (cannot roll back
     safely), 5 another execution holds the lock.
     """
+    rate = parse_throttle(throttle)
     if plan_file.is_dir():
-        fleet = FleetRun(plan_file, connection, inventory, output_format, resume, poll, batch_timeout)
+        fleet = FleetRun(plan_file, connection, inventory, output_format, resume, poll, batch_timeout, rate=rate)
         raise typer.Exit(rollback_fleet(fleet, lambda plan: stall_seconds(stall_timeout, plan),
                                         lambda question: confirm(question, yes, output_format)))
     plan, digest = load_plan(plan_file, accept_edited_plan)
@@ -240,7 +240,7 @@ def rollback(
     confirm("roll back?", yes, output_format)
     outcome = run_execution(connection, address, output_format, poll, batch_timeout, stall_seconds(stall_timeout, plan),
                             lambda executor: executor.rollback(str(plan_file), digest, plan.cluster_id,
-                                                               execution, resume, disk_limit(plan)),
+                                                               execution, resume, disk_limit(plan), rate),
                             check=False, observe=run.tally)
     run.records(outcome.record)
     for note in outcome.record.irreversible:

@@ -55,6 +55,7 @@ class FleetRun:
     batch_timeout: float | None = None
     serial: str | None = None
     max_fail_percentage: float = 0.0
+    rate: int | None = None  # rollback's --throttle (apply passes its own to `executing`)
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,7 @@ def rollback_fleet(run: FleetRun, stall: Callable[[Plan], float], confirm: Calla
             found.append(_earlier(entry, entry.rollback if entry.rollback in results.FINISHED else results.SKIPPED))
             continue
         resume = run.resume and entry.rollback in (results.STOPPED, results.FAILED)
-        result = _run_one(member, run, controls, _undo(member, entry, resume), stall(member.plan))
+        result = _run_one(member, run, controls, _undo(member, entry, resume, run.rate), stall(member.plan))
         found.append(result)
         book.update(_rolled_back(result))
     print_recap(found, run.output_format, "ROLLBACK RECAP")
@@ -373,11 +374,11 @@ def _stopping(controls: Controls, directory: Path) -> bool:
     return controls.stop.is_set()
 
 
-def _undo(member: _Member, entry: Entry, resume: bool) -> Callable[[Executor], Outcome]:
+def _undo(member: _Member, entry: Entry, resume: bool, rate: int | None) -> Callable[[Executor], Outcome]:
     """One cluster's rollback: of the execution the fleet record names, or the interrupted rollback (resume)."""
     plan = member.plan
     return lambda executor: executor.rollback(str(member.path), entry.digest, plan.cluster_id,
-                                              None if resume else entry.execution, resume, disk_limit(plan))
+                                              None if resume else entry.execution, resume, disk_limit(plan), rate)
 
 
 def _rolled_back(result: ClusterResult) -> Callable[[FleetRecord], FleetRecord]:

@@ -89,6 +89,11 @@ def parse_option(parse: Callable[[str], T], value: str, option: str) -> T:
         raise UsageError(f"{option}: {exc}") from None
 
 
+Throttle = Annotated[str | None, typer.Option(
+    "--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides the plan's; with --resume, the "
+                       "moves in flight too). A broker the plan caps lower keeps its cap.")]
+
+
 def parse_throttle(value: str | None) -> int | None:
     """--throttle RATE (e.g. 50MiB/s) as bytes per second; None when not given."""
     if value is None:

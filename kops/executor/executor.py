@@ -193,9 +193,10 @@ class Executor:
                           f"{len(moving)} moves in flight re-throttled)"))
 
     def rollback(self, plan_path: str, plan_digest: str, cluster_id: str | None, execution_id: str | None = None,
-                 resume: bool = False, limit: float | None = None) -> Outcome:
+                 resume: bool = False, limit: float | None = None, rate: int | None = None) -> Outcome:
         """Undo the last apply of the plan (or `execution_id`); `limit` is the plan's `limits.disk` for the disk
-        gate (kops.executor.disks), 0.8 when not given."""
+        gate (kops.executor.disks), 0.8 when not given; `rate` (--throttle) replaces the execution's rate, on
+        resume for the moves in flight too, as for apply."""
         if limit is not None:
             self.gate.limit = limit
         snapshot = self.read_snapshot()
@@ -203,6 +204,8 @@ class Executor:
         with self._locked(plan_path) as lock:
             if resume:
                 record = self._resumable(plan_digest, "rollback")
+                if rate is not None and rate != record.rate:
+                    self._change_rate(record, rate)
             else:
                 forward = self.journal.load(execution_id) if execution_id else self.journal.latest(plan_digest, "apply")
                 if forward is None:
@@ -210,6 +213,7 @@ class Executor:
                                     hint="`kops status` shows the executions; pass --execution ID")
                 snapshot = self._settle_forward(forward, snapshot)
                 record = self._rollback_record(forward, plan_path, plan_digest, snapshot)
+                record.rate = rate if rate is not None else record.rate
                 can = self.cluster.capabilities(snapshot)
                 log_dirs.refuse_without(self, record, can.dir_moves, can.no_dir_moves)
                 self.journal.create(record)

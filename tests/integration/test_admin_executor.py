@@ -266,7 +266,10 @@ def test_cancel_now_leaves_each_partition_in_its_original_order_led_by_its_prefe
     assert settles(lambda: throttles(bootstrap), {})  # the cancelled batch's throttles went with it
     record = latest_record(bootstrap)
     assert record is not None and record.status == "stopped"
-    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                 "--throttle", "20MiB/s"]) == 0  # a rate of its own: the apply's 128 KiB/s is slow
+    rolled = latest_record(bootstrap)
+    assert rolled is not None and rolled.kind == "rollback" and rolled.rate == 20 * MB
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
     assert settles(lambda: throttles(bootstrap), {}) and settles(lambda: topic_config(bootstrap, "pay"), {})
 
@@ -287,7 +290,8 @@ def test_a_rolling_cancel_now_and_a_rollback_of_a_killed_apply_keep_replica_orde
     assert applying.returncode == 3 and "cancelled in flight (KIP-455)" in out + err, err
     back_in_order(bootstrap, list(plan.moves))
     assert order_restored(out)["partitions"] >= 1 and settles(lambda: throttles(bootstrap), {})
-    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                 "--throttle", "20MiB/s"]) == 0
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
     # a batch apply killed mid-batch: the rollback cancels the batch it left in flight, in order, first
     (tmp_path / "second").mkdir()
@@ -297,7 +301,8 @@ def test_a_rolling_cancel_now_and_a_rollback_of_a_killed_apply_keep_replica_orde
     wait_in_flight(bootstrap, killed)
     killed.kill()
     killed.wait()
-    rollback = kops("rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2")
+    rollback = kops("rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                    "--throttle", "20MiB/s")
     out, err = rollback.communicate(timeout=180)
     assert rollback.returncode == 0, err
     assert order_restored(out)["partitions"] >= 1

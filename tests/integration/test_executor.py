@@ -398,7 +398,10 @@ def test_cancel_now_cancels_the_batch_in_flight_and_rollback_after_a_partial_app
     else:
         assert record.batches[1].status == "cancelled" and "KIP-236" in record.stop_reason
     assert zk.exists(paths.REASSIGN_PARTITIONS) is None and throttle_configs(zk) == {}
-    assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    # the rollback at a rate of its own (the apply's 256 KiB/s would take a minute on real Kafka)
+    assert main(["rollback", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
+                 "--throttle", "20MiB/s"]) == 0
+    assert Journal(ZkRecords(zk)).latest().rate == 20 * MB
     assert judged(cluster, zk, ORIGINAL) and throttle_configs(zk) == {}
 
 

@@ -492,3 +492,29 @@ def test_a_rollback_copies_back_onto_a_capped_broker_at_its_cap(tmp_path: Path, 
     followed = [s[FOLLOWER_RATE] for s in seen if FOLLOWER_RATE in s]
     assert followed and set(followed) == {str(MB)}, seen
     assert {s[LEADER_RATE] for s in seen if LEADER_RATE in s} <= {str(4 * MB)}
+
+
+def test_a_rollback_at_a_throttle_of_its_own_and_resumed_at_another(tmp_path: Path) -> None:
+    """`kops rollback --throttle 2MiB/s`: its batches' brokers at 2 MiB/s, not the apply's 4; killed mid-batch and
+    resumed with `--throttle 8MiB/s`, the batch in flight goes to 8 and the rest of the rollback runs at it."""
+    b = bed(tmp_path)
+    assert b.apply().exit_code == ExitCode.OK
+    seen: list[dict[str, dict[str, str]]] = []
+
+    def crash(_event: Event) -> None:
+        seen.append(b.throttles())
+        raise Crash("killed mid-batch")
+
+    b.on_event = at_first(BatchProgressed, crash)
+    with pytest.raises(Crash):
+        b.executor().rollback(b.path, DIGEST, b.plan.cluster_id, rate=2 * MB)
+    rolling_back = Journal(MemoryCluster(b.kafka).records()).latest(DIGEST, "rollback")
+    first = {x for m in rolling_back.batches[0].moves for x in (*m.from_replicas, *m.adding)}
+    assert rolling_back.rate == 2 * MB and first
+    assert all(seen[0][f"brokers/{x}"][FOLLOWER_RATE] == str(2 * MB) for x in first), seen
+    later: list[dict[str, dict[str, str]]] = []
+    b.on_event = lambda e: later.append(b.throttles()) if isinstance(e, BatchProgressed) else None
+    outcome = b.executor().rollback(b.path, DIGEST, b.plan.cluster_id, resume=True, rate=8 * MB)
+    assert outcome.exit_code == ExitCode.OK and outcome.record.rate == 8 * MB
+    assert all(later[0][f"brokers/{x}"][FOLLOWER_RATE] == str(8 * MB) for x in first), later[0]
+    assert b.layout() == ORIGINAL and not b.moving() and b.throttles() == OPERATOR
