@@ -130,10 +130,12 @@ def test_rolling_keeps_its_caps_throttles_only_what_is_in_flight_and_rolls_back(
     record = latest_record(bootstrap)
     assert record is not None and record.rolling is not None and record.status == "done"
     assert all(len(b.moves) == 1 and b.status == "done" for b in record.batches)
-    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                 "--throttle", "8MiB/s"]) == 0  # rolling back at a rate of its own
     assert replicas(bootstrap) == ORIGINAL and settles(lambda: throttles(bootstrap), {})
     rollback = latest_record(bootstrap)
     assert rollback is not None and rollback.kind == "rollback" and rollback.rolling is not None
+    assert rollback.rate == 8 * 1024 * 1024
 
 
 def test_sigint_stops_after_the_moves_in_flight_kill_9_then_resume_finishes(
