@@ -315,13 +315,29 @@ def catch_up_warnings(plan: Plan, caps: Capacities) -> tuple[str, ...]:
     if any(batch.throttle.rate is None for batch, _ in receiving):
         return ("network in while the copies catch up is not held to capacity.limits.network_in: the plan has no "
                 "throttle (set execution.throttle or pass --throttle)",)
-    held = [(cap, b, batch.index) for batch in plan.batches for b, cap in batch.throttle.caps.items()]
+    said: list[str] = []
+    held = _tightest(plan.batches)
+    if held is not None:
+        count, cap, broker, index = held
+        said.append(f"the follower throttle is held below the plan's rate on {count} broker(s), to their network-in "
+                    f"room at a batch's peak (tightest: broker {broker} at {format_rate(cap)} in batch {index}); the "
+                    f"batches that copy to them take longer, as their estimates say")
+    back = _tightest(plan.rollback.batches)
+    if back is not None:
+        count, cap, broker, index = back
+        said.append(f"a rollback would hold the follower throttle below the plan's rate on {count} broker(s) it "
+                    f"copies back onto (tightest: broker {broker} at {format_rate(cap)} in rollback batch {index}): "
+                    f"undoing the plan takes longer than its batches' estimates say")
+    return tuple(said)
+
+
+def _tightest(batches: Sequence[Batch]) -> tuple[int, int, int, int] | None:
+    """How many brokers the batches' caps hold, and the tightest cap with its broker and batch; None: no cap."""
+    held = [(cap, b, batch.index) for batch in batches for b, cap in batch.throttle.caps.items()]
     if not held:
-        return ()
+        return None
     cap, broker, index = min(held)
-    return (f"the follower throttle is held below the plan's rate on {len({b for _, b, _ in held})} broker(s), to "
-            f"their network-in room at a batch's peak (tightest: broker {broker} at {format_rate(cap)} in batch "
-            f"{index}); the batches that copy to them take longer, as their estimates say",)
+    return len({b for _, b, _ in held}), cap, broker, index
 
 
 def _amount(resource: str, value: float) -> str:
