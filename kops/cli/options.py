@@ -90,8 +90,9 @@ def parse_option(parse: Callable[[str], T], value: str, option: str) -> T:
 
 
 Throttle = Annotated[str | None, typer.Option(
-    "--throttle", help="Replication throttle per broker, e.g. 50MiB/s (overrides the plan's; with --resume, the "
-                       "moves in flight too). A broker the plan caps lower keeps its cap.")]
+    "--throttle", help="Replication throttle per broker, e.g. 50MiB/s, instead of the plan's (a rollback: the "
+                       "execution's); with --resume, for the moves in flight too. A broker the plan caps lower keeps "
+                       "its cap.")]
 
 
 def parse_throttle(value: str | None) -> int | None:
