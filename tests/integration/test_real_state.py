@@ -36,14 +36,20 @@ def test_kops_state_reads_what_kafka_reports(kafka39: EngineLab, tmp_path: Path,
     with admin_client(bootstrap) as client:
         client.create_topics([NewTopic("orders", 6, 3, topic_configs={"retention.ms": "3600000"}),
                               NewTopic("audit", 2, 2)])
-    # Kafka's view, read from one answer: each metadata request may reach another broker, whose cache can still
-    # lack a topic the last answer had (CI saw `orders` missing from a second read)
-    kafka_view = wait_until(lambda: created(layout(bootstrap), {"orders": 6, "audit": 2}),
-                            what="topics created, every partition led, in one broker's answer")
     snapshot_file = tmp_path / "snap.json"
-    capsys.readouterr()
-    assert main(["state", "-z", kafka39.zk_connect, "--format", "json", "--out", str(snapshot_file)]) == 0
-    doc = json.loads(snapshot_file.read_text())
+
+    def read_between() -> tuple[dict[str, dict[int, Any]], dict[str, Any]] | None:
+        """Kafka's view as it was both before and after `kops state` read ZooKeeper, with kops's snapshot: each
+        metadata request may reach another broker, whose cache can still lack a topic the last answer had (CI saw
+        `orders` missing from a second read), and on a loaded machine an ISR may shrink and grow back meanwhile."""
+        before = created(layout(bootstrap), {"orders": 6, "audit": 2})
+        if before is None:
+            return None
+        capsys.readouterr()
+        assert main(["state", "-z", kafka39.zk_connect, "--format", "json", "--out", str(snapshot_file)]) == 0
+        return (before, json.loads(snapshot_file.read_text())) if layout(bootstrap) == before else None
+
+    kafka_view, doc = wait_until(read_between, timeout=60, what="Kafka's view unchanged while kops read the state")
 
     with admin_client(bootstrap) as client:
         cluster = client.describe_cluster()
