@@ -170,8 +170,9 @@ def _rebalance_both(tmp_path: Path, inventory: Path, bootstraps: dict[str, str],
 
 def test_a_fleet_is_rehearsed_one_cluster_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`kops rehearse DIR --snapshot-dir SNAPS`: each plan on a kops-engine clone of its own snapshot, one after
-    the other, a report per cluster and a recap (the golden decommission, as two clusters)."""
-    golden = Path(__file__).resolve().parents[1] / "golden" / "decommission"
+    the other, a report per cluster and a recap (the golden rf-up, as two clusters: one batch, whose rehearsal takes
+    a quarter of the golden decommission's six, and the fleet's order is what is under test)."""
+    golden = Path(__file__).resolve().parents[1] / "golden" / "rf-up"
     plans, snaps = tmp_path / "plans", tmp_path / "snaps"
     snaps.mkdir()
     assert main(["plan", str(golden / "playbook.yml"), "-i", str(golden / "inventory.yml"), "--snapshot",
