@@ -84,8 +84,9 @@ def test_an_invalid_playbook_fails_validation_with_its_location(tmp_path: Path) 
 
 @pytest.mark.lab
 def test_a_plan_with_changes_is_rehearsed_and_its_report_posted(tmp_path: Path) -> None:
-    """The rehearse step on the golden decommission (8 brokers, a kops-engine clone started for real)."""
-    repo = repository(tmp_path, "decommission")
+    """The rehearse step on the golden rf-up (8 brokers, one batch, a kops-engine clone started for real): the
+    workflow's step is under test, so the plan is the quickest to rehearse."""
+    repo = repository(tmp_path, "rf-up")
     assert run_step("plan", repo, False).returncode == 0
     assert "changes=true" in (repo / "github-output").read_text()
     rehearsed = run_step("rehearse", repo, False, REHEARSAL_SCALE="60")
