@@ -784,14 +784,20 @@ def _summary(work: _Work, batch_list: list[Batch], port_rate: float, sized: bool
 
 def _all_at_once(batch_list: list[Batch], port_rate: float) -> float:
     """Seconds every move would take run at once (the busiest port's bytes over its rate): the batches' bytes per
-    port added up, as port_times over all the moves would count them, without another pass over the moves."""
+    port added up, as port_times over all the moves would count them, without another pass over the moves. A
+    receiving broker never fetches faster than its fastest batch lets it (its cap where every batch that copies to
+    it caps it), so its bytes in count at that rate: still a bound no execution of the plan beats."""
     bytes_in: dict[int, int] = {}
     bytes_out: dict[int, int] = {}
+    fastest: dict[int, float] = {}
     for batch in batch_list:
-        for total, part in ((bytes_in, batch.estimate.bytes_in), (bytes_out, batch.estimate.bytes_out)):
-            for broker, amount in part.items():
-                total[broker] = total.get(broker, 0) + amount
-    return max([v / port_rate for v in bytes_in.values()] + [v / port_rate for v in bytes_out.values()] + [0.0])
+        caps = batch.throttle.caps
+        for broker, amount in batch.estimate.bytes_in.items():
+            bytes_in[broker] = bytes_in.get(broker, 0) + amount
+            fastest[broker] = max(fastest.get(broker, 0.0), min(port_rate, caps.get(broker, port_rate)))
+        for broker, amount in batch.estimate.bytes_out.items():
+            bytes_out[broker] = bytes_out.get(broker, 0) + amount
+    return max([v / fastest[b] for b, v in bytes_in.items()] + [v / port_rate for v in bytes_out.values()] + [0.0])
 
 
 def _reviewer_warnings(snapshot: Snapshot, desired: DesiredState, moves: list[Move], layout: Layout) -> list[str]:
