@@ -327,7 +327,7 @@ def catch_up_warnings(plan: Plan, caps: Capacities) -> tuple[str, ...]:
         count, cap, broker, index = back
         said.append(f"a rollback would hold the follower throttle below the plan's rate on {count} broker(s) it "
                     f"copies back onto (tightest: broker {broker} at {format_rate(cap)} in rollback batch {index}): "
-                    f"undoing the plan takes longer than its batches' estimates say")
+                    f"the rollback batches' estimates count the slower copy")
     return tuple(said)
 
 

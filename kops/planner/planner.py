@@ -637,7 +637,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
         configs=tuple(sorted(work.configs, key=lambda c: (c.entity_type, c.entity))),
         batches=tuple(batch_list),
         election=election,
-        rollback=_rollback(work, batch_list, election, rate),
+        rollback=_rollback(work, batch_list, election, rate, port_rate, sized),
         summary=_summary(work, batch_list, port_rate, sized),
         warnings=tuple(work.warnings),
         kops_version=__version__,
@@ -650,11 +650,12 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     caps = catch_up_caps(planned, *walked, policy.write)
     if any(caps):  # the throttled fetches kept within each receiving broker's network-in room (capacity.md §6.6)
         batch_list = _batches(work, grouped, policy, rate, port_rate, sized, caps)
-        planned = replace(planned, batches=tuple(batch_list), rollback=_rollback(work, batch_list, election, rate),
+        planned = replace(planned, batches=tuple(batch_list),
+                          rollback=_rollback(work, batch_list, election, rate, port_rate, sized),
                           summary=_summary(work, batch_list, port_rate, sized))
     undo_caps = rollback_caps(planned, *walked, work.layout.sizes, policy.write)
     if any(undo_caps):  # the rollback copies back onto the plan's sources, held to their room as well
-        planned = replace(planned, rollback=_rollback(work, batch_list, election, rate, undo_caps))
+        planned = replace(planned, rollback=_rollback(work, batch_list, election, rate, port_rate, sized, undo_caps))
     return with_report(planned, *walked)
 
 
@@ -729,13 +730,17 @@ def _batches(work: _Work, grouped: list[list[Move]], policy: Policy, rate: int |
 
 
 def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartition, ...], rate: int | None,
-              caps: list[dict[int, int]] | None = None) -> Rollback:
-    """The plan's inverse; `caps`: per rollback batch, the receiving brokers' follower rates (`rollback_caps`)."""
+              port_rate: float, sized: bool, caps: list[dict[int, int]] | None = None) -> Rollback:
+    """The plan's inverse; `caps`: per rollback batch, the receiving brokers' follower rates (`rollback_caps`).
+    Each batch's estimate is its own: the bytes go back the other way (into the forward batch's sources), at the
+    brokers' caps."""
     undo = completed([(b.index, b.moves) for b in batch_list], "rollback")
-    estimates = {b.index: b.estimate for b in batch_list}
     caps = caps or [{} for _ in undo]
-    batches = tuple(Batch(n, tuple(inverse), batch_throttle(inverse, work.snapshot, rate, caps=caps[n - 1]),
-                          estimates[index]) for n, (index, inverse) in enumerate(undo, 1))
+    batches = []
+    for n, (_index, inverse) in enumerate(undo, 1):
+        bytes_in, bytes_out, seconds = batching.port_times(inverse, port_rate, port_rate, caps[n - 1])
+        batches.append(Batch(n, tuple(inverse), batch_throttle(inverse, work.snapshot, rate, caps=caps[n - 1]),
+                             Estimate(seconds if sized else None, None, bytes_in, bytes_out)))
     configs = tuple(
         ConfigChange(c.entity_type, c.entity, {k: v for k, v in c.before.items() if c.after.get(k) != v},
                      tuple(k for k in c.after if k not in c.before), c.after, False, "rollback")
@@ -751,7 +756,7 @@ def _rollback(work: _Work, batch_list: list[Batch], election: tuple[TopicPartiti
         + ([f"{len(work.elect)} partition(s) that do not move get their preferred leader (goal preferred_leaders): "
             f"Kafka has no election back to the leader they had"] if work.elect else [])
     )
-    return Rollback(batches, configs, election, irreversible)
+    return Rollback(tuple(batches), configs, election, irreversible)
 
 
 def _summary(work: _Work, batch_list: list[Batch], port_rate: float, sized: bool) -> Summary:

@@ -176,8 +176,7 @@ def test_the_rollback_copies_back_within_the_room_of_the_brokers_it_refills() ->
     assert plan_format.loads(plan_format.dumps(planned), "plan.json").rollback.batches[0].throttle.caps == {1: 100}
     assert catch_up(planned)[1:] == [
         "a rollback would hold the follower throttle below the plan's rate on 1 broker(s) it copies back onto "
-        "(tightest: broker 1 at 100 B/s in rollback batch 1): undoing the plan takes longer than its batches' "
-        "estimates say"]
+        "(tightest: broker 1 at 100 B/s in rollback batch 1): the rollback batches' estimates count the slower copy"]
 
 
 def test_a_lower_follower_rate_already_on_the_broker_stays() -> None:
