@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 
 from kops.errors import KopsError
-from kops.lab import kafka_dist, traffic
+from kops.lab import kafka_dist
 from kops.lab.kops_engine import Lab
 from kops.model.throttle_keys import ALL_KEYS
 from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
-from tests.labtools import running_lab, state, wait_until
+from tests.labtools import produced, running_lab, state, wait_until
 
 ENGINES = ("kops", "kafka-3.9")
 REAL_BROKERS = 4
@@ -60,10 +60,7 @@ class EngineLab:
     def produce(self, zk: ZkClient, topic: str, partition: int, count: int) -> bool:
         """Append `count` bytes to one partition; False when its leader is not ready yet (poll again)."""
         if not self.real:
-            try:
-                return bool(traffic.produce(zk, topic, count, partition))
-            except KopsError:  # the leader was just elected: retry
-                return False
+            return bool(produced(zk, topic, count, partition))
         from kops.lab.kafka_client import produce
 
         assert self.bootstrap is not None

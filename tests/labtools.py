@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kops.errors import KopsError
+from kops.lab import traffic
 from kops.lab.controller.channel import call_registered_broker
 from kops.lab.kops_engine import Lab
 from kops.model.partitions import PartitionState
@@ -54,6 +56,15 @@ def settles(read: Callable[[], T], expected: T, timeout: float = 15.0) -> bool:
         return wait_until(matches, timeout, what=f"{expected!r}")
     except AssertionError:
         raise AssertionError(f"expected {expected!r} within {timeout:g}s, last read {seen[0]!r}") from None
+
+
+def produced(client: ZkClient, topic: str, nbytes: int, partition: int | None = None) -> dict[int, int] | None:
+    """`traffic.produce` on the kops engine, or None when a leader was elected between its read and its append
+    (that broker refuses: poll again, as a producer retries on NotLeaderForPartition)."""
+    try:
+        return traffic.produce(client, topic, nbytes, partition)
+    except KopsError:
+        return None
 
 
 @contextmanager

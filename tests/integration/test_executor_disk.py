@@ -14,10 +14,9 @@ import pytest
 
 from kops.cli.main import main
 from kops.kip179.client import Kip179Client
-from kops.lab import traffic
 from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient, ZkSettings
-from tests.labtools import replicas, running_lab, state, wait_until
+from tests.labtools import produced, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
 MiB = 1024 * 1024
@@ -45,7 +44,7 @@ def test_a_batch_broker_4_has_no_room_for_stops_then_resumes_once_room_is_made(
             tool_writes.create_topic(zk, name, assignment)
             wait_until(lambda name=name, a=assignment: all(state(zk, name, p) for p in a), what=f"{name} created")
         wait_until(lambda: api.describe_log_dirs([4])[4][0].usable_bytes == 16 * MiB, what="broker 4's disk")
-        wait_until(lambda: bool(traffic.produce(zk, "filler", 14 * MiB, 0)), what="filler produced")
+        wait_until(lambda: bool(produced(zk, "filler", 14 * MiB, 0)), what="filler produced")
         wait_until(lambda: api.describe_log_dirs([4])[4][0].usable_bytes == 2 * MiB, what="broker 4 filled")
 
         playbook, plan = tmp_path / "pb.yml", tmp_path / "plan.json"

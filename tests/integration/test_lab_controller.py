@@ -19,7 +19,17 @@ from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
 from kops.zk_layout.codecs.controller import decode_controller_epoch
-from tests.labtools import broker_status, configs_applied, controller, replica, replicas, running_lab, state, wait_until
+from tests.labtools import (
+    broker_status,
+    configs_applied,
+    controller,
+    produced,
+    replica,
+    replicas,
+    running_lab,
+    state,
+    wait_until,
+)
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -97,7 +107,7 @@ def test_throttled_reassignment_takes_bytes_over_throttle(lab_dir: Path, zk_conn
     with running_lab(lab_dir, zk_connect, brokers=3, time_scale=scale) as _lab, ZkClient(ZkSettings(zk_connect)) as zk:
         tool_writes.create_topic(zk, "logs", {0: (1, 2)})
         wait_until(lambda: state(zk, "logs", 0), what="partition created")
-        wait_until(lambda: traffic.produce(zk, "logs", size, 0), what="produce")
+        wait_until(lambda: produced(zk, "logs", size, 0), what="produce")
         wait_until(lambda: (r := replica(zk, 2, "logs", 0)) and r["end"] == size, what="follower caught up")
         tool_writes.alter_config(zk, "topics", "logs", {"leader.replication.throttled.replicas": "0:1,0:2",
                                                   "follower.replication.throttled.replicas": "0:3"})
@@ -124,7 +134,7 @@ def test_new_controller_finishes_a_reassignment_when_the_old_one_dies(lab_dir: P
         target = next(b for b in (1, 2, 3, 4) if b not in source and b != active)
         tool_writes.create_topic(zk, "moving", {0: tuple(source)})
         wait_until(lambda: state(zk, "moving", 0), what="partition created")
-        wait_until(lambda: traffic.produce(zk, "moving", 100 * MB, 0), what="produce")
+        wait_until(lambda: produced(zk, "moving", 100 * MB, 0), what="produce")
         wait_until(lambda: (r := replica(zk, source[1], "moving", 0)) and r["end"] == 100 * MB,
                    what="follower caught up")
         tool_writes.alter_config(zk, "brokers", str(target), {"follower.replication.throttled.rate": str(20 * MB)})

@@ -22,7 +22,7 @@ from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.codecs.admin_requests import ReassignmentTarget
 from kops.zk_layout.reader import read_snapshot
-from tests.labtools import configs_applied, replica, replicas, running_lab, state, wait_until
+from tests.labtools import configs_applied, produced, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -93,7 +93,7 @@ def test_replica_status_reports_lag_that_shrinks_as_a_follower_catches_up(tmp_pa
             ZkClient(ZkSettings(zk_connect)) as zk, Kip179Client(zk) as api:
         tool_writes.create_topic(zk, "lag", {0: (1, 2)})
         wait_until(lambda: state(zk, "lag", 0), what="topic created")
-        wait_until(lambda: traffic.produce(zk, "lag", 20 * MB, 0), what="produce")
+        wait_until(lambda: produced(zk, "lag", 20 * MB, 0), what="produce")
         # the leader's high watermark at the end first: a new replica at or above it joins the ISR at once
         wait_until(lambda: (r := replica(zk, 2, "lag", 0)) and r["end"] == 20 * MB, what="follower 2 caught up")
         # 1 MB/s simulated

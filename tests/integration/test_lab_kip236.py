@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from kops.lab import traffic
 from kops.model.features import KIP236_CANCEL, KIP236_FREEZE, KIP236_QUEUE
 from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.codecs.admin_requests import ReassignmentTarget, encode_reassignment
 from kops.zk_layout.codecs.topics import decode_topic
 from kops.zk_layout.reader import read_snapshot
-from tests.labtools import configs_applied, controller, replica, replicas, running_lab, state, wait_until
+from tests.labtools import configs_applied, controller, produced, replica, replicas, running_lab, state, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -24,7 +23,7 @@ def slow_topic(zk: ZkClient, name: str, assignment: dict[int, tuple[int, ...]], 
     tool_writes.create_topic(zk, name, assignment)
     wait_until(lambda: all(state(zk, name, p) for p in assignment), what="partitions created")
     for p in assignment:
-        wait_until(lambda p=p: traffic.produce(zk, name, 50 * MB, p), what="produce")
+        wait_until(lambda p=p: produced(zk, name, 50 * MB, p), what="produce")
     for p, replicas_ in assignment.items():  # the high watermark at the end: a new replica below it stays out of
         for b in replicas_:                    # the ISR, and throttled, until it has copied the log
             wait_until(lambda p=p, b=b: (r := replica(zk, b, name, p)) and r["end"] == 50 * MB,

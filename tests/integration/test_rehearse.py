@@ -22,7 +22,7 @@ from kops.lab import traffic
 from kops.lab.kops_engine import Lab
 from kops.model import plan_format
 from kops.zk_layout.client import ZkClient, ZkSettings
-from tests.labtools import wait_until
+from tests.labtools import produced, wait_until
 
 pytestmark = pytest.mark.lab
 MB = 1_000_000
@@ -92,7 +92,7 @@ def kops_production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Produc
         assert kops("plan", str(book), "-z", state.connect, "-o", str(folder / "create.json")).returncode == 0
         assert kops("apply", str(folder / "create.json"), "-z", state.connect, "--yes").returncode == 0
         with ZkClient(ZkSettings(state.connect)) as zk:
-            wait_until(lambda: traffic.produce(zk, "orders", 24 * ORDERS_BYTES) is not None, timeout=30,
+            wait_until(lambda: produced(zk, "orders", 24 * ORDERS_BYTES) is not None, timeout=30,
                        what="orders filled")
             traffic.produce(zk, "clicks", 12 * ORDERS_BYTES // 3)
         sizes = {**{("orders", p): ORDERS_BYTES for p in range(24)},
