@@ -15,12 +15,12 @@ p1 [2,3,4] -> [2,3,1]}, then election for p0, p1, p2.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kops.executor.record import PENDING, BatchRecord, ConfigRecord, ExecutionRecord
 from kops.model.partitions import TopicPartition
-from kops.model.plan import Move, Plan
+from kops.model.plan import Batch, Move, Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.rollback import invert
 from kops.planner.rolling import leader_of, rolling_order
@@ -47,11 +47,12 @@ def from_plan(plan: Plan) -> list[BatchRecord]:
 def rolling_from_plan(plan: Plan, snapshot: Snapshot) -> list[BatchRecord]:
     """One per move; each keeps its plan batch's caps on the brokers it copies to, and its rollback batch's on the
     brokers it leaves."""
-    caps = {m.tp: {b: c for b, c in batch.throttle.caps.items() if b in m.adding}
-            for batch in plan.batches for m in batch.moves}
-    undo = {m.tp: {b: c for b, c in batch.throttle.caps.items() if b in m.adding}
-            for batch in plan.rollback.batches for m in batch.moves}
-    return one_per_move(plan.moves, snapshot, caps, undo)
+    return one_per_move(plan.moves, snapshot, _per_move(plan.batches), _per_move(plan.rollback.batches))
+
+
+def _per_move(batches: Iterable[Batch]) -> dict[TopicPartition, dict[int, int]]:
+    """Each move's share of its batch's caps: those of the brokers it copies to."""
+    return {m.tp: _receiving(batch.throttle.caps, [m]) for batch in batches for m in batch.moves}
 
 
 def _undo_caps(plan: Plan) -> dict[frozenset[TopicPartition], dict[int, int]]:
