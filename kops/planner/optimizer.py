@@ -67,6 +67,7 @@ class _Walk:
         # per broker, what a leadership pull read from its own replicas (`_followed_by_scan`), for the band pass
         self.followed: dict[int, list[TopicPartition]] = {}
         self.now = Trial(state)  # no change laid over: reads the state as it stands, so one serves the whole walk
+        self._bands_read: dict[tuple[int, tuple[str, ...]], tuple[Band, ...]] = {}
 
     def partitions_by_topic(self) -> dict[str, list[TopicPartition]]:
         """Each topic's partitions, built once: a topic's replicas on a broker without scanning all it holds."""
@@ -139,21 +140,36 @@ class _Walk:
         its band in the acting goal or one above it? `_accept` would refuse the action (and a move's handover) for
         the same floats, read here without laying the action over: most refused actions are these. None: that end
         is not read (a relay's middle broker both gains a leadership and loses one)."""
-        load, state = self.state.load, self.state
-        for band in self.goals[:index + 1]:
-            if not isinstance(band, Band) or band.name not in loads:
-                continue
-            amount, hi, lo, scale = state.per(band.name, tp), band.hi, band.lo, band.scale
-            if dest is not None:
-                x = load[band.name][dest]
-                if max(0.0, x + amount - hi[dest]) * scale[dest] > max(0.0, x - hi[dest]) * scale[dest] + EPS:
-                    return True
-            if source is not None:
-                x = load[band.name][source]
-                if (max(0.0, lo[source] - (x + -amount)) * scale[source]
-                        > max(0.0, lo[source] - x) * scale[source] + EPS):
-                    return True
-        return False
+        load, value = self.state.load, self.state.value
+        return any(_pushes(band, load[band.name], 1.0 if band.name in COUNTS else value[band.name][tp], source, dest)
+                   for band in self._read(index, loads))
+
+    def _read(self, index: int, loads: tuple[str, ...]) -> tuple[Band, ...]:
+        """The bands `_pushed_out` reads for goal `index` and `loads`: those up to it that carry one of `loads`."""
+        found = self._bands_read.get((index, loads))
+        if found is None:
+            found = self._bands_read[(index, loads)] = tuple(
+                band for band in self.goals[:index + 1] if isinstance(band, Band) and band.name in loads)
+        return found
+
+    def leads_refused(self, index: int, source: int) -> Callable[[int], bool]:
+        """Would `_pushed_out` refuse any leadership of `source` to this broker? Where every band it reads for
+        goal `index` is a count (each leadership weighs one), the answer depends on the two brokers alone: a
+        leader-count shed asks it of 64 leaderships' followers, most at the band's top, and each `lead` call read
+        the bands for itself (a quarter of a million-partition walk). Else never (`lead` reads it per partition)."""
+        read, load = self._read(index, LEADER_LOADS), self.state.load
+        if any(band.name not in COUNTS for band in read):
+            return lambda _broker: False
+        if any(_pushes(band, load[band.name], 1.0, source, None) for band in read):
+            return lambda _broker: True
+        known: dict[int, bool] = {}  # the walk acts only once per shed: the loads read stay as they are
+
+        def refused(broker: int) -> bool:
+            found = known.get(broker)
+            if found is None:
+                found = known[broker] = any(_pushes(band, load[band.name], 1.0, None, broker) for band in read)
+            return found
+        return refused
 
     def _handover(self, index: int, tp: TopicPartition, source: int, dest: int) -> bool:
         """A leader's replica moved while the follower leading fewest partitions takes its leadership: the copy
@@ -231,6 +247,20 @@ class _Walk:
         return True
 
 
+def _pushes(band: Band, load: Mapping[int, float], amount: float, source: int | None, dest: int | None) -> bool:
+    """Does `amount` of `band`'s load going from `source` to `dest` take `dest` further above its band, or `source`
+    further below it (`_Walk._pushed_out`)? None: that end is not read."""
+    if dest is not None:
+        x, hi, scale = load[dest], band.hi[dest], band.scale[dest]
+        if max(0.0, x + amount - hi) * scale > max(0.0, x - hi) * scale + EPS:
+            return True
+    if source is not None:
+        x, lo, scale = load[source], band.lo[source], band.scale[source]
+        if max(0.0, lo - (x + -amount)) * scale > max(0.0, lo - x) * scale + EPS:
+            return True
+    return False
+
+
 class _Order:
     """The brokers by `key` (then id), kept exact as actions change loads: a step re-ranks only the brokers whose
     loads changed (`GoalState.touched`, tried-and-undone actions included), instead of sorting every broker."""
@@ -292,10 +322,12 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
         # top, a broker of a thousand leaderships stopped above its band (a million partitions: 121.6% of the mean,
         # the band's top 109%), and each refusal is read before a trial is built (`_pushed_out`)
         tried = [tp for _, tp in ranked[:LEADERSHIPS_TRIED]] if counts else candidates
+        refused = walk.leads_refused(index, broker)
         for tp in tried:
             # a follower on a broker outside the walk's (one a play drains) never takes the lead
-            others = sorted((b for b in state.replicas[tp][1:] if b in band.hi),
-                            key=lambda b: (state.load[band.name][b] - band.hi[b]) * band.scale[b])
+            others = [b for b in state.replicas[tp][1:] if b in band.hi and not refused(b)]
+            if len(others) > 1:
+                others.sort(key=lambda b: (state.load[band.name][b] - band.hi[b]) * band.scale[b])
             if any(walk.lead(index, tp, b) for b in others):
                 return True
         # leadership goals change leaders only: a replica moved for them is bytes no data goal asked for. A relay
