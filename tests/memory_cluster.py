@@ -79,8 +79,9 @@ class DrivenClock:
     """The executor's clock (now, monotonic, sleep) on simulated time: `sleep` advances it and steps every
     cluster listening, TICK at a time, so a poll loop sees copies progress as it would on Kafka."""
 
-    def __init__(self, start: float = START) -> None:
+    def __init__(self, start: float = START, tick: float = TICK) -> None:
         self.start = start
+        self.tick = tick  # a test of hours of simulated time takes coarser steps
         self.elapsed = 0.0
         self.listeners: list[Callable[[float], None]] = []
 
@@ -93,7 +94,7 @@ class DrivenClock:
     def sleep(self, seconds: float) -> None:
         left = max(0.0, seconds)
         while left > 1e-12:
-            step = min(TICK, left)
+            step = min(self.tick, left)
             self.elapsed += step
             left -= step
             for listener in list(self.listeners):

@@ -30,7 +30,7 @@ PlanArg = Annotated[Path, typer.Argument(help="The plan file (kops plan -o FILE)
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (required without a terminal).")]
 BatchTimeout = Annotated[float | None, typer.Option(
     "--batch-timeout", help="Stop (exit 3) when a batch runs longer than this many seconds. "
-                            "Default: 4 × the batch's estimate + 10 minutes.", min=1.0)]
+                            "Default: 4 × the batch's estimate at the execution's rate + 10 minutes.", min=1.0)]
 Poll = Annotated[float, typer.Option("--poll", help="Seconds between progress reads.", min=0.05)]
 AcceptEdited = Annotated[bool, typer.Option(
     "--accept-edited-plan", help="Run a plan file that was changed after kops wrote it (refused otherwise, naming "

@@ -436,7 +436,8 @@ class Executor:
         self.refuse_foreign_reassignment(snapshot, batch if batch.status == RUNNING else None)
         todo = self.todo(batch, snapshot)
         self.emit(BatchStarted(batch.index, len(record.batches), len(batch.moves),
-                               sum(m.copied_bytes for m in batch.moves), batch.estimate_seconds, attached))
+                               sum(m.copied_bytes for m in batch.moves),
+                               steps.expected_seconds(batch, record.rate), attached))
         if not attached:
             gone = sorted({b for m in todo for b in health.needed(m, snapshot)} - snapshot.live_broker_ids)
             if gone:
@@ -512,7 +513,8 @@ class Executor:
 
     def _follow(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot) -> None:
         """Until every move of the batch is at its target; raises Stop on health, cancel now or timeout."""
-        f = _Following(health.baseline(snapshot, batch.moves), self._batch_started(batch), self._batch_timeout(batch),
+        f = _Following(health.baseline(snapshot, batch.moves), self._batch_started(batch),
+                       self._batch_timeout(record, batch),
                        sum(m.copied_bytes for b in record.batches if b.status == DONE for m in b.moves),
                        sum(m.copied_bytes for b in record.batches for m in b.moves),
                        StallWatch(self.stall_timeout, self.clock.monotonic()), self.clock.monotonic())
@@ -540,9 +542,11 @@ class Executor:
         """The batch's start on the monotonic clock (it may have started in an earlier, interrupted run)."""
         return self.clock.monotonic() - max(0.0, self.clock.now() - (batch.started_at or self.clock.now()))
 
-    def _batch_timeout(self, batch: BatchRecord) -> float | None:
-        if self.batch_timeout is None and batch.estimate_seconds:
-            return 4 * batch.estimate_seconds + 600
+    def _batch_timeout(self, record: ExecutionRecord, batch: BatchRecord) -> float | None:
+        """--batch-timeout, else four times what the batch should take at the execution's rate and ten minutes."""
+        expected = steps.expected_seconds(batch, record.rate)
+        if self.batch_timeout is None and expected:
+            return 4 * expected + 600
         return self.batch_timeout
 
     def _report_progress(self, record: ExecutionRecord, batch: BatchRecord, snapshot: Snapshot, elapsed: float,

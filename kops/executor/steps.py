@@ -22,6 +22,7 @@ from kops.executor.record import PENDING, BatchRecord, ConfigRecord, ExecutionRe
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Batch, Move, Plan
 from kops.model.snapshot import Snapshot
+from kops.planner.batches import port_times
 from kops.planner.rollback import invert
 from kops.planner.rolling import leader_of, rolling_order
 
@@ -89,8 +90,19 @@ def _with_disk_moves_back(started: list[BatchRecord], undone: list[tuple[int, li
     back = {b.index: [m.inverse() for m in b.disk_moves] for b in started if b.disk_moves}
     caps = {b.index: b.undo_caps for b in started}
     order = sorted(set(moves) | set(back), reverse=True)
-    return [BatchRecord(n, moves.get(index, []), estimate_seconds=estimates[index], disk_moves=back.get(index, []),
-                        caps=_receiving(caps[index], moves.get(index, []))) for n, index in enumerate(order, 1)]
+    return [BatchRecord(n, moves.get(index, []), estimate_seconds=estimates.get(index),
+                        disk_moves=back.get(index, []), caps=_receiving(caps[index], moves.get(index, [])))
+            for n, index in enumerate(order, 1)]
+
+
+def expected_seconds(batch: BatchRecord, rate: int | None) -> float | None:
+    """How long the batch should take at the execution's `rate` (each capped broker at its cap): the plan's
+    estimate was made at the plan's rate, so a batch run at a lower `--throttle` would be timed out (at four times
+    its estimate and ten minutes) before it could finish. Never below the batch's own estimate (the plan's counts
+    the broker's bandwidth and what is written meanwhile); the estimate alone where the moves carry no sizes."""
+    if not rate or not any(m.bytes for m in batch.moves):
+        return batch.estimate_seconds
+    return max(port_times(batch.moves, rate, rate, batch.caps)[2], batch.estimate_seconds or 0.0)
 
 
 def _receiving(caps: Mapping[int, int], moves: list[Move]) -> dict[int, int]:
@@ -99,14 +111,26 @@ def _receiving(caps: Mapping[int, int], moves: list[Move]) -> dict[int, int]:
     return {b: c for b, c in caps.items() if b in adding}
 
 
+def _undo_estimates(undone: list[tuple[int, list[Move]]], started: list[BatchRecord],
+                    rate: int | None) -> dict[int, float | None]:
+    """Each rollback batch's own estimate, by the forward batch it undoes: its bytes going back into the forward
+    sources at the execution's rate (as the plan file's rollback estimates are made). Where the rate is unknown
+    (an unthrottled execution) or the moves carry no sizes, the forward batch's, as records before this kept."""
+    forward = {b.index: b for b in started}
+    out: dict[int, float | None] = {b.index: b.estimate_seconds for b in started}
+    for index, moves in undone:
+        if rate and moves and any(m.bytes for m in moves):
+            out[index] = port_times(moves, rate, rate, _receiving(forward[index].undo_caps, moves))[2]
+    return out
+
+
 def rollback_of(forward: ExecutionRecord, snapshot: Snapshot,
                 current_configs: dict[str, dict[str, str]]) -> RollbackSteps:
     """What undoes `forward` on a cluster in the state `snapshot` (nothing may be in flight on its partitions)."""
     started = [b for b in forward.batches if b.status != PENDING]
     undo = invert([(b.index, b.moves) for b in started], lambda tp: _replicas(snapshot, tp),
                   f"rollback of execution {forward.id}")
-    estimates = {b.index: b.estimate_seconds for b in started}
-    batches = _with_disk_moves_back(started, undo.batches, estimates)
+    batches = _with_disk_moves_back(started, undo.batches, _undo_estimates(undo.batches, started, forward.rate))
     if forward.rolling is not None:  # undone rolling too, each move at its batch's caps
         batches = one_per_move([m for b in batches for m in b.moves], snapshot,
                                {m.tp: _receiving(b.caps, [m]) for b in batches for m in b.moves})

@@ -40,7 +40,7 @@ from kops.model.plan import CapacityReport, Plan, Rolling, Usage
 from kops.model.throttle_keys import ALL_KEYS, FOLLOWER_RATE, LEADER_RATE
 from kops.planner.planner import plan as make_plan
 from tests.builders import declare, td
-from tests.memory_cluster import LEASE, Crash, MemoryCluster, MemoryKafka
+from tests.memory_cluster import LEASE, TICK, Crash, DrivenClock, MemoryCluster, MemoryKafka
 
 MB = 1024 * 1024
 DIGEST = "0123456789abcdef"
@@ -68,8 +68,9 @@ class Bed:
 
     def executor(self, port: MemoryCluster | None = None, controls: Controls | None = None,
                  **options: Any) -> Executor:
+        options.setdefault("poll_seconds", 0.5)
         return Executor(port or MemoryCluster(self.kafka), self.report, controls, clock=self.kafka.clock,  # type: ignore[arg-type]  # the driven clock has Clock's three methods
-                        poll_seconds=0.5, **options)
+                        **options)
 
     def apply(self, port: MemoryCluster | None = None, resume: bool = False, **options: Any) -> Outcome:
         rolling = options.pop("rolling", None)
@@ -116,8 +117,8 @@ class Bed:
         assert record.status == "done" and all(b.status == "done" for b in record.batches)
 
 
-def bed(tmp_path: Path, megabytes: float = 1.0, rolling: Rolling | None = None) -> Bed:
-    kafka = MemoryKafka(4)
+def bed(tmp_path: Path, megabytes: float = 1.0, rolling: Rolling | None = None, tick: float = TICK) -> Bed:
+    kafka = MemoryKafka(4, DrivenClock(tick=tick))
     for name, layout in ORIGINAL.items():
         kafka.create_topic(name, layout, {})
         kafka.produce(name, int(megabytes * MB))
@@ -518,3 +519,24 @@ def test_a_rollback_at_a_throttle_of_its_own_and_resumed_at_another(tmp_path: Pa
     assert outcome.exit_code == ExitCode.OK and outcome.record.rate == 8 * MB
     assert all(later[0][f"brokers/{x}"][FOLLOWER_RATE] == str(8 * MB) for x in first), later[0]
     assert b.layout() == ORIGINAL and not b.moving() and b.throttles() == OPERATOR
+
+
+def test_a_batch_run_below_the_plans_rate_is_timed_at_that_rate(tmp_path: Path) -> None:
+    """`kops apply --throttle` at a tenth of the plan's rate: each batch takes ten times its estimate, more than the
+    default timeout of four times the estimate and ten minutes; the timeout and the estimate each batch starts
+    with follow the rate the execution runs at. The same for a rollback at a tenth of the apply's."""
+    b = bed(tmp_path, megabytes=2000, tick=5.0)  # hours of simulated time: steps of 5 s, polls of 20 s
+    planned = {batch.index: batch.estimate.seconds or 0.0 for batch in b.plan.batches}
+    assert max(planned.values()) > 120  # ten times it is past four times it and 600 s
+    slow = 4 * MB // 10
+    outcome = b.executor(poll_seconds=20).apply(b.plan, b.path, DIGEST, rate=slow)
+    assert outcome.exit_code == ExitCode.OK, outcome.reason
+    b.finished_as_planned()
+    started = {e.batch: e.estimate_seconds or 0.0 for e in b.events if isinstance(e, BatchStarted)}
+    assert all(started[i] >= 9.5 * planned[i] for i in planned if planned[i] > 1), (started, planned)
+    b.events.clear()
+    back = b.executor(poll_seconds=20).rollback(b.path, DIGEST, b.plan.cluster_id, rate=slow)
+    assert back.exit_code == ExitCode.OK, back.reason
+    assert b.layout() == ORIGINAL and not b.moving() and b.throttles() == OPERATOR
+    undone = [e for e in b.events if isinstance(e, BatchStarted)]
+    assert undone and all((e.estimate_seconds or 0.0) > 120 for e in undone if e.bytes), undone
