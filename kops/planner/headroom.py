@@ -399,6 +399,18 @@ class Headroom:
                         self.over[resource].add(broker)
         # brokers are ranked by their share of capacity only while every one of them has a known limit
         self.ranked = self.knows_all(caps.brokers)
+        self.weight = self._weights(caps.brokers)
+
+    def _weights(self, brokers: Iterable[int]) -> dict[int, float]:
+        """Each broker's share of capacity for replicas that weigh nothing yet (a new topic's or partition's): its
+        disk limit where every broker's is known, else its replica limit, else one each. Utilization cannot rank
+        them (an empty replica changes no load), and ranked by it every new partition went to the emptiest broker."""
+        brokers = list(brokers)
+        for resource in ("disk", "replicas"):
+            per = self.limits[resource]
+            if brokers and all(per.get(b, 0.0) > 0 for b in brokers):
+                return {b: per[b] for b in brokers}
+        return {}
 
     def knows_all(self, brokers: Iterable[int]) -> bool:
         """Whether every one of `brokers` has a known limit: only then are brokers ranked by utilization."""

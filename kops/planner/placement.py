@@ -24,12 +24,18 @@ from kops.model.partitions import TopicPartition
 from kops.planner.layout import Layout
 
 
-def _load_key(layout: Layout, broker: int) -> tuple[float, ...]:
+def _load_key(layout: Layout, broker: int, empty: bool = False) -> tuple[float, ...]:
     """Fewest replicas, then bytes; with every broker's capacity known, lowest utilization first (fuller brokers
-    get less, unequal brokers fill by their share of capacity)."""
+    get less, unequal brokers fill by their share of capacity). `empty`: for a replica that weighs nothing yet (a
+    new topic's or partition's), fewest replicas per share of capacity first: it changes no broker's utilization,
+    so ranked by it every new partition of a play went to the same broker."""
     room = layout.headroom
     if room is not None and room.ranked:
-        return (room.utilization(layout, broker), layout.replica_count[broker], layout.bytes[broker], broker)
+        utilization = room.utilization(layout, broker)
+        if empty:
+            share = layout.replica_count[broker] / room.weight.get(broker, 1.0)
+            return (share, utilization, layout.bytes[broker], broker)
+        return (utilization, layout.replica_count[broker], layout.bytes[broker], broker)
     return (layout.replica_count[broker], layout.bytes[broker], broker)
 
 
@@ -63,7 +69,8 @@ def pick_brokers(
     used racks. Raises ValueError when there are not enough eligible brokers, or not enough within their limits.
     """
     eligible = [b for b in eligible if b not in existing]
-    candidates = sorted(_fitting(layout, eligible, tp), key=lambda b: _load_key(layout, b))
+    empty = tp is None or not layout.size(tp)
+    candidates = sorted(_fitting(layout, eligible, tp), key=lambda b: _load_key(layout, b, empty))
     if len(candidates) < count:
         raise _no_room(layout, tp, eligible if len(eligible) >= count else candidates, count)
     chosen: list[int] = []
@@ -76,7 +83,7 @@ def pick_brokers(
             best = min(
                 (b for b in candidates if b not in chosen),
                 key=lambda b: (rack_use.get(layout.rack(b), 0) if layout.rack(b) is not None else 0,)
-                + _load_key(layout, b),
+                + _load_key(layout, b, empty),
             )
         else:
             best = next(b for b in candidates if b not in chosen)

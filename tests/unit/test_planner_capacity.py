@@ -40,6 +40,28 @@ def test_unequal_brokers_fill_by_their_share_of_capacity_not_by_count() -> None:
     assert by_share.summary.capacity is not None and by_share.summary.capacity.brokers[3]["disk"].after == 90_000
 
 
+def test_new_topics_and_partitions_spread_by_count_per_share_of_capacity() -> None:
+    """A new partition weighs nothing yet, so it changes no broker's utilization: ranked by it, every new replica of
+    a play went to the same broker (found on Kafka 4.3.1, whose reported disks make every broker's capacity known).
+    Equal brokers take equal counts; broker 3, with twice the disk, twice as many."""
+    from collections import Counter
+
+    snap = snapshot(brokers(3, racks=None), [topic("orders", [(1, 2), (2, 3), (3, 1)] * 2), topic("events", [(1,)])])
+    sizes = sizes_of(snap, 3_500_000)
+    desired = declare(td("orders"), td("events", partitions=13), td("fresh", partitions=9, rf=2))
+
+    def replicas(planned: Plan) -> Counter[int]:
+        """Every broker's replicas after the plan: the 13 it holds (broker 1 one more) and the 30 it creates."""
+        return Counter([b for c in planned.creations for rs in c.assignment.values() for b in rs]
+                       + [b for a in planned.partition_additions for rs in a.assignment.values() for b in rs]
+                       + [b for t in snap.topics.values() for part in t.partitions.values() for b in part.replicas])
+
+    equal = plan(desired, snap, sizes, Policy(capacity=disks(2 * 1024**3)))
+    assert replicas(equal) == replicas(plan(desired, snap, sizes, Policy())) == Counter({1: 14, 2: 14, 3: 15})
+    unequal = replicas(plan(desired, snap, sizes, Policy(capacity=disks(1024**3, b3=2 * 1024**3))))
+    assert unequal == Counter({1: 11, 2: 11, 3: 21}), unequal
+
+
 def test_a_broker_that_does_not_fit_is_passed_over_even_on_the_right_rack() -> None:
     # brokers 1 and 4 share rack r0: rack-aware placement sends 1's replicas to 4 first, unless 4 is full
     snap = snapshot(brokers(6), [round_robin("t", 6, 3, [1, 2, 3, 4, 5, 6]), topic("big", [(4,)])])
