@@ -23,7 +23,8 @@ class Limits(Protocol):
     """Each broker's capacity limits as placement asks them (kops.planner.headroom.Headroom is one)."""
 
     ranked: bool  # every broker's capacity is known: brokers are ranked by utilization
-    weight: Mapping[int, float]  # each broker's share of capacity, for replicas without a size (may be empty)
+    @property
+    def weight(self) -> Mapping[int, float]: ...  # each broker's share of capacity, for replicas without a size
 
     @property
     def caps(self) -> Capacities: ...
