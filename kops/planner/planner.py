@@ -458,6 +458,14 @@ def _shape_possible(work: _Work, decl: TopicDeclaration, existing: Topic | None,
         work.error(decl.where("replication_factor"),
                    f"topic {decl.name}: replication_factor {rf} is below min.insync.replicas {misr}")
         return False
+    declared = decl.config.get("min.insync.replicas")
+    if rf is None and existing is not None and existing.partitions and declared is not None \
+            and int(declared) > existing.replication_factor:
+        # the RF the topic has: acks=all producers could write nothing to it (NotEnoughReplicas)
+        work.error(decl.where("config.min.insync.replicas"),
+                   f"topic {decl.name}: min.insync.replicas {declared} is above its replication_factor "
+                   f"{existing.replication_factor}", "declare a replication_factor of at least that, or lower it")
+        return False
     return True
 
 

@@ -191,6 +191,9 @@ def test_partition_decrease_refused_on_kafka_and_marked_on_kip253() -> None:
         (declare(td("fresh")), "does not exist yet: declare partitions and replication_factor"),
         (declare(add=[9]), "brokers.add names broker 9, which is not registered"),
         (declare(td("t", 2, 1, config={"min.insync.replicas": "2"})), "below min.insync.replicas 2"),
+        # no replication_factor declared: the topic's own (2) holds it (acks=all could write nothing)
+        (declare(td("t", config={"min.insync.replicas": "3"})),
+         "min.insync.replicas 3 is above its replication_factor 2"),
     ],
 )
 def test_bad_declarations_name_their_location(desired, message: str) -> None:
