@@ -127,6 +127,18 @@ def test_rebalance_replicas_within_tolerance_with_lower_bound_moves() -> None:
     assert result.summary.moves == result.summary.lower_bound_moves
 
 
+def test_a_count_rebalance_without_sizes_takes_the_topics_in_turn() -> None:
+    """Equal sizes (none known): the replicas moved come from each topic in turn, so no topic piles onto the broker
+    that takes them (on Kafka 4.3.1, `kops rebalance` without sizes moved four partitions of one topic to broker 3,
+    which then held all six)."""
+    from collections import Counter
+
+    snap = snapshot(brokers(3, racks=None), [topic("events", [(1,), (2,), (1,), (2,), (1,), (2,)]),
+                                             topic("skew", [(1, 2)] * 4), topic("orders", [(1, 2), (2, 1)])])
+    moves = [m for m in plan(declare(rebalance=Rebalance("replicas", 0.0)), snap).moves if 3 in m.to_replicas]
+    assert Counter(m.topic for m in moves) == {"events": 2, "orders": 2, "skew": 2}  # before: events 3, skew 3
+
+
 def test_rebalance_moves_nothing_unless_asked() -> None:
     skewed = topic("t", [(1, 2, 3)] * 12 + [(4, 5, 6)] * 2)
     snap = snapshot(B6, [skewed])
