@@ -43,6 +43,7 @@ from kops.fleet.selection import load as load_fleet_inventory
 from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import SourceLocation
 from kops.model.goals import goal_list
+from kops.model.servers import parse_servers
 from kops.model.snapshot import ADMIN_API
 from kops.zk_layout.client import ZkClient
 from kops.zk_layout.connect import parse_connect
@@ -106,6 +107,7 @@ def resolve(connection: Connection, inventory: Path | None = None, limit: str | 
     if connection.bootstrap_server:
         if connection.zookeeper:
             console.info("both -z and -b given: using the Admin API")
+        parse_servers(connection.bootstrap_server)
         return Address("admin", connection.bootstrap_server)
     if connection.zookeeper:
         parse_connect(connection.zookeeper)
@@ -121,6 +123,7 @@ def resolve(connection: Connection, inventory: Path | None = None, limit: str | 
 def from_connect(connect: str) -> Address:
     """A snapshot's or plan's `connect`: `kafka://SERVERS` through the Admin API, else a ZooKeeper string."""
     if connect.startswith(ADMIN_API):
+        parse_servers(connect[len(ADMIN_API):])
         return Address("admin", connect[len(ADMIN_API):])
     parse_connect(connect)
     return Address("zookeeper", connect)

@@ -37,6 +37,7 @@ from kops.model.desired import (
 )
 from kops.model.goals import goal_list
 from kops.model.plan import Rolling
+from kops.model.servers import parse_servers
 from kops.model.snapshot import admin_api_connect
 from kops.zk_layout.connect import parse_connect
 
@@ -212,9 +213,10 @@ def cluster_address(variables: dict[str, Any], where: SourceLocation, name: str,
     """`bootstrap_servers` (the Admin API, written `kafka://SERVERS` as snapshots name it) before `zookeeper`."""
     servers = variables.get("bootstrap_servers")
     if servers is not None:
-        if not all(re.fullmatch(r"[^\s,:]+:\d+", s.strip()) for s in str(servers).split(",")):
-            problems.error(where, f"host {name}: bootstrap_servers: {servers!r} is not HOST:PORT[,HOST:PORT...]",
-                           "e.g. bootstrap_servers: broker1:9092,broker2:9092")
+        try:
+            parse_servers(str(servers))
+        except UsageError as exc:
+            problems.error(where, f"host {name}: bootstrap_servers: {exc.what}", exc.hint)
         return admin_api_connect(str(servers))
     connect = variables.get("zookeeper")
     if connect is None:

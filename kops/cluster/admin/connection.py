@@ -21,6 +21,7 @@ from kafka.errors import KafkaError, KafkaTimeoutError
 
 from kops.cluster.admin.tls import ClientTls, client_tls, tls_problem
 from kops.errors import ConnectionFailed, UsageError
+from kops.model.servers import parse_servers
 
 logging.getLogger("kafka").addHandler(logging.NullHandler())
 logging.getLogger("kafka").propagate = False  # kafka-python's connection chatter is not kops's output
@@ -78,8 +79,9 @@ class AdminSettings:
 
 
 def servers(bootstrap: str) -> list[str]:
-    """`host:port,host:port` as its servers (Kafka's bootstrap.servers form)."""
-    return [s.strip() for s in bootstrap.split(",") if s.strip()]
+    """`host:port,host:port` as its servers (Kafka's bootstrap.servers form); a bad one is one line (exit 1),
+    not kafka-python's ValueError."""
+    return parse_servers(bootstrap)
 
 
 def read_properties(path: Path) -> ClientProperties:
