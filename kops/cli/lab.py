@@ -15,6 +15,7 @@ import typer
 
 from kops.cli import console
 from kops.cli.options import Format, OutputFormat, parse_option
+from kops.cli.state import controller_label
 from kops.errors import UsageError
 from kops.lab import class_share, kafka_dist, traffic
 from kops.lab.engines import ENGINES, KOPS, availability, open_lab
@@ -205,7 +206,7 @@ def status(lab_dir: LabDir = DEFAULT_DIR, output: Format = OutputFormat.text) ->
                       "yes" if b["registered"] else "[red]no[/]",
                       "controller" if b["id"] == snapshot.controller.id else "")
     console.out.print(table)
-    console.out.print(f"controller: broker {snapshot.controller.id} (epoch {snapshot.controller.epoch}); "
+    console.out.print(f"controller: {controller_label(snapshot)}; "
                       f"{len(snapshot.topics)} topics, {len(partitions)} partitions; "
                       f"under-replicated {len(under)}, offline {len(offline)}, reassigning {len(doc['reassigning'])}")
     for label, items in (("under-replicated", under), ("offline", offline)):

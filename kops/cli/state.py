@@ -21,10 +21,12 @@ from kops.errors import UsageError
 from kops.model import snapshot_format
 from kops.model.capacity import unreported, volumes
 from kops.model.partitions import TopicPartition
-from kops.model.snapshot import Snapshot
+from kops.model.snapshot import ADMIN_API, InFlight, Snapshot
 from kops.model.throttle_keys import ALL_KEYS as THROTTLE_KEYS
 from kops.units import format_size
 from kops.zk_layout.reader import read_snapshot
+
+ADMIN_API_MOVE = "Admin API (KIP-455)"  # a reassignment ListPartitionReassignments lists
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -174,10 +176,9 @@ def refuse_incomplete(snapshot: Snapshot, allowed: bool) -> None:
 def render(snapshot: Snapshot) -> None:
     """The cluster as tables: brokers, topics, reassignments in flight, throttles, then what needs attention."""
     out = console.out
-    ctl = snapshot.controller
-    controller = f"broker {ctl.id} (epoch {ctl.epoch})" if ctl.id is not None else "[red]none[/]"
     out.print(
-        f"[bold]Cluster[/] {snapshot.cluster_id or '?'}  ·  {snapshot.connect or ''}  ·  controller {controller}  ·  "
+        f"[bold]Cluster[/] {snapshot.cluster_id or '?'}  ·  {snapshot.connect or ''}  ·  "
+        f"controller {controller_label(snapshot)}  ·  "
         f"{len(snapshot.brokers)} brokers{f' (+{len(snapshot.fenced)} fenced)' if snapshot.fenced else ''}, "
         f"{len(snapshot.topics)} topics, {snapshot.partition_count} partitions"
     )
@@ -188,7 +189,7 @@ def render(snapshot: Snapshot) -> None:
         moves = console.table("Reassignments in flight", "Partition", "Replicas", "Adding", "Removing", "Target",
                               "Source")
         for f in in_flight:
-            source = "znode + topic" if f.requested and f.replicas else ("znode" if f.requested else "topic (API)")
+            source = move_source(f, snapshot.connect)
             moves.add_row(f"{f.topic}-{f.partition}", _ids(f.replicas), _ids(f.adding), _ids(f.removing),
                           _ids(f.target or ()), source)
         out.print(moves)
@@ -212,6 +213,32 @@ def render(snapshot: Snapshot) -> None:
     dead = sorted(held - snapshot.live_broker_ids - set(snapshot.fenced))
     if dead:
         out.print(f"[yellow]Replicas on brokers that are not registered:[/] {', '.join(map(str, dead))}")
+
+
+def move_source(move: InFlight, connect: str | None) -> str:
+    """Where a reassignment in flight was read. Through the Admin API (a snapshot named kafka://SERVERS) every one
+    is what ListPartitionReassignments lists (KIP-455; a KRaft cluster has no znode); through ZooKeeper, the
+    reassignment znode `/admin/reassign_partitions`, the topic znode's adding/removing replicas (a move made
+    through the Admin API), or both."""
+    if (connect or "").startswith(ADMIN_API):
+        return ADMIN_API_MOVE
+    if move.requested:
+        return "znode + topic" if move.replicas else "znode"
+    return "topic (API)"
+
+
+def controller_label(snapshot: Snapshot) -> str:
+    """The controller as the snapshot knows it, its epoch only where known. A KRaft cluster (its finalized
+    metadata.version says so) is led by its metadata quorum's leader, a controller node that need not be a broker;
+    where the quorum was not described to kops, that is said rather than "none"."""
+    ctl = snapshot.controller
+    kraft = snapshot.metadata_version is not None
+    if ctl.id is None:
+        return "KRaft quorum (leader not reported through the Admin API)" if kraft else "[red]none[/]"
+    epoch = f"epoch {ctl.epoch}" if ctl.epoch is not None else ""
+    if kraft:
+        return f"node {ctl.id} (KRaft quorum leader{', ' + epoch if epoch else ''})"
+    return f"broker {ctl.id}" + (f" ({epoch})" if epoch else "")
 
 
 def _brokers_table(snapshot: Snapshot) -> Table:

@@ -12,6 +12,7 @@ from kops.cli import console
 from kops.cli.connection import Connection, connection_options, open_cluster, resolve
 from kops.cli.fleet_status import cancel_fleet, fleet_targets, repeat, status_fleet
 from kops.cli.options import Format, Inventory, Limit, OutputFormat
+from kops.cli.state import ADMIN_API_MOVE
 from kops.cluster.port import Cluster
 from kops.errors import KopsError
 from kops.executor import progress
@@ -19,7 +20,7 @@ from kops.executor.journal import Journal
 from kops.executor.record import ExecutionRecord
 from kops.holder import describe, holder_info
 from kops.model.partitions import TopicPartition
-from kops.model.snapshot import Snapshot
+from kops.model.snapshot import ADMIN_API, Snapshot
 from kops.model.throttle_keys import ALL_KEYS
 from kops.units import format_size
 
@@ -77,12 +78,22 @@ def _in_flight(snapshot: Snapshot, cluster: Cluster) -> list[dict[str, Any]]:
     for m in moving:
         row: dict[str, Any] = {"topic": m.topic, "partition": m.partition, "replicas": list(m.replicas),
                                "adding": list(m.adding), "removing": list(m.removing),
-                               "target": list(m.target) if m.target else None, "requested": m.requested}
+                               "target": list(m.target) if m.target else None, "requested": m.requested,
+                               "started_by": started_by(m.requested, snapshot.connect)}
         lag = [lags[(m.topic, m.partition, b)] for b in m.adding if (m.topic, m.partition, b) in lags]
         if lag:
             row["lag_bytes"] = sum(lag)
         rows.append(row)
     return rows
+
+
+def started_by(requested: bool, connect: str | None) -> str:
+    """How a reassignment in flight was started, as far as the transport tells: through ZooKeeper, the
+    reassignment znode or (topic znodes only) the Admin API; through the Admin API (kafka://SERVERS), every one
+    is what ListPartitionReassignments lists, znode or not (a KRaft cluster has none)."""
+    if (connect or "").startswith(ADMIN_API):
+        return ADMIN_API_MOVE
+    return "znode" if requested else "admin API"
 
 
 def _collect(cluster: Cluster) -> dict[str, Any]:
@@ -143,7 +154,7 @@ def _render(doc: dict[str, Any]) -> None:
     for r in doc["in_flight"]:
         table.add_row(f"{r['topic']}-{r['partition']}", ",".join(map(str, r["replicas"])),
                       ",".join(map(str, r["adding"])),
-                      ",".join(map(str, r["removing"])), "znode" if r["requested"] else "admin API",
+                      ",".join(map(str, r["removing"])), r["started_by"],
                       format_size(r["lag_bytes"]) if "lag_bytes" in r else "")
     out.print(table if doc["in_flight"] else "No reassignment in flight.")
     throttles = console.table("Throttles in force", "Entity", "Key", "Value", "Set by")

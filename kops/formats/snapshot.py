@@ -99,8 +99,10 @@ class TopicDoc(Doc):
 class ControllerDoc(Doc):
     domain = ControllerInfo
 
-    id: Int | None = Field(description="broker id of the active controller")
-    epoch: Int | None
+    id: Int | None = Field(description="the active controller: its broker id in ZooKeeper mode, the KRaft metadata "
+                                       "quorum's leader (a controller node) on KRaft; null when not known")
+    epoch: Int | None = Field(description="/controller_epoch, or the KRaft quorum's leader epoch; null when not "
+                                          "known (ZooKeeper mode through the Admin API)")
     kraft_controller_epoch: Int = Field(description="> 0 during a KRaft migration")
 
 

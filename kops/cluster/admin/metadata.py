@@ -35,6 +35,7 @@ from typing import Any
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 from kafka.protocol.admin import DescribeQuorumRequest
+from kafka.protocol.api_key import ApiKey
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
 from kops import __version__
@@ -119,10 +120,19 @@ def _offset(answer: Any) -> int:
     return -1 if isinstance(answer, Exception) else int(getattr(answer, "finalized_features_epoch", -1) or -1)
 
 
-def committed_offset(client: KafkaAdminClient) -> int | None:
-    """The metadata log's high watermark (DescribeQuorum, KRaft): every record below it is committed, so a
-    broker whose image holds offset high watermark - 1 has seen every change acknowledged before it was asked.
-    None where the cluster does not say (ZooKeeper mode, no DESCRIBE on the cluster)."""
+@dataclass(frozen=True)
+class Quorum:
+    """The KRaft metadata quorum as DescribeQuorum describes it (brokers forward it to the active controller)."""
+
+    leader: int | None  # the active controller's node id; None while one is being elected
+    epoch: int  # the quorum's leader epoch, KRaft's controller epoch (kafka-metadata-quorum's LeaderEpoch)
+    high_watermark: int  # every metadata record below it is committed
+
+
+def describe_quorum(client: KafkaAdminClient) -> Quorum | None:
+    """The metadata quorum: its leader, and the log's high watermark (a broker whose image holds offset high
+    watermark - 1 has seen every change acknowledged before it was asked). None where the cluster does not say
+    (ZooKeeper mode, no DESCRIBE on the cluster)."""
     topic = DescribeQuorumRequest.TopicData
     request = DescribeQuorumRequest(topics=[topic(topic_name="__cluster_metadata",
                                                   partitions=[topic.PartitionData(partition_index=0)])])
@@ -135,7 +145,20 @@ def committed_offset(client: KafkaAdminClient) -> int | None:
         [partition] = response.topics[0].partitions
     except (KafkaError, OSError, IndexError, ValueError, AttributeError):
         return None
-    return int(partition.high_watermark) if not response.error_code and not partition.error_code else None
+    if response.error_code or partition.error_code:
+        return None
+    leader = int(partition.leader_id)
+    return Quorum(leader if leader >= 0 else None, int(partition.leader_epoch), int(partition.high_watermark))
+
+
+def offers_quorum(client: KafkaAdminClient) -> bool:
+    """The broker kops is connected to offers DescribeQuorum: a KRaft cluster (KIP-595; ZooKeeper-mode brokers do
+    not list it), whether or not kops may ask it."""
+    try:
+        offered = client._manager.broker_version_data.api_versions  # noqa: SLF001 - its ApiVersions answer
+    except (KafkaError, AttributeError):
+        return False
+    return int(ApiKey.DescribeQuorum) in (offered or {})
 
 
 def _send(client: KafkaAdminClient, request: Any, broker: int) -> Any:

@@ -2,13 +2,14 @@
 ZooKeeper reader makes, for clusters kops cannot reach through ZooKeeper (KRaft, Kafka 4).
 
 Metadata gives replicas in order, leaders, leader epochs and ISR, asked of every serving broker and merged
-(`kops.cluster.admin.metadata`: a broker answers from its own, possibly lagging, copy); DescribeCluster the brokers with
-their racks, which of them are fenced (v2, KIP-1073: registered, not serving; not live) and the cluster id;
+(`kops.cluster.admin.metadata`: a broker answers from its own, possibly lagging, copy); DescribeCluster the brokers
+with their racks, which of them are fenced (v2, KIP-1073: registered, not serving; not live), the cluster id and,
+in ZooKeeper mode, the controller; DescribeQuorum the KRaft controller (the quorum's leader and epoch);
 ListPartitionReassignments (answered by the controller) what is adding and removing; DescribeConfigs the
 overrides (dynamic topic configs and dynamic per-broker configs: the same maps ZooKeeper holds, so throttles read
 the same; the cluster-wide default, `<default>` in ZooKeeper, is not asked for: kafka-python refuses the empty
 broker resource name Kafka uses for it). What the Admin API does not carry stays empty: ZooKeeper's registration
-versions and epochs, the KIP-253 counts, the seeds' features.
+versions and epochs, the ZooKeeper-mode controller epoch, the KIP-253 counts, the seeds' features.
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import KafkaError, for_code
 
 from kops.bulk import collector_paused
-from kops.cluster.admin.metadata import PartitionView, TopicView, ask_each, committed_offset, merge
+from kops.cluster.admin.metadata import (
+    PartitionView,
+    Quorum,
+    TopicView,
+    ask_each,
+    describe_quorum,
+    merge,
+    offers_quorum,
+)
 from kops.errors import ConnectionFailed
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState
@@ -84,6 +93,7 @@ class _Read:
     moving: dict[Any, dict[str, list[int]]]
     silent: set[int]
     problems: list[Problem]
+    quorum: Quorum | None
 
 
 @collector_paused()
@@ -120,11 +130,21 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
                       for tp, flight in sorted(read.moving.items(), key=lambda kv: (kv[0].topic, kv[0].partition))
                       if only_topics is None or tp.topic in only_topics)
     return Snapshot(cluster_id=cluster.get("cluster_id"),
-                    controller=ControllerInfo(id=cluster.get("controller_id"), epoch=None),
+                    controller=controller_of(cluster.get("controller_id"), read.quorum, offers_quorum(client)),
                     brokers=brokers, topics=topics, broker_configs=broker_configs, requested_moves=requested,
                     migration=migration, problems=tuple(read.problems + config_problems),
                     connect=admin_api_connect(where), fenced=tuple(sorted(fenced)),
                     metadata_version=_metadata_version(client) if only_topics is None else None)
+
+
+def controller_of(described: int | None, quorum: Quorum | None, kraft: bool) -> ControllerInfo:
+    """The active controller: on KRaft the metadata quorum's leader and its epoch, as DescribeQuorum says (a KRaft
+    broker answers DescribeCluster with a random live broker as its "controller", KIP-919), or none where the
+    quorum is not described to kops (no DESCRIBE on the cluster); in ZooKeeper mode DescribeCluster's, whose epoch
+    the Admin API does not carry."""
+    if quorum is not None:
+        return ControllerInfo(id=quorum.leader, epoch=quorum.epoch if quorum.leader is not None else None)
+    return ControllerInfo(id=None if kraft else described, epoch=None)
 
 
 def _metadata_version(client: KafkaAdminClient) -> int | None:
@@ -147,7 +167,8 @@ def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str]
     deadline = waiting.monotonic() + (waiting.settle if only_topics is None else 0.0)
     while True:
         listed = client.list_partition_reassignments()
-        committed = committed_offset(client)
+        quorum = describe_quorum(client)
+        committed = quorum.high_watermark if quorum is not None else None
         answers = ask_each(client, serving, only_topics)
         if not answers.views:
             raise ConnectionFailed(f"no broker answered Metadata (asked {', '.join(map(str, serving)) or 'none'})",
@@ -165,7 +186,7 @@ def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str]
             if problems:
                 problems.append(Problem(PROPAGATING.rstrip("/"), f"brokers {', '.join(map(str, sorted(views)))} "
                                         f"still disagreed after {waiting.settle:g} s"))
-            return _Read(merged.topics, moving, answers.silent, problems)
+            return _Read(merged.topics, moving, answers.silent, problems, quorum)
         waiting.sleep(SETTLE_EVERY)
 
 
