@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import os
 import re
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -66,7 +69,7 @@ from kops.cli.run_metrics import Run, metrics_option
 from kops.cli.state import with_log_dirs, write_atomically
 from kops.cli.targets import offline_snapshot
 from kops.declare.capacity import declared_capacity
-from kops.errors import ExitCode, NotReady, UsageError
+from kops.errors import ExitCode, KopsError, NotReady, UsageError
 from kops.executor.executor import Outcome
 from kops.fleet.record import PLAN_SUFFIX
 from kops.fleet.results import CHANGED, OK, ClusterResult
@@ -91,12 +94,52 @@ from kops.sizes.reader import Sizes, read_sizes
 from kops.units import format_size, parse_duration, parse_size
 
 DEFAULT_THROTTLE = "50MiB/s"
+F = TypeVar("F", bound=Callable[..., Any])
+_REPORT: ContextVar[dict[str, Any] | None] = ContextVar("rebalance_report", default=None)  # the run's, so far
 
 
 class Goal(str, Enum):
     replicas = "replicas"
     leaders = "leaders"
     bytes = "bytes"
+
+
+def _summarized_errors(command: F) -> F:
+    """With --format json, a run that fails still ends stdout with one object (`_failed`): a cron job appending
+    stdout to a JSON-lines file keeps a line for every run. The one line on stderr and the exit code stay
+    main()'s. A run whose summary is out already (a refusal) adds none."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        token = _REPORT.set(None)
+        try:
+            return command(*args, **kwargs)
+        except KopsError as exc:
+            run: Run = kwargs["run"]
+            if kwargs.get("output_format") is OutputFormat.json and run.outcome is None:
+                goal = kwargs.get("goals") or getattr(kwargs.get("goal"), "value", None)
+                console.print_json(_failed(_REPORT.get() or {"goal": goal}, exc, run), one_line=True)
+            raise
+        finally:
+            _REPORT.reset(token)
+
+    return wrapper  # type: ignore[return-value]  # the same call
+
+
+def _begun(report: dict[str, Any]) -> dict[str, Any]:
+    """The run's summary as it is filled in, for `_summarized_errors` to end with what is known."""
+    _REPORT.set(report)
+    return report
+
+
+def _failed(report: dict[str, Any], exc: KopsError, run: Run) -> dict[str, Any]:
+    """The summary of a run that ended in an error: what it knew (its goal, the plan it wrote, the absent
+    brokers once read), `status` "error" (exit 3's "refused"), the `exit_code` and the `error` line, also its
+    `reason`."""
+    line = exc.one_line()
+    return {"applied": False, "plan": None, "execution": None, **report,
+            "status": "refused" if isinstance(exc, NotReady) else "error", "reason": line, "error": line,
+            "exit_code": int(exc.exit_code), "duration_seconds": round(time.monotonic() - run.started, 3)}
 
 
 def _state_dir() -> Path:
@@ -112,6 +155,7 @@ def _default_out(cluster_id: str | None, connect: str) -> Path:
 
 @connection_options
 @metrics_option("rebalance")
+@_summarized_errors
 def rebalance(
     connection: Connection,
     run: Run,
@@ -235,7 +279,7 @@ def rebalance(
         raise UsageError("--max-leader-moves goes with a goal list", hint="--goals, or the inventory's "
                                                                           "rebalance_goals; --max-moves bounds --goal "
                                                                           "leaders")
-    report: dict[str, Any] = {"goal": planning.goal_name, "applied": False, "plan": None, "execution": None}
+    report = _begun({"goal": planning.goal_name, "applied": False, "plan": None, "execution": None})
     snapshot, healing, address = _read(connection, (inventory, limit, snapshot_file), report, run, output_format,
                                        healing_options)
     where = address.where if address is not None else snapshot.connect or str(snapshot_file)
