@@ -29,6 +29,13 @@ from kops.zk_layout.reader import read_snapshot
 ADMIN_API_MOVE = "Admin API (KIP-455)"  # a reassignment ListPartitionReassignments lists
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it, then set back: the CLI runs one thread)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Write via a temporary file and rename, so a reader never sees half a file. A file that cannot be written
     is one clear line (exit 1), not a traceback."""
@@ -39,6 +46,7 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise UsageError(f"cannot write: {exc.strerror}", where=str(path), hint="choose another path") from None
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())  # as `> FILE` would make it: mkstemp makes it 0600
             handle.write(data)
         os.replace(tmp, path)
     except OSError as exc:

@@ -4,11 +4,13 @@ and a plan edited by hand is refused naming the section, unless accepted explici
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kops.cli.state import write_atomically
 from kops.errors import DocumentError
 from kops.executor import record as records
 from kops.formats.sizes import SizesRowDoc
@@ -143,3 +145,17 @@ def test_sizes_rows_round_trip_through_their_declaration(path: Path) -> None:
     for line in path.read_text().splitlines():
         row = json.loads(line)
         assert SizesRowDoc.model_validate(row).model_dump(mode="json") == row
+
+
+def test_files_kops_writes_get_the_mode_a_shell_redirect_would(tmp_path: Path) -> None:
+    """Snapshots and plans written with --out were 0600 (the temporary file's), `--format json > FILE` 0644."""
+    mask = os.umask(0o022)
+    try:
+        write_atomically(tmp_path / "snap.json", b"{}")
+        os.umask(0o002)
+        write_atomically(tmp_path / "plan.json", b"{}")
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "snap.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "plan.json").stat().st_mode & 0o777 == 0o664
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
