@@ -81,6 +81,7 @@ from kops.model.absence import absent_brokers
 from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import Execution
 from kops.model.goals import goal_list
+from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
 from kops.planner.bounded import Rebalance, Request
@@ -280,8 +281,10 @@ def rebalance(
                                                                           "rebalance_goals; --max-moves bounds --goal "
                                                                           "leaders")
     report = _begun({"goal": planning.goal_name, "applied": False, "plan": None, "execution": None})
+    live: dict[TopicPartition, int] | None = {} if sizes is None else None
     snapshot, healing, address = _read(connection, (inventory, limit, snapshot_file), report, run, output_format,
-                                       healing_options)
+                                       healing_options, live)
+    planning = planning.sized_by(live)
     where = address.where if address is not None else snapshot.connect or str(snapshot_file)
     result = planning.plan(snapshot, limit or where, declared, healing)
     if not result.worthwhile:
@@ -328,6 +331,15 @@ class _Planning:
         _loads_known(goals, self.known)
         limits, threshold = self.request.limits, self.request.min_improvement
         return replace(self, request=GoalRequest(goals, limits, threshold, self.max_leader_moves), inherit=False)
+
+    def sized_by(self, live: dict[TopicPartition, int] | None) -> _Planning:
+        """Without --sizes, the sizes the cluster reported (DescribeLogDirs), said as `kops plan` says them: its
+        moves then carry their bytes and estimates, and the smallest partitions move first (without them every
+        move showed 0 B and no estimate)."""
+        if not live:
+            return self
+        console.info(f"sizes of {len(live)} partitions from the cluster (DescribeLogDirs)")
+        return replace(self, known=replace(self.known, bytes=dict(live)))
 
     def inherited(self, inventory: Path | None, cluster: str | None) -> _Planning:
         """With neither --goal nor --goals, the cluster's `rebalance_goals` where its inventory has one."""
@@ -432,13 +444,15 @@ def _ready_snapshot(connection: Connection, address: Address, report: dict[str, 
 
 
 def _read(connection: Connection, what: tuple[Path | None, str | None, Path | None], report: dict[str, Any], run: Run,
-          output_format: OutputFormat, heal_options: Heal | None) -> tuple[Snapshot, tuple[int, ...], Address | None]:
+          output_format: OutputFormat, heal_options: Heal | None,
+          live: dict[TopicPartition, int] | None = None) -> tuple[Snapshot, tuple[int, ...], Address | None]:
     """The cluster read and judged (`_ready`), or with --snapshot FILE the file, judged without reaching any
-    cluster: an offline run never heals (it says which brokers are absent) and has no address to apply at."""
+    cluster: an offline run never heals (it says which brokers are absent) and has no address to apply at.
+    `live`, when given, gets the partition sizes the cluster reports (DescribeLogDirs), as `kops plan` reads them."""
     inventory, limit, snapshot_file = what
     if snapshot_file is None:
         address = resolve(connection, inventory, limit)
-        return *_ready(connection, address, report, run, output_format, heal_options), address
+        return *_ready(connection, address, report, run, output_format, heal_options, live), address
     snapshot = offline_snapshot(snapshot_file)
     absent = [{"broker": b, "seconds": None} for b in sorted(absent_brokers(snapshot))]
     _judged(offline_verdict(snapshot), absent, (report, run, output_format), str(snapshot_file))
@@ -446,10 +460,13 @@ def _read(connection: Connection, what: tuple[Path | None, str | None, Path | No
 
 
 def _ready(connection: Connection, address: Address, report: dict[str, Any], run: Run, output_format: OutputFormat,
-           heal_options: Heal | None) -> tuple[Snapshot, tuple[int, ...]]:
+           heal_options: Heal | None,
+           live: dict[TopicPartition, int] | None = None) -> tuple[Snapshot, tuple[int, ...]]:
     """`_ready_snapshot`, with the absent brokers noted in the cluster (every run, docs/design/healing.md §1)
-    and, with --heal-after, those this run heals."""
+    and, with --heal-after, those this run heals; `live` as `_read`'s."""
     with open_cluster(connection, address) as cluster:
+        if live is not None:
+            live.update(cluster.sizes())
         snapshot = with_log_dirs(cluster, cluster.snapshot())  # reported capacity, and dirs for disk_within_broker
         holder = cluster.holder()
         found = note_absences(cluster, snapshot)

@@ -22,6 +22,7 @@ from kops.cluster.admin.connection import AdminSettings
 from kops.executor.journal import Journal
 from kops.executor.record import ExecutionRecord
 from kops.lab.kafka_client import create_topics, first_answer, layout
+from kops.model import plan_format
 from kops.model.plan import Plan
 from kops.model.throttle_keys import ALL_KEYS
 from tests.engines import EngineLab, fill_real
@@ -224,6 +225,9 @@ def test_rebalance_through_the_admin_api(tmp_path: Path, admin_cluster: EngineLa
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["status"] == "applied" and report["moves"] == 4
     assert sum(4 in r for parts in replicas(bootstrap).values() for r in parts.values()) == 4
+    # without --sizes, the sizes the cluster reports (DescribeLogDirs), as kops plan reads them: no move of 0 B
+    planned = plan_format.loads(plan_file.read_bytes(), str(plan_file))
+    assert all(m.bytes > 0 for m in planned.moves) and planned.summary.estimated_seconds, planned.moves
     assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
 
