@@ -153,12 +153,7 @@ class Executor:
                 if rate is not None and rate != record.rate:
                     self._change_rate(record, rate)
             else:
-                previous = self.journal.latest(plan_digest, "apply")
-                if previous is not None and not previous.finished:
-                    raise KopsError(f"execution {previous.id} of this plan was interrupted ({previous.status}: "
-                                    f"{previous.stop_reason or 'no reason recorded'})",
-                                    hint=f"continue it with `kops apply --resume {plan_path}` or undo it with "
-                                         f"`kops rollback {plan_path}`")
+                self._refuse_interrupted(plan_digest, plan_path)
                 changes = drift(plan.fingerprint, snapshot)
                 if changes:
                     raise Stale("the cluster changed since the plan was made: " + "; ".join(changes),
@@ -271,12 +266,33 @@ class Executor:
             self.cluster, self._raw, self._lock = self._raw, None, None
             self.journal = Journal(self.cluster.records())
 
+    def _refuse_interrupted(self, plan_digest: str, plan_path: str) -> None:
+        """A new apply of a plan whose last apply was interrupted is refused (resume it or roll it back), unless
+        that apply was rolled back since: then it is undone, and the plan applies anew."""
+        previous = self.journal.latest(plan_digest, "apply")
+        if previous is None or previous.finished:
+            return
+        undo = self.journal.rollback_of(previous.id)
+        if undo is None:
+            raise KopsError(f"execution {previous.id} of this plan was interrupted ({previous.status}: "
+                            f"{previous.stop_reason or 'no reason recorded'})",
+                            hint=f"continue it with `kops apply --resume {plan_path}` or undo it with "
+                                 f"`kops rollback {plan_path}`")
+        if not undo.finished:
+            raise KopsError(f"execution {previous.id} of this plan is being rolled back by {undo.id} ({undo.status})",
+                            hint=f"finish the rollback with `kops rollback --resume {plan_path}`, then apply")
+
     def _resumable(self, plan_digest: str, kind: str) -> ExecutionRecord:
         record = self.journal.latest(plan_digest, kind)
         if record is None or record.finished:
             raise KopsError(f"no interrupted {kind} of this plan to resume",
                             hint="start one with `kops apply PLAN`" if kind == "apply" else "start one with `kops "
                                     "rollback PLAN`")
+        undo = self.journal.rollback_of(record.id) if kind == "apply" else None
+        if undo is not None:  # its done batches were undone: resumed, it would skip them and call the plan done
+            raise KopsError(f"execution {record.id} of this plan was rolled back by {undo.id}: nothing to resume",
+                            hint="apply the plan anew with `kops apply PLAN`" if undo.finished else
+                                 "finish the rollback with `kops rollback --resume PLAN`")
         record.status, record.stop_reason = RUNNING, None
         self.journal.clear_cancel(record.id)
         self.emit(Resumed(record.id, kind))

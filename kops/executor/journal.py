@@ -76,6 +76,19 @@ class Journal:
                 return found
         return None
 
+    def rollback_of(self, execution_id: str) -> ExecutionRecord | None:
+        """The latest rollback started of `execution_id` (ids are ordered by time: only those after it are read)."""
+        for found_id in reversed(self.ids()):
+            if found_id <= execution_id:
+                return None
+            try:
+                found = self.load(found_id)
+            except KopsError:
+                continue
+            if found.kind == "rollback" and found.of == execution_id:
+                return found
+        return None
+
     # -- cancel requests -------------------------------------------------------------------------------------
 
     def request_cancel(self, execution_id: str, now: bool, by: dict[str, Any]) -> None:
