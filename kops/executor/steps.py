@@ -16,7 +16,7 @@ p1 [2,3,4] -> [2,3,1]}, then election for p0, p1, p2.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kops.executor.record import PENDING, BatchRecord, ConfigRecord, ExecutionRecord
 from kops.model.partitions import TopicPartition
@@ -102,7 +102,14 @@ def expected_seconds(batch: BatchRecord, rate: int | None) -> float | None:
     the broker's bandwidth and what is written meanwhile); the estimate alone where the moves carry no sizes."""
     if not rate or not any(m.bytes for m in batch.moves):
         return batch.estimate_seconds
-    return max(port_times(batch.moves, rate, rate, batch.caps)[2], batch.estimate_seconds or 0.0)
+    return max(port_times(_led(batch.moves), rate, rate, batch.caps)[2], batch.estimate_seconds or 0.0)
+
+
+def _led(moves: list[Move]) -> list[Move]:
+    """The moves with the broker their copies leave: a record keeps no leader (its rows are topic, partition, from,
+    to, bytes), and counted on no broker every move's bytes out added up on one port (twice the estimate after a
+    resume, found by an outside check); the first of `from`, the preferred leader, stands for it."""
+    return [m if m.leader >= 0 or not m.from_replicas else replace(m, leader=m.from_replicas[0]) for m in moves]
 
 
 def _receiving(caps: Mapping[int, int], moves: list[Move]) -> dict[int, int]:

@@ -9,7 +9,7 @@ import pytest
 from kops.executor import record as records
 from kops.executor.executor import Executor, Stale
 from kops.executor.record import BatchRecord, ConfigRecord, ExecutionRecord
-from kops.executor.steps import rollback_of
+from kops.executor.steps import expected_seconds, rollback_of
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, TopicPartition
 from kops.model.plan import Move
@@ -106,3 +106,17 @@ def test_a_resume_follows_a_move_shown_mid_flight_and_refuses_one_moved_elsewher
     assert Executor.todo(batch, snapshot({0: (4, 2, 3, 1), 1: (2, 3, 1, 4)})) == []  # both seen mid-flight
     with pytest.raises(Stale, match=r"1 partition\(s\) drifted: t-0 has \[5, 2, 3\], expected \[1, 2, 3\]"):
         Executor.todo(batch, snapshot({0: (5, 2, 3), 1: (2, 3, 4)}))
+
+
+def test_a_batch_is_estimated_the_same_before_and_after_its_record_round_trip() -> None:
+    """A record's move rows keep no leader: read back, every move's bytes out had counted on one port, and a
+    resumed batch printed twice its estimate (an outside check on Kafka 3.9: 12 s, then 25 s after kill -9 and
+    --resume). The two moves leave brokers 1 and 2 (their first replicas) for 4 and 5: 100 B on each port at
+    10 B/s, 10 s (counted on one port, 20 s)."""
+    planned = [Move("t", 0, (1, 2, 3), (4, 2, 3), 100, leader=1), Move("t", 1, (2, 3, 1), (2, 3, 5), 100, leader=2)]
+    batch = BatchRecord(1, planned, estimate_seconds=None)
+    record = forward([])
+    record.batches = [batch]
+    read_back = records.loads(records.dumps(record), "x").batches[0]
+    assert [m.leader for m in read_back.moves] == [-1, -1]
+    assert expected_seconds(batch, 10) == expected_seconds(read_back, 10) == 10.0
