@@ -36,7 +36,7 @@ from kops.model.snapshot import Snapshot
 from kops.units import format_rate, format_size
 
 if TYPE_CHECKING:
-    from kops.planner.layout import Layout
+    from kops.planner.layout import Layout, Limits
 
 PEAKED: tuple[Resource, ...] = ("disk", "network_in", "replicas")  # what a copy in flight adds to its destination
 PerResource = dict[Resource, dict[int, float]]
@@ -304,6 +304,21 @@ def _batch_caps(batch: Batch, peak: Mapping[int, float], start: Mapping[int, flo
             if room < rate:
                 found[b] = max(1, int(room))
     return found
+
+
+def unknown_loads(room: Limits | None, sizes: Mapping[TopicPartition, int],
+                  write: Mapping[TopicPartition, float]) -> list[str]:
+    """A capacity known with nothing to weigh against it: without sizes every replica counts 0 B of disk (without
+    write rates 0 B/s of network in), so the limits hold nothing back and the plan's Capacity table reads 0 B
+    (found by an outside check: a plan through ZooKeeper, which reports no sizes, overfilled a declared disk)."""
+    if room is None:
+        return []
+    weighed: tuple[tuple[Resource, Mapping[TopicPartition, float]], ...] = (("disk", sizes), ("network_in", write))
+    unchecked = [resource for resource, loads in weighed if room.limits.get(resource) and not any(loads.values())]
+    return [f"{resource} capacity is known but no partition's {'size' if resource == 'disk' else 'write rate'} is: "
+            f"the plan is not held to it (pass --sizes PATH from kops sizes summarize"
+            f"{', or read the cluster with -b, which reports sizes' if resource == 'disk' else ''})"
+            for resource in unchecked]
 
 
 def catch_up_warnings(plan: Plan, caps: Capacities) -> tuple[str, ...]:

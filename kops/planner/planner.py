@@ -67,6 +67,7 @@ from kops.planner.headroom import (
     peak_room,
     plan_walk,
     rollback_caps,
+    unknown_loads,
     violations,
     with_report,
 )
@@ -631,6 +632,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     election = tuple(sorted({m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
                              or _leader(snapshot, m.tp) != m.to_replicas[0]} | set(work.elect)))
     work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
+    work.warnings += unknown_loads(work.layout.headroom, work.layout.sizes, policy.write)
     planned = Plan(
         cluster=desired.cluster,
         cluster_id=snapshot.cluster_id,

@@ -166,3 +166,14 @@ def test_kops_plan_import_kafka_refuses_a_proposal_that_fills_a_small_broker(tmp
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{proposal}:1:1: this plan would overfill a broker: broker 7 would hold" in err
     assert kops_plan(8192) == 0
+
+
+def test_a_capacity_with_nothing_to_weigh_against_it_is_said() -> None:
+    """Through ZooKeeper (no sizes reported) a declared disk held nothing back: every replica weighed 0 B."""
+    snap = snapshot(brokers(3, racks=None), [topic("t", [(1, 2)] * 3)])
+    unsized = plan(declare(td("t", rf=3)), snap, {}, Policy(capacity=disks(60 * 2**20)))
+    assert any(w.startswith("disk capacity is known but no partition's size is") and "--sizes" in w
+               for w in unsized.warnings), unsized.warnings
+    sized = plan(declare(td("t", rf=3)), snap, sizes_of(snap), Policy(capacity=disks(60 * 2**20)))
+    assert not any("capacity is known" in w for w in sized.warnings)
+    assert not any("capacity is known" in w for w in plan(declare(td("t", rf=3)), snap, {}, Policy()).warnings)
