@@ -242,14 +242,22 @@ class Executor:
                             where=self.cluster.where, hint="check -z / -b / -l; plans are made for one cluster")
 
     def refuse_foreign_reassignment(self, snapshot: Snapshot, batch: BatchRecord | None) -> None:
-        if not snapshot.requested_moves:
+        """Any partition moving that `batch` does not move refuses the batch: the reassignment znode's, and through
+        ZooKeeper also a topic znode's adding replicas, which is all a KIP-455 reassignment (Kafka's tool with
+        --bootstrap-server, or kops through -b, whose lock kops through -z cannot see) leaves there. Two runs at
+        once share the brokers' throttle rates, and each restores the other's (an outside check on Kafka 3.9 ended
+        with throttles left on every broker)."""
+        moving = snapshot.in_flight()
+        if not moving:
             return
         ours = {} if batch is None else {(m.topic, m.partition): tuple(m.to_replicas) for m in batch.moves}
-        foreign = [m for m in snapshot.requested_moves if ours.get((m.topic, m.partition)) != tuple(m.replicas)]
+        foreign = [m for m in moving if ours.get((m.topic, m.partition)) != tuple(m.target or m.replicas)]
         if foreign:
-            raise KopsError(f"a reassignment of {len(snapshot.requested_moves)} partitions that is not this "
-                            f"execution's is in progress", where=self.cluster.where,
-                            hint="wait for it to finish (kops status) or cancel it")
+            first = foreign[0]
+            raise KopsError(f"a reassignment of {len(foreign)} partitions that is not this execution's is in "
+                            f"progress ({first.topic}-{first.partition} among them)", where=self.cluster.where,
+                            hint="wait for it to finish (kops status, through -z and -b: each sees only its own "
+                                 "lock) or cancel it")
 
     def _locked(self, plan_path: str) -> _LockScope:
         holder = holder_info(plan_path, None, self.clock.now())

@@ -18,6 +18,7 @@ from kafka import TopicPartition as KafkaTP
 from kops.cli.main import main
 from kops.lab.kafka_client import create_topics, first_answer, layout
 from kops.model.plan import Move
+from kops.zk_layout.client import ZkClient, ZkSettings
 from tests.engines import EngineLab
 from tests.integration.test_admin_transport import (
     apply_in_flight,
@@ -30,7 +31,7 @@ from tests.integration.test_admin_transport import (
     topic_config,
     wait_in_flight,
 )
-from tests.integration.test_executor import ORIGINAL, kops, mid_batch_checks, targets
+from tests.integration.test_executor import ORIGINAL, kops, mid_batch_checks, targets, throttle_configs
 from tests.integration.test_rebalance import SKEWED
 from tests.labtools import settles, wait_until
 
@@ -178,6 +179,24 @@ def _throttle_foreign_move(bootstrap: str, rate: str | None) -> None:
         incremental=True, raise_on_unknown=False))
 
 
+def _apply_refused_through_zookeeper(zk_connect: str, tmp_path: Path, capsys) -> None:
+    """A plan of another partition applied through ZooKeeper while a reassignment made through the Admin API runs
+    (which kops through -z sees in pay-0's topic znode only, not in /admin/reassign_partitions): refused before
+    anything is written, as the two would share the brokers' throttle rates and restore each other's."""
+    proposal, plan_file = tmp_path / "other.json", tmp_path / "other-plan.json"
+    proposal.write_text(json.dumps({"version": 1, "partitions": [{"topic": "pay", "partition": 1,
+                                                                  "replicas": [4, 3]}]}))
+    assert main(["plan", "--import-kafka", str(proposal), "-z", zk_connect, "-o", str(plan_file),
+                 "--allow-in-flight"]) == 0
+    capsys.readouterr()
+    assert main(["apply", str(plan_file), "-z", zk_connect, "--yes"]) == 1
+    err = capsys.readouterr().err
+    assert "that is not this execution's is in progress (pay-0 among them)" in err, err
+    with ZkClient(ZkSettings(zk_connect)) as zk:  # the other operator's throttle only: nothing of kops's
+        assert throttle_configs(zk) == {"topics/pay": {"follower.replication.throttled.replicas": "0:4"},
+                                        "brokers/4": {"follower.replication.throttled.rate": "1024"}}
+
+
 def test_rebalance_noop_refusal_while_reassigning_and_sigterm(tmp_path: Path, admin_cluster: EngineLab,
                                                                capsys) -> None:
     bootstrap = admin_cluster.bootstrap
@@ -204,6 +223,8 @@ def test_rebalance_noop_refusal_while_reassigning_and_sigterm(tmp_path: Path, ad
         captured = capsys.readouterr()
         assert json.loads(captured.out.strip().splitlines()[-1])["status"] == "refused"
         assert "is in flight (pay-0)" in captured.err and not out_file.exists()
+        if admin_cluster.zk_connect:  # through ZooKeeper, a KIP-455 reassignment is in the topic znode alone
+            _apply_refused_through_zookeeper(admin_cluster.zk_connect, tmp_path, capsys)
     finally:
         _throttle_foreign_move(bootstrap, None)
     wait_until(lambda: not in_flight(bootstrap), timeout=120, what="their reassignment done")
