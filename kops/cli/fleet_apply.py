@@ -222,7 +222,8 @@ class Meter:
                  every: float = 5.0) -> None:
         self.batches, self.planned = batches, planned
         self.seen: dict[str, progress.Seen] = {}
-        self.finished: set[str] = set()
+        self.finished: set[str] = set()  # ended, however: no time left on them
+        self.copied: set[str] = set()  # ended having applied their plan: all their bytes copied
         self.output_format, self.every = output_format, every
         self._last = time.monotonic()
         self._lock = threading.Lock()
@@ -252,8 +253,12 @@ class Meter:
         with self._lock:
             if result is not None:
                 self.finished.add(result.cluster)
+                if result.status in results.FINISHED:
+                    self.copied.add(result.cluster)
             eta = progress.fleet_eta(self.batches, self.planned, self.seen, self.finished)
-            done, total = progress.bytes_done(self.planned, self.seen, self.finished)
+            # a cluster that failed or stopped copied what it reported, not its plan (an outside check saw a
+            # failed cluster's 46.2 MiB counted as copied)
+            done, total = progress.bytes_done(self.planned, self.seen, self.copied)
         finished = sum(1 for e in fleet.entries if e.status in results.FINISHED)
         running = [e.cluster for e in fleet.entries if e.status == results.RUNNING]
         if self.output_format is OutputFormat.json:

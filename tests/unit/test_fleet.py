@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from kops.cli.connection import Connection, open_cluster, resolve
+from kops.cli.fleet_apply import Meter
 from kops.cli.main import main
+from kops.cli.options import OutputFormat
 from kops.errors import DocumentError, ExitCode, UsageError
-from kops.fleet import record, results, schedule, selection
+from kops.fleet import progress, record, results, schedule, selection
+from kops.fleet.record import Entry, FleetRecord
 from kops.fleet.results import ClusterResult
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "create"
@@ -455,3 +458,16 @@ def test_rebalance_of_several_clusters_without_out_dir_gets_a_folder_of_its_own(
     assert "REBALANCE RECAP" in captured.out
     assert main(["rebalance", "-i", str(inventory), "-l", "prod", "--heal-after", "30m"]) == ExitCode.ERROR
     assert "--heal-after heals one cluster at a time" in capsys.readouterr().err  # not a fleet folder by default
+
+
+def test_the_fleet_line_counts_a_failed_clusters_bytes_as_reported_not_as_planned(capsys) -> None:
+    """An outside check saw `fleet: a-zk failed; 0/2 cluster(s) finished; 46.2 MiB/52.0 MiB`: the failed
+    cluster's planned bytes counted as copied."""
+    mib = 1024 * 1024
+    meter = Meter([["a", "b"]], {"a": progress.Planned(46 * mib, 10.0), "b": progress.Planned(6 * mib, 2.0)},
+                  OutputFormat.json)
+    fleet = FleetRecord("apply", 2, 0.0, (Entry("a", "a.json", "d", "failed"), Entry("b", "b.json", "d", "changed")))
+    meter.say(fleet, ClusterResult("a", "failed", 1, "boom"))
+    meter.say(fleet, ClusterResult("b", "changed"))
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(line["bytes_done"], line["bytes_total"]) for line in lines] == [(0, 52 * mib), (6 * mib, 52 * mib)]
