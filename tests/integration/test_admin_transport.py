@@ -128,6 +128,8 @@ def test_apply_rollback_and_rollback_of_the_rollback(tmp_path: Path, admin_clust
         incremental=True, raise_on_unknown=False))
     plan_file, plan = make_plan(tmp_path, bootstrap, "4MiB/s")
     assert len(plan.batches) >= 2 and plan.connect == f"kafka://{bootstrap}"
+    assert main(["status", "-b", bootstrap]) == 0 and latest_record(bootstrap) is None and \
+        "__kops" not in first_answer(bootstrap, lambda c: c.list_topics())  # reads never create kops's topic
     capsys.readouterr()
     assert main(["apply", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2"]) == 0
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]

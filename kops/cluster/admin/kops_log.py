@@ -1,10 +1,11 @@
 """The `__kops` topic: where the lock and the execution records live on a cluster without ZooKeeper.
 
-One compacted, single-partition topic, created on first use with as many replicas as the cluster has brokers
-(up to 5), `min.insync.replicas` 2 where there are 2 or more, `acks=all` writes, and broker-assigned
+One compacted, single-partition topic, created by the first write with as many replicas as the cluster has brokers
+(up to 3), `min.insync.replicas` 2 where there are 2 or more, `acks=all` writes, and broker-assigned
 timestamps (LogAppendTime), so every contender reads the same time for every record whatever its own clock.
 Records are keyed (`execution/<id>`, `cancel/<id>`, `lock/<claim>`) with JSON values; a null value deletes a
-key. Readers keep a consumer assigned to the partition and read only what is new since their last read.
+key. Readers keep a consumer assigned to the partition and read only what is new since their last read. Only a
+write creates the topic: a read of a cluster without it finds nothing (so `kops status` needs no CREATE).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class KopsLog:
         self._consumer: KafkaConsumer | None = None
         self.latest: dict[str, Entry] = {}
         self._next = 0  # the offset to read next
+        self._exists = False  # `__kops` seen or created: no need to list the topics again
         self.watchers: list[Callable[[Entry], None]] = []
 
     def _client_arguments(self, allowed: dict[str, Any]) -> dict[str, Any]:
@@ -85,6 +87,7 @@ class KopsLog:
                                    hint="the principal needs CREATE on the cluster, or create it by hand "
                                         "(1 partition, cleanup.policy=compact, message.timestamp.type=LogAppendTime)"
                                    ) from None
+        self._exists = True
 
     def append(self, key: str, value: bytes | None) -> Entry:
         if self._producer is None:
@@ -116,6 +119,8 @@ class KopsLog:
 
     def _read_to_end(self) -> None:
         consumer = self._open_consumer()
+        if consumer is None:
+            return  # no `__kops` yet: nothing was ever written, so no records and no lock holder
         end = consumer.end_offsets([PARTITION])[PARTITION]
         while self._next < end:
             for records in consumer.poll(timeout_ms=1000).values():
@@ -124,10 +129,12 @@ class KopsLog:
                         self._fold(Entry(r.offset, r.timestamp, (r.key or b"").decode(), r.value))
                         self._next = r.offset + 1
 
-    def _open_consumer(self) -> KafkaConsumer:
+    def _open_consumer(self) -> KafkaConsumer | None:
+        """The consumer assigned to `__kops`, None while the topic does not exist: reading never creates it."""
         if self._consumer is None:
-            if TOPIC not in self._admin().list_topics():
-                self.ensure_topic()
+            if not self._exists and TOPIC not in self._admin().list_topics():
+                return None
+            self._exists = True
             self._consumer = self._bootstrapped(lambda arguments: KafkaConsumer(
                 group_id=None, enable_auto_commit=False, **arguments), KafkaConsumer.DEFAULT_CONFIG)
             self._consumer.assign([PARTITION])
