@@ -37,6 +37,7 @@ FIGURE_KEYS = ("disk", "network_in", "network_out", "max_replicas")
 CAPACITY_KEYS = (*FIGURE_KEYS, "brokers", "limits")
 MIB, KIB = 2**20, 2**10  # Cruise Control's MB and KB (HolderUtils: BYTES_IN_MB, BYTES_IN_KB)
 Reader = Callable[[Any, str, SourceLocation, Problems], float | None]
+NO_CAPACITY = "a broker with no capacity can hold nothing: leave the figure out, or give the broker's capacity"
 
 
 def _max_replicas(value: Any, what: str, loc: SourceLocation, problems: Problems) -> float | None:
@@ -48,7 +49,7 @@ def _positive(read: Callable[[Any, str, SourceLocation, Problems], int | None]) 
     def positive(value: Any, what: str, loc: SourceLocation, problems: Problems) -> float | None:
         number = read(value, what, loc, problems)
         if number is not None and number <= 0:
-            problems.error(loc, f"{what} must be positive, got {value!r}")
+            problems.error(loc, f"{what} must be positive, got {value!r}", NO_CAPACITY)
             return None
         return None if number is None else float(number)
     return positive

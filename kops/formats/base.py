@@ -2,7 +2,8 @@
 
 Values are never coerced (a JSON string is not a number, `true` is not 1, `1.0` is not an integer), as Kafka's
 own `DecodeJson` reads znodes; NaN and Infinity are not JSON. pydantic's errors are turned into one
-`ShapeError` naming the JSON location (`batches[0].moves[3].to[1]`) in the words the rest of kops uses.
+`ShapeError` naming the JSON location (`batches[0].moves[3].to[1]`) in the words the rest of kops uses, never
+pydantic's names for its validators or a union's branches.
 """
 
 from __future__ import annotations
@@ -77,7 +78,46 @@ def validate(model: type[M], doc: Any, fmt: str | None = None) -> M:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
-        raise ShapeError(describe_error(exc.errors(include_url=False)[0])) from None
+        raise ShapeError(describe_error(first_error(exc.errors(include_url=False), doc))) from None
+
+
+def first_error(errors: list[ErrorDetails], doc: Any) -> ErrorDetails:
+    """The first error, located in the document's own terms (`in_document`). Where a value failed every branch of
+    a union, each branch's error is listed at the same place: the one that got furthest into the value says most
+    (`DISK.a` in a map of log dirs, rather than `DISK` not being a number)."""
+    located: list[ErrorDetails] = []
+    for error in errors:
+        moved = error.copy()
+        moved["loc"] = in_document(error["loc"], doc, last=error["type"] == "missing")
+        located.append(moved)
+    at = located[0]["loc"]
+    same = [e for e in located if e["loc"][:len(at)] == at]
+    return max(same, key=lambda e: len(e["loc"]))  # the first of the deepest
+
+
+def in_document(loc: tuple[int | str, ...], doc: Any, last: bool = False) -> tuple[int | str, ...]:
+    """pydantic's location as the document's path: the parts that index `doc`. pydantic also names the branch of a
+    union or the validator it was in (`function-before[_figure(), float]`, `dict[str,int]`, `str`); those index
+    nothing and are left out. `last`: the final part names a field the document lacks (a missing one): kept."""
+    path: list[int | str] = []
+    node = doc
+    for i, part in enumerate(loc):
+        found, child = _index(node, part)
+        if found:
+            node = child
+        elif not (part == "[key]" or (last and i == len(loc) - 1)):
+            continue
+        path.append(part)
+    return tuple(path)
+
+
+def _index(node: Any, part: int | str) -> tuple[bool, Any]:
+    """Whether `part` is a key of the JSON object or an index of the JSON array `node`, and what it holds."""
+    if isinstance(node, dict) and isinstance(part, str) and part in node:
+        return True, node[part]
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return True, node[part]
+    return False, None
 
 
 def location(loc: tuple[int | str, ...]) -> str:

@@ -4,7 +4,7 @@ so a user moving from Cruise Control keeps their file: `kops plan --capacity FIL
 Broker `-1` is the default for every broker not listed. `DISK` is in MB, or a map of log dir to MB (JBOD, summed);
 `NW_IN` and `NW_OUT` are in KB/s; `CPU` is read and ignored. Cruise Control's units are binary (its sampler
 divides bytes by `BYTES_IN_MB = 1024 * 1024` and `BYTES_IN_KB = 1024`), so kops multiplies by 2^20 and 2^10.
-Figures are strings in Cruise Control's own files; JSON numbers are taken too.
+Figures are strings in Cruise Control's own files; JSON numbers are taken too. A capacity of 0 is refused.
 """
 
 from __future__ import annotations
@@ -51,6 +51,16 @@ class CapacityDoc(Doc):
     CPU: Figure | dict[Text, Figure] | None = Field(default=None, description="ignored by kops")
     NW_IN: Figure | None = Field(default=None, description="KiB/s (Cruise Control's KB/s) the broker may receive")
     NW_OUT: Figure | None = Field(default=None, description="KiB/s (Cruise Control's KB/s) the broker may send")
+
+    @model_validator(mode="after")
+    def _not_zero(self) -> CapacityDoc:
+        """A capacity of 0 would be planned as one: nothing placed there, a follower throttle of 1 B/s."""
+        for key in ("DISK", "NW_IN", "NW_OUT"):
+            value = getattr(self, key)
+            if value is not None and (sum(value.values()) if isinstance(value, dict) else value) == 0:
+                raise fail(f"is 0{' over all its log dirs' if isinstance(value, dict) else ''}: a broker with no "
+                           "capacity can hold nothing; leave the broker out of the file, or give its capacity", key)
+        return self
 
 
 class BrokerCapacityDoc(Doc):

@@ -9,7 +9,7 @@ unknown (nothing limits an unknown resource). docs/design/capacity.md §1 and §
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -179,3 +179,18 @@ def resolve(declared: CapacityDeclaration | None, snapshot: Reported) -> Capacit
     in_use = {b: disk[1] for b, disk in disks.items()
               if disk is not None and brokers.get(b, {}).get("disk", UNKNOWN_FIGURE).source == REPORTED}
     return Capacities(brokers, dict(declared.limits), in_use)
+
+
+def stray_brokers(declared: CapacityDeclaration | None, cluster: Collection[int]) -> list[int]:
+    """The brokers `declared` gives figures for that are not in `cluster` (its brokers, live or named by a replica):
+    a typo or a broker since removed, whose figures `resolve` would apply to nothing without a word."""
+    return [] if declared is None else sorted(set(declared.brokers) - set(cluster))
+
+
+def stray_warnings(declared: CapacityDeclaration | None, cluster: Collection[int]) -> tuple[str, ...]:
+    """`stray_brokers` as a plan's warning line (none when every declared broker is the cluster's)."""
+    stray = stray_brokers(declared, cluster)
+    if declared is None or not stray:
+        return ()
+    return (f"capacity declared for broker(s) {', '.join(map(str, stray))} ({declared.origin}), which the cluster "
+            "does not have: ignored (a typo, or a broker since removed)",)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from kops import __version__
 from kops.bulk import collector_paused
 from kops.model import topic_configs
-from kops.model.capacity import Capacities, CapacityDeclaration, resolve
+from kops.model.capacity import Capacities, CapacityDeclaration, resolve, stray_warnings
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
 from kops.model.features import KIP253_PARTITION_DELETION
 from kops.model.goals import DISK_WITHIN_BROKER
@@ -633,6 +633,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
                              or _leader(snapshot, m.tp) != m.to_replicas[0]} | set(work.elect)))
     work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
     work.warnings += unknown_loads(work.layout.headroom, work.layout.sizes, policy.write)
+    work.warnings += stray_warnings(policy.capacity, {b.id for b in snapshot.brokers} | set(work.layout.replica_count))
     planned = Plan(
         cluster=desired.cluster,
         cluster_id=snapshot.cluster_id,

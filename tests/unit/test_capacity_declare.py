@@ -66,6 +66,10 @@ def test_no_variable_no_declaration(tmp_path: Path) -> None:
     ("capacity: {dsk: 1TiB}", "unknown key 'dsk' in capacity"),
     ("capacity: {network_in: fast}", "capacity.network_in: 'fast' is not a rate"),
     ("capacity: {max_replicas: 0}", "capacity.max_replicas must be at least 1"),
+    ("capacity: {network_in: 0}", "capacity.network_in must be positive, got 0 (a broker with no capacity"),
+    ("capacity: {brokers: {7: {network_out: 0B/s}}}", "capacity.brokers.7.network_out must be positive"),
+    ("capacity: {brokers: {7: {disk: 0}}}", "capacity.brokers.7.disk must be positive"),
+    ("capacity: {brokers: {7: {max_replicas: 0}}}", "capacity.brokers.7.max_replicas must be at least 1"),
     ("capacity: {brokers: {seven: {disk: 1TiB}}}", "capacity.brokers key (a broker id) must be an integer"),
     ("capacity: {brokers: {7: {disk: 1TiB, limits: 1}}}", "unknown key 'limits' in capacity.brokers.7"),
     ("capacity: {limits: {disk: 1.5}}", "capacity.limits.disk must be between 0 and 1"),
@@ -124,6 +128,49 @@ def test_a_bad_file_is_one_line_with_its_json_location(tmp_path: Path, text: str
     assert message in caught.value.one_line() and str(path) in caught.value.one_line()
 
 
+ZERO = "is 0: a broker with no capacity can hold nothing; leave the broker out of the file, or give its capacity"
+
+
+@pytest.mark.parametrize("capacity, message", [
+    ('{"NW_IN": "0"}', f"brokerCapacities[1].capacity.NW_IN {ZERO}"),
+    ('{"DISK": "100", "NW_OUT": 0}', f"brokerCapacities[1].capacity.NW_OUT {ZERO}"),
+    ('{"DISK": "0.0"}', f"brokerCapacities[1].capacity.DISK {ZERO}"),
+    ('{"DISK": {"/a": "0", "/b": "0"}}', "brokerCapacities[1].capacity.DISK is 0 over all its log dirs: a broker"),
+])
+def test_a_zero_capacity_is_refused_at_its_json_location(tmp_path: Path, capacity: str, message: str) -> None:
+    """A zero would be planned as a broker holding nothing, its follower throttle 1 B/s."""
+    path = tmp_path / "cc.json"
+    path.write_text(f'{{"brokerCapacities": [{{"brokerId": "-1", "capacity": {{"DISK": "10"}}}}, '
+                    f'{{"brokerId": "3", "capacity": {capacity}}}]}}')
+    with pytest.raises(DocumentError) as caught:
+        load_cruise_control(path)
+    assert message in caught.value.one_line(), caught.value.one_line()
+
+
+def test_zero_cpu_is_ignored_and_a_jbod_dir_of_zero_beside_others_counts_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "cc.json"
+    path.write_text('{"brokerCapacities": [{"brokerId": "3", "capacity": {"CPU": "0", "DISK": {"/a": "0", '
+                    '"/b": "2"}}}]}')
+    assert load_cruise_control(path).brokers[3]["disk"].value == 2 * MIB
+
+
+@pytest.mark.parametrize("capacity, message", [
+    ('{"DISK": "big"}', "brokerCapacities[0].capacity.DISK must be a number or a string holding one, got 'big'"),
+    ('{"DISK": {"/data/a": "x"}}', "brokerCapacities[0].capacity.DISK./data/a must be a number or a string holding "
+                                   "one, got 'x'"),  # the JBOD map's entry, not DISK as a whole
+    ('{"CPU": [1]}', "brokerCapacities[0].capacity.CPU must be a number or a string holding one, got [1]"),
+    ('{"NW_IN": true}', "brokerCapacities[0].capacity.NW_IN must be a number or a string holding one, got True"),
+])
+def test_a_location_is_the_documents_own_path(tmp_path: Path, capacity: str, message: str) -> None:
+    """Never pydantic's names for a validator or a union's branch (`function-before[_figure(), float]`)."""
+    path = tmp_path / "cc.json"
+    path.write_text(f'{{"brokerCapacities": [{{"brokerId": "1", "capacity": {capacity}}}]}}')
+    with pytest.raises(DocumentError) as caught:
+        load_cruise_control(path)
+    line = caught.value.one_line()
+    assert f"not a Cruise Control capacity file: {message}" in line and "function-" not in line, line
+
+
 def test_plan_and_rebalance_refuse_a_bad_file_before_reading_the_cluster(tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(UsageError, match="cannot read"):
@@ -136,6 +183,9 @@ def test_plan_and_rebalance_refuse_a_bad_file_before_reading_the_cluster(tmp_pat
     assert main(["rebalance", *unreachable, "--capacity", str(bad)]) == 1
     err = capsys.readouterr().err
     assert err.count("not a Cruise Control capacity file") == 2, err
+    bad.write_text('{"brokerCapacities": [{"brokerId": "3", "capacity": {"NW_IN": "0"}}]}')
+    assert main(["plan", str(playbook), *unreachable, "--capacity", str(bad)]) == 1
+    assert "brokerCapacities[0].capacity.NW_IN is 0" in capsys.readouterr().err
     assert main(["validate", str(playbook), "-i", str(inventory)]) == 0
 
 

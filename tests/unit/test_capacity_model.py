@@ -18,6 +18,8 @@ from kops.model.capacity import (
     LogDirUsage,
     Volume,
     resolve,
+    stray_brokers,
+    stray_warnings,
     unreported,
     volumes,
 )
@@ -95,3 +97,14 @@ def test_a_bad_log_dir_is_named_by_its_location() -> None:
     doc["log_dirs"][0]["total_bytes"] = -1
     with pytest.raises(DocumentError, match=r"log_dirs\[0\]\.total_bytes"):
         snapshot_format.loads(json.dumps(doc), "s.json")
+
+
+def test_declared_brokers_the_cluster_does_not_have_are_said() -> None:
+    """A typo or a removed broker in the declaration would otherwise go unused without a word."""
+    figures = {"network_in": Figure(1000.0, "cruise-control cc.json")}
+    declared = CapacityDeclaration(default=figures, brokers={1: figures, 9: figures, 12: figures}, origin="cc.json")
+    assert stray_brokers(declared, {1, 2, 3}) == [9, 12] and stray_brokers(None, {1}) == []
+    assert stray_warnings(declared, {1, 2, 3}) == (
+        "capacity declared for broker(s) 9, 12 (cc.json), which the cluster does not have: ignored (a typo, or a "
+        "broker since removed)",)
+    assert stray_warnings(declared, {1, 9, 12}) == () and stray_warnings(None, {1}) == ()

@@ -177,3 +177,10 @@ def test_a_capacity_with_nothing_to_weigh_against_it_is_said() -> None:
     sized = plan(declare(td("t", rf=3)), snap, sizes_of(snap), Policy(capacity=disks(60 * 2**20)))
     assert not any("capacity is known" in w for w in sized.warnings)
     assert not any("capacity is known" in w for w in plan(declare(td("t", rf=3)), snap, {}, Policy()).warnings)
+
+
+def test_a_capacity_declared_for_a_broker_the_cluster_does_not_have_is_said() -> None:
+    snap = snapshot(brokers(3, racks=None), [topic("t", [(1, 2)] * 3)])
+    planned = plan(declare(td("t", rf=3)), snap, sizes_of(snap), Policy(capacity=disks(1e6, b9=1e6)))
+    assert any(w.startswith("capacity declared for broker(s) 9") and "does not have: ignored" in w
+               for w in planned.warnings), planned.warnings

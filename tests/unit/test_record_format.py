@@ -93,6 +93,7 @@ def _damaged(change: Any) -> str:
     (lambda d: d["batches"].append(d["batches"][0]), "batches holds batch 1 twice"),
     (lambda d: d["rolling"].update(max_moves=0), "rolling.max_moves"),
     (lambda d: d.update(kind="undo"), "kind must be"),
+    (lambda d: d["holder"].update(host=[1]), "record: holder.host must be a JSON string, got [1]"),  # no union branch
 ])
 def test_a_damaged_record_is_one_line_naming_the_location(change: Any, words: str) -> None:
     assert words in _damaged(change)
