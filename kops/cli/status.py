@@ -243,7 +243,11 @@ def _cancel(cluster: Cluster, now: bool) -> str:
                 + (_cancel_now_note(cluster, snapshot) if now else ""))
     moving = snapshot.in_flight()
     if not now or not moving:
-        return "no kops execution is running" + ("" if moving else " and nothing is in flight")
+        # an execution through the other transport (-z, -b) holds its own lock: this one does not see it
+        return "no kops execution is running" + (" and nothing is in flight" if not moving else
+                                                 f" here, but {len(moving)} partition(s) are moving: an execution "
+                                                 "through the other transport (-z or -b) is cancelled there; "
+                                                 "--now cancels the reassignment itself")
     can = cluster.capabilities(snapshot)
     if not can.cancel_in_flight:
         raise KopsError(f"this cluster cannot cancel a reassignment {can.no_cancel}",

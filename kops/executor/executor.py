@@ -205,7 +205,9 @@ class Executor:
                 forward = self.journal.load(execution_id) if execution_id else self.journal.latest(plan_digest, "apply")
                 if forward is None:
                     raise KopsError("no execution of this plan to roll back on this cluster",
-                                    hint="`kops status` shows the executions; pass --execution ID")
+                                    hint="`kops status` shows the executions; pass --execution ID. An execution "
+                                         "is recorded where it ran: through -z in ZooKeeper, through -b in the "
+                                         "__kops topic (roll it back the same way)")
                 snapshot = self._settle_forward(forward, snapshot)
                 record = self._rollback_record(forward, plan_path, plan_digest, snapshot)
                 record.rate = rate if rate is not None else record.rate
