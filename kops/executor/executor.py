@@ -606,8 +606,9 @@ class Executor:
             self._cancel_in_flight(record, batch, snapshot)
         if self.controls.stop.is_set() and not f.stop_after:
             f.stop_after = True
-            self.emit(Message(f"stopping after batch {batch.index} completes "
-                              f"(interrupt again to cancel it)"))
+            if batch.index not in self._uncancellable_said:  # a cancel --now it cannot obey said so already
+                self.emit(Message(f"stopping after batch {batch.index} completes "
+                                  f"(interrupt again to cancel it)"))
         if self._lock is not None and self._lock.lost is not None:
             raise LockLost(self._lock.lost)  # stop at once: no more submissions, no more record saves
 
