@@ -100,9 +100,15 @@ def expected_seconds(batch: BatchRecord, rate: int | None) -> float | None:
     estimate was made at the plan's rate, so a batch run at a lower `--throttle` would be timed out (at four times
     its estimate and ten minutes) before it could finish. Never below the batch's own estimate (the plan's counts
     the broker's bandwidth and what is written meanwhile); the estimate alone where the moves carry no sizes."""
-    if not rate or not any(m.bytes for m in batch.moves):
-        return batch.estimate_seconds
-    return max(port_times(_led(batch.moves), rate, rate, batch.caps)[2], batch.estimate_seconds or 0.0)
+    own = _at_rate(_led(batch.moves), rate, batch.caps)
+    return batch.estimate_seconds if own is None else max(own, batch.estimate_seconds or 0.0)
+
+
+def _at_rate(moves: list[Move], rate: int | None, caps: Mapping[int, int]) -> float | None:
+    """The moves' makespan at `rate` (capped brokers at their caps); None without a rate or sizes to count."""
+    if not rate or not any(m.bytes for m in moves):
+        return None
+    return port_times(moves, rate, rate, caps)[2]
 
 
 def _led(moves: list[Move]) -> list[Move]:
@@ -126,8 +132,9 @@ def _undo_estimates(undone: list[tuple[int, list[Move]]], started: list[BatchRec
     forward = {b.index: b for b in started}
     out: dict[int, float | None] = {b.index: b.estimate_seconds for b in started}
     for index, moves in undone:
-        if rate and moves and any(m.bytes for m in moves):
-            out[index] = port_times(moves, rate, rate, _receiving(forward[index].undo_caps, moves))[2]
+        own = _at_rate(moves, rate, _receiving(forward[index].undo_caps, moves))
+        if own is not None:
+            out[index] = own
     return out
 
 

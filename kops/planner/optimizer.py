@@ -140,8 +140,8 @@ class _Walk:
         its band in the acting goal or one above it? `_accept` would refuse the action (and a move's handover) for
         the same floats, read here without laying the action over: most refused actions are these. None: that end
         is not read (a relay's middle broker both gains a leadership and loses one)."""
-        load, value = self.state.load, self.state.value
-        return any(_pushes(band, load[band.name], 1.0 if band.name in COUNTS else value[band.name][tp], source, dest)
+        state = self.state
+        return any(_pushes(band, state.load[band.name], state.per(band.name, tp), source, dest)
                    for band in self._read(index, loads))
 
     def _read(self, index: int, loads: tuple[str, ...]) -> tuple[Band, ...]:
