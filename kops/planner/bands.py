@@ -120,13 +120,9 @@ def _within_start(name: str, peak: float, trough: float, start: Extremes | None)
 
 def _utilization_band(state: GoalState, name: str, start: Extremes | None = None) -> Band:
     caps = _capacities(state, name)
-    by_racks = name in ("disk", "network_in")
-    items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
-    shares = fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares
+    shares, floor = _constants(state, name, caps)
     util = _utilizations(state, name, caps)
     mean = sum(state.load[name][b] for b in state.brokers) / sum(caps.values())
-    values = sorted(v for tp, v in state.value[name].items() if v > 0)
-    floor = statistics.median(values) / statistics.median(caps.values()) if values else 0.0
     share = LEADERSHIP_SLACK if name in LEADER_LOADS else MEAN_SLACK  # leadership changes copy no data
     slack = max(share * mean, floor)
     peak, trough = _within_start(name, max(util.values()), min(util.values()), start)
@@ -134,6 +130,21 @@ def _utilization_band(state: GoalState, name: str, start: Extremes | None = None
     lo = {b: min(max(shares[b] - slack, min(shares[b], trough)) * caps[b], hi[b]) for b in state.brokers}
     return Band(name, lo, hi, {b: 1.0 / caps[b] for b in state.brokers}, peak,
                 {b: shares[b] * caps[b] for b in state.brokers})
+
+
+def _constants(state: GoalState, name: str, caps: Mapping[int, float]) -> tuple[dict[int, float], float]:
+    """A utilization band's fair shares and its slack's floor (the median replica over the median capacity): what
+    no action changes (values, replication factors, racks and capacities stay), read once per walk instead of
+    once per round (each a pass and a sort over every partition)."""
+    found = state.band_constants.get(name)
+    if found is None:
+        by_racks = name in ("disk", "network_in")
+        items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
+        shares = dict(fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares)
+        values = sorted(v for tp, v in state.value[name].items() if v > 0)
+        floor = statistics.median(values) / statistics.median(caps.values()) if values else 0.0
+        found = state.band_constants[name] = (shares, floor)
+    return found
 
 
 def capped(shares: Mapping[int, float], caps: Mapping[int, float]) -> dict[int, float]:

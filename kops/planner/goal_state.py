@@ -10,8 +10,9 @@ preferred leaders where it changes them (docs/design/goals.md §1, §3).
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from kops.model.capacity import RESOURCES, Capacities
@@ -52,6 +53,8 @@ class GoalState:
         self._ranked: dict[tuple[str, int], Ranked] = {}
         self.touched: set[int] = set()  # brokers whose loads changed since the optimizer last looked (it clears it)
         self._factors: dict[str, Counter[int]] | None = None
+        # per utilization goal, its band's fair shares and slack floor: constant through a walk (kops/planner/bands.py)
+        self.band_constants: dict[str, tuple[dict[int, float], float]] = {}
         self._load_all()
 
     def _load_all(self) -> None:
@@ -214,26 +217,20 @@ class GoalState:
                 and self._within("network_in", dest, self.value["network_in"][tp])
                 and self._within("replicas", dest, 1.0) and self._within("network_out", dest, out))
 
-    def open_to(self, tp: TopicPartition, source: int, ranked: Iterable[int], n: int) -> list[int]:
-        """The first `n` of `ranked` that the replica on `source` may go to by replicas, pins and racks (`free`), the
-        partition's racks read once
-        (a million-partition walk asked `free` four million times, each reading every replica's rack again)."""
-        replicas = self.replicas[tp]
+    def open_to(self, tp: TopicPartition, source: int, ranked: Iterable[int], n: int) -> Iterator[int]:
+        """The first `n` of `ranked` that the replica on `source` may go to by replicas, pins and racks (`free`),
+        lazily (a shed usually takes the first), with the partition's racks read once (a million-partition walk
+        asked `free` four million times, each reading every replica's rack again)."""
         if tp in self.pinned:
-            return []
-        racks = self.racks
+            return iter(())
+        replicas, racks = self.replicas[tp], self.racks
         own, others = self._racks_around(tp, source)
-        found: list[int] = []
-        for d in ranked:
-            if d not in replicas and _rack_open(racks.get(d), own, others):
-                found.append(d)
-                if len(found) == n:
-                    break
-        return found
+        return itertools.islice((d for d in ranked if d not in replicas and (
+            (rack := racks.get(d)) is None or rack == own or rack not in others)), n)  # `_rack_open`, inlined
 
     def free(self, tp: TopicPartition, source: int, dest: int) -> bool:
         """`dest` holds no replica of `tp` and racks stay distinct: a move that only limits could still refuse."""
-        return self.open_to(tp, source, (dest,), 1) == [dest]
+        return list(self.open_to(tp, source, (dest,), 1)) == [dest]
 
     def lead_fits(self, tp: TopicPartition, broker: int) -> bool:
         return tp not in self.pinned and self._within("network_out", broker, self.value["network_out"][tp])

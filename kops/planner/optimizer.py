@@ -152,25 +152,6 @@ class _Walk:
                 band for band in self.goals[:index + 1] if isinstance(band, Band) and band.name in loads)
         return found
 
-    def leads_refused(self, index: int, source: int) -> Callable[[int], bool]:
-        """Would `_pushed_out` refuse any leadership of `source` to this broker? Where every band it reads for
-        goal `index` is a count (each leadership weighs one), the answer depends on the two brokers alone: a
-        leader-count shed asks it of 64 leaderships' followers, most at the band's top, and each `lead` call read
-        the bands for itself (a quarter of a million-partition walk). Else never (`lead` reads it per partition)."""
-        read, load = self._read(index, LEADER_LOADS), self.state.load
-        if any(band.name not in COUNTS for band in read):
-            return lambda _broker: False
-        if any(_pushes(band, load[band.name], 1.0, source, None) for band in read):
-            return lambda _broker: True
-        known: dict[int, bool] = {}  # the walk acts only once per shed: the loads read stay as they are
-
-        def refused(broker: int) -> bool:
-            found = known.get(broker)
-            if found is None:
-                found = known[broker] = any(_pushes(band, load[band.name], 1.0, None, broker) for band in read)
-            return found
-        return refused
-
     def _handover(self, index: int, tp: TopicPartition, source: int, dest: int) -> bool:
         """A leader's replica moved while the follower leading fewest partitions takes its leadership: the copy
         arrives as a follower. A disk move of a leader onto a broker at the leader count's peak was refused, and
@@ -261,6 +242,37 @@ def _pushes(band: Band, load: Mapping[int, float], amount: float, source: int | 
     return False
 
 
+class _LeadRoom:
+    """The brokers `_pushed_out` would refuse a leadership for goal `index` (a leadership goal's band pass), kept
+    as actions change loads. Where every band it reads is a count, each leadership weighs one and the answer
+    depends on the broker alone: a leader-count shed asks it of 64 leaderships' followers, most at the band's top,
+    and reading the bands per follower (or per shed) was a quarter of a million-partition walk. Else nothing is
+    refused here (`lead` reads it per partition)."""
+
+    def __init__(self, walk: _Walk, index: int) -> None:
+        self.read, self.load = walk._read(index, LEADER_LOADS), walk.state.load
+        self.counted = all(band.name in COUNTS for band in self.read)
+        self.brokers = set(walk.state.brokers)
+        self.blocked: set[int] = set()
+        self.refresh(self.brokers)
+
+    def _pushes(self, amount_from: int | None, to: int | None) -> bool:
+        return any(_pushes(band, self.load[band.name], 1.0, amount_from, to) for band in self.read)
+
+    def refresh(self, touched: Iterable[int]) -> None:
+        if not self.counted:
+            return
+        for b in touched:
+            if b in self.brokers and self._pushes(None, b):
+                self.blocked.add(b)
+            else:
+                self.blocked.discard(b)
+
+    def refused_from(self, source: int) -> bool:
+        """Would any leadership leaving `source` take it further below its band (a count: whichever it is)?"""
+        return self.counted and self._pushes(source, None)
+
+
 class _Order:
     """The brokers by `key` (then id), kept exact as actions change loads: a step re-ranks only the brokers whose
     loads changed (`GoalState.touched`, tried-and-undone actions included), instead of sorting every broker."""
@@ -310,8 +322,9 @@ def _around(state: GoalState, name: str, ranked: list[tuple[float, TopicPartitio
     return sorted(window, key=lambda tp: (state.value["disk"][tp], tp))[:CANDIDATES]
 
 
-def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bool:
-    """One action that lowers `broker`, above its band: a leadership change first where the goal follows it."""
+def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order, room: _LeadRoom | None = None) -> bool:
+    """One action that lowers `broker`, above its band: a leadership change first where the goal follows it
+    (`room`: the pass's refusals of a leadership, for a leadership goal)."""
     state = walk.state
     gap = state.load[band.name][broker] - band.hi[broker]
     counts = band.name in COUNTS
@@ -322,10 +335,11 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order) -> bo
         # top, a broker of a thousand leaderships stopped above its band (a million partitions: 121.6% of the mean,
         # the band's top 109%), and each refusal is read before a trial is built (`_pushed_out`)
         tried = [tp for _, tp in ranked[:LEADERSHIPS_TRIED]] if counts else candidates
-        refused = walk.leads_refused(index, broker)
-        for tp in tried:
+        assert room is not None
+        blocked, hi = room.blocked, band.hi
+        for tp in tried if not room.refused_from(broker) else ():
             # a follower on a broker outside the walk's (one a play drains) never takes the lead
-            others = [b for b in state.replicas[tp][1:] if b in band.hi and not refused(b)]
+            others = [b for b in state.replicas[tp][1:] if b in hi and b not in blocked]
             if len(others) > 1:
                 others.sort(key=lambda b: (state.load[band.name][b] - band.hi[b]) * band.scale[b])
             if any(walk.lead(index, tp, b) for b in others):
@@ -462,31 +476,42 @@ def _followed_by_scan(state: GoalState, broker: int, by_excess: _Order, n: int =
 
 
 def _band_pass(walk: _Walk, index: int, band: Band) -> int:
-    state, taken = walk.state, 0
+    """Sheds from every broker above the band (most distant first), then pulls into every broker below it. Each
+    phase keeps only its own broker order exact (a shed's roomiest destinations; a pull's fullest sources, drawn
+    once the sheds are done)."""
+    state = walk.state
     walk.followed.clear()
     load = state.load[band.name]
     state.touched.clear()
+    over = sorted((b for b in state.brokers if load[b] > band.hi[b] + EPS),
+                  key=lambda b: (-band.distance(state, b), b))
     roomy = _Order(state.brokers, lambda b: (load[b] - band.hi[b]) * band.scale[b])
+    room = _LeadRoom(walk, index) if band.leadership else None
+    taken = _while_outside(state, over, lambda b: load[b] > band.hi[b] + EPS,
+                           lambda b: _shed(walk, index, band, b, roomy, room), (roomy, room))
+    under = sorted((b for b in state.brokers if load[b] < band.lo[b] - EPS),
+                   key=lambda b: (-band.distance(state, b), b))
     # pulls: fullest first (a leadership goal: its leaders furthest above their band first, `_followed`)
     full = _Order(state.brokers, (lambda b: band.hi[b] - load[b]) if band.leadership else
                   (lambda b: (band.lo[b] - load[b]) * band.scale[b]))
+    return taken + _while_outside(state, under, lambda b: load[b] < band.lo[b] - EPS,
+                                  lambda b: _pull(walk, index, band, b, full), (full,))
+
+
+def _while_outside(state: GoalState, brokers: list[int], outside: Callable[[int], bool],
+                   act: Callable[[int], bool], kept: Iterable[_Order | _LeadRoom | None]) -> int:
+    """`act` on each broker, in order, while it lies `outside` its band and an action is found; what is `kept`
+    follows the brokers each action touched."""
+    taken = 0
 
     def seen() -> None:
-        roomy.refresh(state.touched)
-        full.refresh(state.touched)
+        for order in kept:
+            if order is not None:
+                order.refresh(state.touched)
         state.touched.clear()
 
-    over = sorted((b for b in state.brokers if load[b] > band.hi[b] + EPS),
-                  key=lambda b: (-band.distance(state, b), b))
-    for b in over:
-        while load[b] > band.hi[b] + EPS and _shed(walk, index, band, b, roomy):
-            taken += 1
-            seen()
-        seen()
-    under = sorted((b for b in state.brokers if load[b] < band.lo[b] - EPS),
-                   key=lambda b: (-band.distance(state, b), b))
-    for b in under:
-        while load[b] < band.lo[b] - EPS and _pull(walk, index, band, b, full):
+    for b in brokers:
+        while outside(b) and act(b):
             taken += 1
             seen()
         seen()
