@@ -373,8 +373,10 @@ def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str 
     fleet, pacing = then
 
     def one(member: Member, member_connection: Connection, address: Address) -> ClusterResult:
-        snapshot = _ready_snapshot(member_connection, address, {}, run, OutputFormat.text)
-        result = planning.inherited(inventory, member.name).plan(
+        # without --sizes, each cluster's own (DescribeLogDirs), as alone: a fleet's plans carried no bytes
+        live: dict[TopicPartition, int] | None = None if planning.known.bytes else {}
+        snapshot = _ready(member_connection, address, {}, run, OutputFormat.text, None, live)[0]
+        result = planning.sized_by(live).inherited(inventory, member.name).plan(
             snapshot, member.name, declared_capacity(capacity, inventory_capacity(inventory, member.name)))
         if not result.worthwhile:
             return ClusterResult(member.name, OK, reason=_below(result))
@@ -437,12 +439,6 @@ def _loads_known(goals: tuple[str, ...], known: Sizes) -> None:
                                                                     "that has write_bytes_per_s")
 
 
-def _ready_snapshot(connection: Connection, address: Address, report: dict[str, Any], run: Run,
-                    output_format: OutputFormat) -> Snapshot:
-    """The cluster's snapshot, or a refusal (exit 3) while it is busy or unhealthy: cron tries again later."""
-    return _ready(connection, address, report, run, output_format, None)[0]
-
-
 def _read(connection: Connection, what: tuple[Path | None, str | None, Path | None], report: dict[str, Any], run: Run,
           output_format: OutputFormat, heal_options: Heal | None,
           live: dict[TopicPartition, int] | None = None) -> tuple[Snapshot, tuple[int, ...], Address | None]:
@@ -462,8 +458,9 @@ def _read(connection: Connection, what: tuple[Path | None, str | None, Path | No
 def _ready(connection: Connection, address: Address, report: dict[str, Any], run: Run, output_format: OutputFormat,
            heal_options: Heal | None,
            live: dict[TopicPartition, int] | None = None) -> tuple[Snapshot, tuple[int, ...]]:
-    """`_ready_snapshot`, with the absent brokers noted in the cluster (every run, docs/design/healing.md §1)
-    and, with --heal-after, those this run heals; `live` as `_read`'s."""
+    """The cluster's snapshot, or a refusal (exit 3) while it is busy or unhealthy: cron tries again later. The
+    absent brokers are noted in the cluster (every run, docs/design/healing.md §1); with --heal-after, those this run
+    heals; `live` as `_read`'s."""
     with open_cluster(connection, address) as cluster:
         if live is not None:
             live.update(cluster.sizes())
