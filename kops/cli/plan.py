@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from kops.cli import console
-from kops.cli.connection import Connection, connection_options
+from kops.cli.connection import Address, Connection, connection_options, inventory_capacity, resolve
 from kops.cli.fleet import declared_connection
 from kops.cli.healing import healed_declared
 from kops.cli.options import CapacityFile, ExtraVars, Inventory, Limit, SnapshotFile, parse_throttle
@@ -269,7 +269,10 @@ def plan(
     if import_kafka is not None:
         if playbook is not None:
             raise UsageError("give a playbook or --import-kafka, not both")
-        result = _plan_imported(import_kafka, reading, policy, (from_file, known.write))
+        if inventory is not None:  # the inventory's cluster: its address, client properties and capacity
+            reading.address = resolve(connection, inventory, limit) if snapshot is None else None
+            from_file = declared_capacity(capacity, inventory_capacity(inventory, limit))
+        result = _plan_imported(import_kafka, reading, policy, (from_file, known.write), limit)
     elif playbook is None:
         raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka "
                                                    "FILE")
@@ -338,9 +341,10 @@ class _Reading:
     given: dict[TopicPartition, int]
     live: dict[TopicPartition, int] | None
     quiet: bool = False  # a fleet: no spinner
+    address: Address | None = None  # an import's cluster, from the inventory (a playbook's comes with it)
 
     def snapshot(self, desired: DesiredState | None) -> Snapshot:
-        snap = cluster_snapshot(desired, self.connection, self.snapshot_file, self.live, self.quiet)
+        snap = cluster_snapshot(desired, self.connection, self.snapshot_file, self.live, self.quiet, self.address)
         refuse_incomplete(snap, self.allow_incomplete)
         return snap
 
@@ -349,9 +353,10 @@ class _Reading:
 
 
 def _plan_imported(path: Path, reading: _Reading, policy: Policy,
-                   capacity: tuple[CapacityDeclaration | None, Mapping[TopicPartition, float]]) -> Plan:
+                   capacity: tuple[CapacityDeclaration | None, Mapping[TopicPartition, float]],
+                   name: str | None = None) -> Plan:
     """The moves of a kafka-reassign-partitions.sh file, planned as kops plans its own (batches, throttles), with
-    `capacity` (the declaration and the write rates) reported."""
+    `capacity` (the declaration and the write rates) reported; `name`: the inventory's cluster (-l)."""
     try:
         text = path.read_bytes()
     except OSError as exc:
@@ -360,7 +365,7 @@ def _plan_imported(path: Path, reading: _Reading, policy: Policy,
     snap = reading.snapshot(None)
     targets = {TopicPartition(e.topic, e.partition): e.replicas for e in entries}
     connection = reading.connection
-    cluster = connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster"
+    cluster = name or connection.zookeeper or connection.bootstrap_server or snap.connect or "cluster"
     declared, write = capacity
     sizes = reading.sizes()
     moved = plan_targets(snap, targets, cluster=cluster, policy=replace(policy, capacity=declared, write=write),

@@ -38,12 +38,14 @@ def one_cluster(playbook: Path, inventory: Path | None, limit: str | None, extra
 
 
 def cluster_snapshot(desired: DesiredState | None, connection: Connection, snapshot_file: Path | None,
-                     sizes: dict[TopicPartition, int] | None = None, quiet: bool = False) -> Snapshot:
-    """The snapshot from a file (offline), or read live: -b/-z, else the inventory host's address; `sizes`,
-    when given, gets the partition sizes a live read can take (the Admin API's DescribeLogDirs)."""
+                     sizes: dict[TopicPartition, int] | None = None, quiet: bool = False,
+                     address: Address | None = None) -> Snapshot:
+    """The snapshot from a file (offline), or read live: `address` where the caller resolved one, -b/-z, else the
+    inventory host's address; `sizes`, when given, gets the partition sizes a live read can take (the Admin API's
+    DescribeLogDirs)."""
     if snapshot_file is not None:
         return offline_snapshot(snapshot_file)
-    return take_snapshot(connection, cluster_address(desired, connection), sizes=sizes, quiet=quiet)
+    return take_snapshot(connection, address or cluster_address(desired, connection), sizes=sizes, quiet=quiet)
 
 
 def cluster_address(desired: DesiredState | None, connection: Connection) -> Address:

@@ -71,6 +71,10 @@ def test_import_kafka_json(cluster: str, tmp_path: Path, capsys) -> None:
         "leader.replication.throttled.replicas": "0:1,0:2,0:3",
         "follower.replication.throttled.replicas": "0:4,0:5,0:6"}
     assert plan.rollback.batches[0].moves[0].to_replicas == (1, 2, 3)
+    inventory = tmp_path / "hosts.yml"  # the inventory's cluster, as every other command reads it
+    inventory.write_text(f"all:\n  hosts:\n    lab:\n      zookeeper: '{cluster}'\n")
+    assert main(["plan", "--import-kafka", str(moves), "-i", str(inventory), "-l", "lab", "-o", str(out)]) == 0
+    assert plan_format.loads(out.read_bytes(), str(out)).moves == plan.moves
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"version": 1, "partitions": [{"topic": "nope", "partition": 0, "replicas": [1]}]}))
     capsys.readouterr()

@@ -168,6 +168,33 @@ def test_kops_plan_import_kafka_refuses_a_proposal_that_fills_a_small_broker(tmp
     assert kops_plan(8192) == 0
 
 
+def test_kops_plan_import_kafka_holds_a_proposal_to_the_inventorys_capacity(tmp_path: Path, capsys) -> None:
+    """`-i INVENTORY -l CLUSTER` with --import-kafka: the cluster's `capacity` variable holds the proposal as
+    --capacity does (it had been dropped, and the import held to the disks the cluster reported)."""
+    import json
+
+    from kops.cli.main import main
+
+    golden = Path(__file__).parents[1] / "golden" / "capacity-decommission"
+    proposal = tmp_path / "moves.json"
+    proposal.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "clicks", "partition": p, "replicas": [7, 2, 3]} for p in range(8)]}))
+
+    def kops_plan(broker7: str) -> int:
+        inventory = tmp_path / f"hosts-{broker7}.yml"
+        inventory.write_text("all:\n  hosts:\n    c1:\n      bootstrap_servers: localhost:1\n"
+                             f"      capacity: {{disk: 8GiB, brokers: {{7: {{disk: {broker7}}}}}}}\n")
+        return main(["plan", "--import-kafka", str(proposal), "--snapshot", str(golden / "snapshot.json"),
+                     "--sizes", str(golden / "sizes.json"), "-i", str(inventory), "-l", "c1",
+                     "-o", str(tmp_path / "plan.json")])
+
+    capsys.readouterr()
+    assert kops_plan("2GiB") == 1
+    err = capsys.readouterr().err
+    assert f"{proposal}:1:1: this plan would overfill a broker: broker 7 would hold" in err, err
+    assert kops_plan("8GiB") == 0
+
+
 def test_a_capacity_with_nothing_to_weigh_against_it_is_said() -> None:
     """Through ZooKeeper (no sizes reported) a declared disk held nothing back: every replica weighed 0 B."""
     snap = snapshot(brokers(3, racks=None), [topic("t", [(1, 2)] * 3)])
