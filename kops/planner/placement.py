@@ -10,14 +10,18 @@ limits, and while every broker's capacity is known the lowest share of capacity 
 bytes and id); when none fits, the ValueError says why with the numbers (§6.4).
 
 New partitions are placed against the cluster's existing load, so adding partitions evens load out instead of
-stacking onto broker 1. Leaders are spread by choosing, among a partition's replicas, the one with the fewest
-preferred leaders as the first replica.
+stacking onto broker 1. A topic's new partitions are spread as Kafka spreads them: no broker above its share of
+the topic while racks leave another, and each leader the replica leading fewest of the topic, then fewest preferred
+leaders overall.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kops.model.partitions import TopicPartition
@@ -54,6 +58,38 @@ def _no_room(layout: Layout, tp: TopicPartition | None, candidates: list[int], c
     return ValueError(room.refusal(layout, tp, candidates))
 
 
+@dataclass
+class TopicSpread:
+    """A topic's replicas and leaderships per broker while its new partitions are placed, and each broker's
+    ceiling: its share of the topic's replicas rounded up (by share of capacity where capacities rank brokers).
+    A broker at its ceiling takes more of the topic only where racks leave no other; among the rest the cluster's
+    load decides, so an empty broker still fills first, but not with the whole topic."""
+
+    held: Counter[int]
+    led: Counter[int]
+    ceiling: dict[int, int]
+
+    def full(self, broker: int) -> bool:
+        return self.held[broker] >= self.ceiling.get(broker, 0)
+
+
+def topic_spread(layout: Layout, topic: str, numbers: list[int], replication_factor: int,
+                 eligible: list[int]) -> TopicSpread:
+    """The spread of `topic` as it stands (partitions added to it are numbered after those it has) and each
+    eligible broker's ceiling once `numbers` are placed."""
+    held: Counter[int] = Counter()
+    led: Counter[int] = Counter()
+    for number in range(min(numbers, default=0)):
+        replicas = layout.replicas.get(TopicPartition(topic, number), ())
+        held.update(replicas)
+        led.update(replicas[:1])
+    room = layout.headroom
+    weight = {b: room.weight.get(b, 1.0) if room is not None and room.ranked else 1.0 for b in eligible}
+    total, whole = sum(held.values()) + len(numbers) * replication_factor, sum(weight.values())
+    ceiling = {b: math.ceil(total * w / whole - 1e-9) if whole > 0 else total for b, w in weight.items()}
+    return TopicSpread(held, led, ceiling)
+
+
 def pick_brokers(
     layout: Layout,
     count: int,
@@ -61,16 +97,20 @@ def pick_brokers(
     existing: tuple[int, ...] = (),
     rack_aware: bool = True,
     tp: TopicPartition | None = None,
+    spread: TopicSpread | None = None,
 ) -> list[int]:
     """Choose `count` more brokers for a partition (`tp`, checked against the limits) that already has
-    `existing` replicas.
+    `existing` replicas; `spread`: a new partition's topic, whose ceilings come before the load.
 
     Rack-aware: first brokers on racks the partition does not use yet, then (when racks run out) the least
     used racks. Raises ValueError when there are not enough eligible brokers, or not enough within their limits.
     """
     eligible = [b for b in eligible if b not in existing]
     empty = tp is None or not layout.size(tp)
-    candidates = sorted(_fitting(layout, eligible, tp), key=lambda b: _load_key(layout, b, empty))
+    def full(b: int) -> bool:
+        return spread is not None and spread.full(b)
+
+    candidates = sorted(_fitting(layout, eligible, tp), key=lambda b: (full(b),) + _load_key(layout, b, empty))
     if len(candidates) < count:
         raise _no_room(layout, tp, eligible if len(eligible) >= count else candidates, count)
     chosen: list[int] = []
@@ -82,8 +122,8 @@ def pick_brokers(
                 rack_use[layout.rack(b)] = rack_use.get(layout.rack(b), 0) + 1
             best = min(
                 (b for b in candidates if b not in chosen),
-                key=lambda b: (rack_use.get(layout.rack(b), 0) if layout.rack(b) is not None else 0,)
-                + _load_key(layout, b, empty),
+                key=lambda b: (rack_use.get(layout.rack(b), 0) if layout.rack(b) is not None else 0,
+                               full(b)) + _load_key(layout, b, empty),
             )
         else:
             best = next(b for b in candidates if b not in chosen)
@@ -92,9 +132,10 @@ def pick_brokers(
     return chosen
 
 
-def lead_with_fewest_leaders(layout: Layout, replicas: list[int]) -> tuple[int, ...]:
-    """Put the replica with the fewest preferred leaders first; keep the others in order."""
-    leader = min(replicas, key=lambda b: (layout.leader_count[b], layout.replica_count[b], b))
+def lead_with_fewest_leaders(layout: Layout, replicas: list[int], led: Mapping[int, int]) -> tuple[int, ...]:
+    """Put the replica leading fewest of the topic (`led`), then fewest preferred leaders overall, first; keep the
+    others in order."""
+    leader = min(replicas, key=lambda b: (led.get(b, 0), layout.leader_count[b], layout.replica_count[b], b))
     return (leader,) + tuple(b for b in replicas if b != leader)
 
 
@@ -106,13 +147,21 @@ def place_partitions(
     eligible: list[int],
     rack_aware: bool,
 ) -> dict[int, tuple[int, ...]]:
-    """Place new partitions one by one, updating the layout so each sees the load the previous ones added."""
+    """Place new partitions one by one, updating the layout so each sees the load the previous ones added. A topic
+    is spread over the brokers, as Kafka's own assignment spreads it: no broker takes more than its ceiling of the
+    topic while racks leave another (`TopicSpread`), the cluster's load decides among the rest, and each leadership
+    goes to the replica leading fewest of the topic (a new topic had gone whole to an empty broker, and every
+    leadership with it)."""
+    numbers = list(numbers)
+    spread = topic_spread(layout, topic, numbers, replication_factor, eligible)
     result = {}
     for number in numbers:
         tp = TopicPartition(topic, number)
-        brokers = pick_brokers(layout, replication_factor, eligible, (), rack_aware, tp)
-        replicas = lead_with_fewest_leaders(layout, brokers)
+        brokers = pick_brokers(layout, replication_factor, eligible, (), rack_aware, tp, spread)
+        replicas = lead_with_fewest_leaders(layout, brokers, spread.led)
         layout.set(tp, replicas)
+        spread.held.update(replicas)
+        spread.led[replicas[0]] += 1
         result[number] = replicas
     return result
 

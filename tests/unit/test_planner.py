@@ -41,6 +41,18 @@ def test_create_rack_aware_with_even_leaders() -> None:
     assert max(counts) - min(counts) <= 1
 
 
+def test_a_new_topic_is_spread_over_the_brokers_even_with_an_empty_one() -> None:
+    """Found on Kafka 4.3.1 (racks a,a,b,b, broker 4 just back and empty): all four partitions of a new topic had a
+    replica on broker 4 and all four were led by it, so the topic's whole produce traffic went to one broker. The
+    empty broker still fills first, but with no more than its share of the topic; each broker leads one."""
+    snap = snapshot(brokers(4, racks=2), [round_robin("old", 8, 2, [1, 2, 3])])
+    [creation] = plan(declare(td("events", 4, 2)), snap).creations
+    held = [sum(b in r for r in creation.assignment.values()) for b in range(1, 5)]
+    leaders = sorted(r[0] for r in creation.assignment.values())
+    assert held == [2, 2, 2, 2] and leaders == [1, 2, 3, 4], creation.assignment
+    assert all(len({(b - 1) % 2 for b in r}) == 2 for r in creation.assignment.values())  # racks kept
+
+
 def test_balanced_strategy_ignores_racks_and_static_is_verbatim() -> None:
     snap = snapshot(B6, [])
     static = {0: (1, 4), 1: (4, 1)}

@@ -43,7 +43,8 @@ def test_unequal_brokers_fill_by_their_share_of_capacity_not_by_count() -> None:
 def test_new_topics_and_partitions_spread_by_count_per_share_of_capacity() -> None:
     """A new partition weighs nothing yet, so it changes no broker's utilization: ranked by it, every new replica of
     a play went to the same broker (found on Kafka 4.3.1, whose reported disks make every broker's capacity known).
-    Equal brokers take equal counts; broker 3, with twice the disk, twice as many."""
+    Equal brokers take equal counts; broker 3, with twice the disk, about twice as many (each topic is spread by
+    share: a broker takes no more than its share of a topic while another has room)."""
     from collections import Counter
 
     snap = snapshot(brokers(3, racks=None), [topic("orders", [(1, 2), (2, 3), (3, 1)] * 2), topic("events", [(1,)])])
@@ -59,7 +60,7 @@ def test_new_topics_and_partitions_spread_by_count_per_share_of_capacity() -> No
     equal = plan(desired, snap, sizes, Policy(capacity=disks(2 * 1024**3)))
     assert replicas(equal) == replicas(plan(desired, snap, sizes, Policy())) == Counter({1: 14, 2: 14, 3: 15})
     unequal = replicas(plan(desired, snap, sizes, Policy(capacity=disks(1024**3, b3=2 * 1024**3))))
-    assert unequal == Counter({1: 11, 2: 11, 3: 21}), unequal
+    assert unequal == Counter({1: 11, 2: 12, 3: 20}), unequal
 
 
 def test_a_broker_that_does_not_fit_is_passed_over_even_on_the_right_rack() -> None:
