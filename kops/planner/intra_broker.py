@@ -9,10 +9,20 @@ disks' utilizations closer (`isGettingMoreBalanced`). kops does the same on `Dir
 - the band's half-width is `band(tolerance)`: the playbook's tolerance where it is wider than Cruise Control's 10%;
 - each step takes the fullest volume and the emptiest, and moves the replica of the fullest whose size is nearest
   to what would bring one of them to the mean, among those that bring the two closer and keep the emptiest under
-  its disk limit; a step lowers Σ used²/total over the broker's volumes, so the walk ends;
-- only replicas that stay on their broker and in the dir the snapshot read (no arrival, no move in flight) move.
-Worked example: broker 1's /d1 holds 9 GiB of 10, /d2 1 GiB of 10: the mean is 50%, the band [45.5%, 54.5%];
-replicas of /d1 nearest 4 GiB go to /d2 until both lie in the band.
+  its disk limit; a step lowers Σ replicas²/total over the broker's volumes, so the walk ends;
+- only replicas that stay on their broker and in the dir the snapshot read (no arrival, no move in flight) move;
+- a volume's utilization is the bytes of the replicas DescribeLogDirs lists in its dirs ÷ its size
+  (`Dirs.replicas`), as Cruise Control's is its replicas' sizes ÷ the disk's capacity; the filesystem's other
+  bytes (total − usable − the replicas) count only against its disk limit (`Dirs.used`). Those bytes include
+  the old copy a disk move leaves behind, `<topic>-<partition>.<uuid>-delete`, which Kafka deletes 60 s after
+  the swap (`log.segment.delete.delay.ms`). Had the goal evened the filesystem's use, a plan made right after
+  an apply would see the source dir as full as before and the target fuller: found on Kafka 4.3.1, where it
+  moved 3 replicas more, then 3 back once the copies were gone. On replicas' bytes the same goals right after
+  an apply move nothing, and so they do once the copies are gone. A snapshot cannot tell such a copy from a
+  lasting file. So a dir whose filesystem also holds lasting files (a volume shared with the OS) is evened on
+  its replicas, as Cruise Control evens it, and is never filled past its limit.
+Worked example: broker 1's /d1 holds 9 GiB of replicas on 10, /d2 1 GiB on 10: the mean is 50%, the band
+[45.5%, 54.5%]; replicas of /d1 nearest 4 GiB go to /d2 until both lie in the band.
 """
 
 from __future__ import annotations
@@ -55,7 +65,8 @@ def even_dirs(brokers: Mapping[int, Dirs], snapshot: Snapshot, after: Mapping[To
 
 
 def spread(dirs: Dirs) -> float | None:
-    """Percentage points between the broker's fullest and emptiest volume; None where a size is not reported."""
+    """Percentage points between the broker's fullest and emptiest volume, as the goal reads them (`_share`); None
+    where a size is not reported."""
     units = _units(dirs)
     if units is None or len(units) < 2:
         return None
@@ -72,9 +83,10 @@ def _units(dirs: Dirs) -> list[int] | None:
 
 
 def _share(dirs: Dirs, volume: int) -> float:
+    """The volume's utilization as the goal reads it: its replicas' bytes ÷ its size (see the module)."""
     total = dirs.total[volume]
     assert total
-    return dirs.used(volume) / total
+    return dirs.replicas(volume) / total
 
 
 def _walk(dirs: Dirs, movable: Mapping[TopicPartition, str], sizes: Mapping[TopicPartition, int],
@@ -84,7 +96,7 @@ def _walk(dirs: Dirs, movable: Mapping[TopicPartition, str], sizes: Mapping[Topi
     units = _units(dirs)
     if units is None or len(units) < 2:
         return []
-    mean = sum(dirs.used(v) for v in units) / sum(dirs.total[v] or 0.0 for v in units)
+    mean = sum(dirs.replicas(v) for v in units) / sum(dirs.total[v] or 0.0 for v in units)
     hi, lo = mean * (1 + within), mean * (1 - within)
     pools: dict[int, list[tuple[int, TopicPartition]]] = {v: [] for v in units}
     for tp, path in movable.items():
@@ -115,9 +127,9 @@ def _pick(dirs: Dirs, pool: list[tuple[int, TopicPartition]], src: int, dst: int
     """The replica of `src` nearest in size to the bytes that bring `src` or `dst` to the mean, among those that
     bring the two volumes' utilizations closer and fit under `dst`'s limit; None when no replica does."""
     ts, td = dirs.total[src] or 0.0, dirs.total[dst] or 0.0
-    gap = min(dirs.used(src) - mean * ts, mean * td - dirs.used(dst))
+    gap = min(dirs.replicas(src) - mean * ts, mean * td - dirs.replicas(dst))
     closer = 2 * (_share(dirs, src) - _share(dirs, dst)) / (1 / ts + 1 / td)  # sizes below this bring them closer
-    room = dirs.limit[dst] - dirs.used(dst)
+    room = dirs.limit[dst] - dirs.used(dst)  # the filesystem as it is: an old copy there still takes room
     ceiling = min(closer, room)
     at = bisect.bisect_left(pool, (gap, TopicPartition("", -1)))
     best: tuple[int, TopicPartition] | None = None
