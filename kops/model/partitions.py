@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 NO_LEADER = -1
+KOPS_TOPIC = "__kops"  # kops's own records and lease through the Admin API: a rebalance never moves it
 
 
 class TopicPartition(NamedTuple):

@@ -74,7 +74,7 @@ def place_by_goals(start: Mapping[TopicPartition, tuple[int, ...]], racks: Mappi
     state = goal_state(start, racks, loads.sizes, loads.write, loads.caps, loads.fanout)
     if snapshot is not None:
         state = with_elected(state, snapshot)
-    state.pinned = frozenset(pinned)
+    state.pinned |= frozenset(pinned)
     begin, first = dict(state.replicas), state.measured()
     outcome = optimize(state, goals, tolerance=tolerance)
     after = dict(state.replicas)
@@ -100,7 +100,7 @@ def walk_one(layout: Layout, brokers: Sequence[int], goal: str, tolerance: float
     state = goal_state(layout.replicas, {b: layout.rack(b) for b in brokers}, layout.sizes, layout.write,
                        layout.headroom.caps, layout.fanout)
     if movable is not None:
-        state.pinned = frozenset(tp for tp in layout.replicas if tp not in movable)
+        state.pinned |= frozenset(tp for tp in layout.replicas if tp not in movable)
     outcome = optimize(state, ONE_GOAL[goal] + ("leaders",) * leaders, spend, tolerance)
     for tp in sorted({a.tp for a in outcome.actions}):  # in order: Layout keeps insertion order
         layout.set(tp, state.replicas[tp])

@@ -177,7 +177,7 @@ def _start(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], policy: Poli
     racks = {b.id: b.rack for b in snapshot.brokers}
     state = with_elected(goal_state(assignment, racks, sizes, policy.write, caps, policy.fanout), snapshot)
     registered = set(racks)  # healed partitions, and those still on an absent broker, stay where they are
-    state.pinned = frozenset(healed.targets) | {tp for tp, r in assignment.items() if not registered.issuperset(r)}
+    state.pinned |= frozenset(healed.targets) | {tp for tp, r in assignment.items() if not registered.issuperset(r)}
     return state
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from kops.model.capacity import RESOURCES, Capacities
-from kops.model.partitions import TopicPartition
+from kops.model.partitions import KOPS_TOPIC, TopicPartition
 from kops.model.snapshot import Snapshot
 from kops.planner.goal_values import Assignment, GoalInputs, Measured, topic_figure
 
@@ -36,8 +36,10 @@ class GoalState:
         self.brokers: tuple[int, ...] = tuple(sorted(inputs.racks))
         self.racks = inputs.racks
         self.limits = limits or {}
-        self.pinned: frozenset[TopicPartition] = frozenset()  # partitions no action may change (kops plan's)
         self.replicas: dict[TopicPartition, tuple[int, ...]] = {tp: tuple(r) for tp, r in assignment.items() if r}
+        # partitions no action may change (kops plan's; callers add theirs): kops's own topic always, which the first
+        # apply creates and where the run's lease lives (a rebalance had moved it right after that apply)
+        self.pinned: frozenset[TopicPartition] = frozenset(tp for tp in self.replicas if tp.topic == KOPS_TOPIC)
         self.value: dict[str, dict[TopicPartition, float]] = {
             "disk": {tp: float(inputs.sizes.get(tp, 0)) for tp in self.replicas},
             "network_in": {tp: float(inputs.write.get(tp, 0.0)) for tp in self.replicas},

@@ -11,6 +11,8 @@ write creates the topic: a read of a cluster without it finds nothing (so `kops 
 from __future__ import annotations
 
 import contextlib
+import re
+import socket
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -21,8 +23,9 @@ from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from kops.cluster.admin.connection import AdminSettings, servers
 from kops.errors import ConnectionFailed
+from kops.model.partitions import KOPS_TOPIC
 
-TOPIC = "__kops"
+TOPIC = KOPS_TOPIC
 PARTITION = TopicPartition(TOPIC, 0)
 MAX_REPLICAS = 3  # as Kafka's own __consumer_offsets: one more would leave no broker to decommission on 4
 SEND_TIMEOUT = 30.0
@@ -46,6 +49,16 @@ def topic_settings(brokers: int) -> tuple[int, dict[str, str]]:
                       "message.timestamp.type": "LogAppendTime", "unclean.leader.election.enable": "false"}
 
 
+def _accepts(server: str, timeout_ms: int) -> bool:
+    """Whether HOST:PORT takes a TCP connection (a listening broker, paused or not), within `timeout_ms`."""
+    host, _, port = re.sub(r"^[A-Za-z_]+://", "", server).rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=max(timeout_ms, 1000) / 1000):
+            return True
+    except OSError:
+        return False
+
+
 class KopsLog:
     """Appends keyed records and folds everything read into `latest` (and hands each record to `watchers`)."""
 
@@ -57,6 +70,7 @@ class KopsLog:
         self.latest: dict[str, Entry] = {}
         self._next = 0  # the offset to read next
         self._exists = False  # `__kops` seen or created: no need to list the topics again
+        self._answered: str | None = None  # the bootstrap server the last producer or consumer bootstrapped through
         self.watchers: list[Callable[[Entry], None]] = []
 
     def _client_arguments(self, allowed: dict[str, Any]) -> dict[str, Any]:
@@ -65,18 +79,27 @@ class KopsLog:
     def _bootstrapped(self, make: Callable[[dict[str, Any]], C], allowed: dict[str, Any]) -> C:
         """A producer or consumer bootstrapped through each bootstrap server alone in turn: kafka-python gives up
         when the first server it picks is silent (a paused broker, still listening: its handshake outlasts the
-        bootstrap timeout) instead of trying the next, as AdminCluster._ask does for the admin client."""
+        bootstrap timeout) instead of trying the next, as AdminCluster._ask does for the admin client. The server
+        that answered last goes first, and one that refuses the connection (a stopped broker) is passed over at
+        once: alone, kafka-python would retry it for the whole bootstrap timeout (--connect-timeout), once for
+        the consumer and once more for the producer."""
         arguments = self._client_arguments(allowed)
-        for server in servers(self.settings.bootstrap):
+        listed = servers(self.settings.bootstrap)
+        ordered = sorted(listed, key=lambda server: server != self._answered)
+        for server in ordered:
+            if len(listed) > 1 and server != self._answered and not _accepts(server, self.settings.connect_timeout_ms):
+                continue
             with contextlib.suppress(KafkaTimeoutError):
-                return make({**arguments, "bootstrap_servers": [server]})
+                made = make({**arguments, "bootstrap_servers": [server]})
+                self._answered = server
+                return made
         raise ConnectionFailed(f"no broker answered to reach {TOPIC}", where=self.settings.bootstrap,
                                hint="check the brokers (kops status) and --command-config")
 
     def ensure_topic(self) -> None:
         client = self._admin()
         try:
-            brokers = len(client.describe_cluster()["brokers"])
+            brokers = len([b for b in client.describe_cluster()["brokers"] if not b.get("is_fenced")])  # KRaft
             replicas, configs = topic_settings(brokers)
             client.create_topics({TOPIC: {"num_partitions": 1, "replication_factor": replicas, "configs": configs}})
         except TopicAlreadyExistsError:
