@@ -75,7 +75,16 @@ from kops.planner.intra_broker import band
 from kops.planner.layout import Layout
 from kops.planner.leaders import balance_leaders
 from kops.planner.log_dirs import disk_limit, drained, place_dirs, removals
-from kops.planner.rebalance import balance_bytes, balance_replicas, bounds, replica_lower_bound, smallest_on
+from kops.planner.rebalance import (
+    Bounds,
+    balance_bytes,
+    balance_replicas,
+    bounds,
+    outside,
+    replica_lower_bound,
+    share_bounds,
+    smallest_on,
+)
 from kops.planner.rollback import completed
 from kops.planner.throttles import batch_throttle
 
@@ -338,12 +347,15 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> bool:
     assert rebalance is not None
     before = dict(layout.replicas)
     goal, tolerance = rebalance.goal, rebalance.tolerance
+    walked = layout.headroom is not None and goal in ONE_GOAL  # capacities known: limits first, then the goal
     if goal == "replicas":
         counts = dict(layout.replica_count)
-        limits = bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance)
+        # what racks leave each broker (the walk's band reads the same shares, bands.py), else the mean
+        limits = share_bounds(layout, eligible, tolerance) if walked or rack_aware else dict.fromkeys(
+            eligible, bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance))
         work.balance_moves += replica_lower_bound(counts, eligible, limits)
-        work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits.upper)) for b in eligible)
-    walked = layout.headroom is not None and goal in ONE_GOAL  # capacities known: limits first, then the goal
+        work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits[b].upper))
+                                  for b in eligible)
     if walked:
         actions = walk_one(layout, eligible, goal, tolerance, _movable(work), leaders=True)
         for a in sorted(actions, key=lambda a: a.leadership):  # a partition that moved: its move's reason
@@ -353,7 +365,18 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> bool:
     elif goal == "bytes":
         balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
     _note_changes(work, before, f"rebalance {goal}")
+    if goal == "replicas" and (short := outside(layout.replica_count, limits)):
+        work.warnings.append(_short_of(short, layout.replica_count, limits, tolerance))
     return walked
+
+
+def _short_of(brokers: list[int], counts: Mapping[int, int], limits: Mapping[int, Bounds], tolerance: float) -> str:
+    """The rebalance left brokers outside their bounds: racks, limits or what may move allowed no closer, and the
+    plan's lower bound counts the moves to get there."""
+    named = ", ".join(f"{b} ({counts.get(b, 0)}, bounds {limits[b].lower}-{limits[b].upper})" for b in brokers[:5])
+    more = f" and {len(brokers) - 5} more" if len(brokers) > 5 else ""
+    return (f"rebalance replicas: broker(s) {named}{more} stay outside {tolerance:.0%} of their share: racks, limits "
+            f"and what may move allowed no closer (the lower bound counts the moves to reach it)")
 
 
 def _movable(work: _Work) -> set[TopicPartition] | None:

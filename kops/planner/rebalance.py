@@ -30,6 +30,7 @@ from kops.model.capacity import Resource
 from kops.model.partitions import TopicPartition
 from kops.planner.budget import Budget
 from kops.planner.layout import Layout
+from kops.planner.lower_bounds import fair_shares
 
 DESTINATIONS_TRIED = 8
 # Where limits (or the network-in pass's disk guard) may refuse a destination, at most this many of a source's
@@ -47,10 +48,28 @@ class Bounds:
 
 
 def bounds(total: int, brokers: int, tolerance: float) -> Bounds:
-    mean = total / brokers if brokers else 0
-    upper = max(math.ceil(mean), math.floor(mean * (1 + tolerance)))
-    lower = min(math.floor(mean), math.ceil(mean * (1 - tolerance)))
+    return bounds_around(total / brokers if brokers else 0, tolerance)
+
+
+def bounds_around(share: float, tolerance: float) -> Bounds:
+    """Whole counts within `tolerance` of `share`, never narrower than its floor and ceiling."""
+    upper = max(math.ceil(share), math.floor(share * (1 + tolerance)))
+    lower = min(math.floor(share), math.ceil(share * (1 - tolerance)))
     return Bounds(lower, upper)
+
+
+def share_bounds(layout: Layout, brokers: list[int], tolerance: float) -> dict[int, Bounds]:
+    """Each broker's replica bounds around the share racks leave it (kops/planner/lower_bounds.py: the mean where
+    racks do not bind), as the goal walk's band reads them: with racks of unequal size the mean is out of reach,
+    and a lower bound counted against it exceeded what any plan moves."""
+    shares = fair_shares(((1.0, len(r)) for r in layout.replicas.values() if r), {b: layout.rack(b) for b in brokers},
+                         dict.fromkeys(brokers, 1.0)).shares
+    return {b: bounds_around(shares[b], tolerance) for b in brokers}
+
+
+def outside(counts: Mapping[int, int], limits: Mapping[int, Bounds]) -> list[int]:
+    """The brokers whose count lies outside their bounds."""
+    return [b for b, w in sorted(limits.items()) if not w.lower <= counts.get(b, 0) <= w.upper]
 
 
 def _pool_bounds(layout: Layout, pool: list[int], tolerance: float) -> Bounds:
@@ -69,9 +88,11 @@ def _pool_bounds(layout: Layout, pool: list[int], tolerance: float) -> Bounds:
             total -= int(caps[b])
 
 
-def replica_lower_bound(counts: dict[int, int], brokers: list[int], b: Bounds) -> int:
-    excess = sum(max(0, counts.get(x, 0) - b.upper) for x in brokers)
-    deficit = sum(max(0, b.lower - counts.get(x, 0)) for x in brokers)
+def replica_lower_bound(counts: dict[int, int], brokers: list[int], b: Bounds | Mapping[int, Bounds]) -> int:
+    """The fewest moves that bring every broker within its bounds (one for all, or each its own)."""
+    each = b if isinstance(b, Mapping) else dict.fromkeys(brokers, b)
+    excess = sum(max(0, counts.get(x, 0) - each[x].upper) for x in brokers)
+    deficit = sum(max(0, each[x].lower - counts.get(x, 0)) for x in brokers)
     return max(excess, deficit)
 
 
