@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options, open_cluster, resolve
@@ -17,41 +18,70 @@ from kops.cluster.port import Cluster
 from kops.errors import KopsError
 from kops.executor import progress
 from kops.executor.journal import Journal
-from kops.executor.record import ExecutionRecord
-from kops.holder import describe, holder_info
+from kops.executor.record import DONE, RUNNING, ExecutionRecord
+from kops.holder import dead_local, describe, holder_info
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import ADMIN_API, Snapshot
 from kops.model.throttle_keys import ALL_KEYS
 from kops.units import format_size
 
+INTERRUPTED = "interrupted"  # a record left `running` by a process that stopped before it finished
 STALLED_AFTER_SECONDS = 30  # no progress recorded for this long: kops status says the batch is stalled
 FleetArg = Annotated[Path | None, typer.Argument(
     help="A fleet's folder of plans (kops apply DIR): one row per cluster. -i/-l selecting several clusters is a "
          "fleet too.", show_default=False)]
 
 
-def _execution_doc(record: ExecutionRecord | None, snapshot: Snapshot, lags: progress.Lags) -> dict[str, Any] | None:
+def running_it(holder: dict[str, Any] | None, record: ExecutionRecord) -> bool:
+    """Whether a live process runs `record` now: the lock's holder names it, and is not a kops on this host whose
+    process is gone (killed: its lock lapses when its ZooKeeper session or lease expires)."""
+    return holder is not None and holder.get("execution") == record.id and not dead_local(holder)
+
+
+def state_of(record: ExecutionRecord, running: bool) -> str:
+    """The execution's state as kops status shows it: the record's, except that a record still `running` that
+    no live process runs is `interrupted` (its process stopped before it finished: kill -9, a crash, a lost lock).
+    The record itself is left as written: `--resume` and `kops rollback` read it so."""
+    return INTERRUPTED if record.status == RUNNING and not running else record.status
+
+
+def next_steps(record: ExecutionRecord, holder: dict[str, Any] | None) -> list[str]:
+    """The commands that take an unfinished execution on, while no live process holds the lock (a holder would
+    refuse them, or is taking it on itself): an apply resumes or rolls back, a rollback resumes (an apply waits
+    for its rollback to finish)."""
+    if record.status == DONE or (holder is not None and not dead_local(holder)):
+        return []
+    plan = record.plan_path
+    if record.kind == "rollback":
+        return [f"kops rollback {plan} --resume"]
+    return [f"kops apply {plan} --resume", f"kops rollback {plan}"]
+
+
+def _execution_doc(record: ExecutionRecord | None, holder: dict[str, Any] | None, snapshot: Snapshot,
+                   lags: progress.Lags) -> dict[str, Any] | None:
     if record is None:
         return None
     current = record.current
+    running = running_it(holder, record)
     doc: dict[str, Any] = {
-        "id": record.id, "kind": record.kind, "of": record.of, "status": record.status,
+        "id": record.id, "kind": record.kind, "of": record.of, "status": state_of(record, running),
         "stop_reason": record.stop_reason, "plan": record.plan_path,
         "batches": len(record.batches), "batches_done": sum(1 for b in record.batches if b.status == "done"),
         "batch": current.index if current else None, "started_at": record.started_at, "updated_at": record.updated_at,
+        "next_steps": next_steps(record, holder),
     }
     if current is not None:
         done = progress.done_moves(snapshot, current.moves)
         doc["batch_partitions"], doc["batch_done"] = len(current.moves), len(done)
         elapsed = time.time() - (current.started_at or time.time())
-        if record.status == "running" and len(done) < len(current.moves):
+        if doc["status"] == RUNNING and len(done) < len(current.moves):
             measured = progress.measure(current.index, len(record.batches), current.moves, snapshot, elapsed, lags, {})
             eta = measured.eta if measured.eta is not None else progress.seconds_left(  # no sizes: partitions
                 len(current.moves), len(done), len(done) / elapsed if done and elapsed > 0 else None)
             if eta is not None:
                 doc["batch_eta_seconds"] = round(eta, 1)
         quiet = time.time() - (current.progress_at or current.started_at or time.time())
-        if record.status == "running" and len(done) < len(current.moves) and quiet >= STALLED_AFTER_SECONDS:
+        if doc["status"] == RUNNING and len(done) < len(current.moves) and quiet >= STALLED_AFTER_SECONDS:
             doc["stalled_seconds"] = round(quiet)
     return doc
 
@@ -108,31 +138,70 @@ def _collect(cluster: Cluster) -> dict[str, Any]:
             record = None
     if record is None:
         record = journal.latest()
-    return {"lock": holder, "execution": _execution_doc(record, snapshot, cluster.lags),
+    return {"lock": holder, "execution": _execution_doc(record, holder, snapshot, cluster.lags),
             "in_flight": _in_flight(snapshot, cluster), "throttles": _throttles(snapshot, record),
             "offline": _offline(snapshot)}
 
 
 def _offline(snapshot: Snapshot) -> list[dict[str, Any]]:
-    """Partitions without a live leader, and which ISR member they wait for (Kafka elects outside the ISR
-    only where unclean.leader.election.enable allows it)."""
+    """Partitions without a live leader, and the replicas they wait for: the ISR, and where Kafka keeps them
+    (KIP-966, read through the Admin API) the eligible leader replicas, which it elects cleanly once the ISR is
+    empty (outside both only where unclean.leader.election.enable allows it). `eligible_leaders` and
+    `last_known_elr` are null where they were not read."""
     rows = []
     for tp in snapshot.offline():
         part = snapshot.partition(tp)
         assert part is not None
-        isr = list(part.state.isr) if part.state else []
-        rows.append({"topic": tp.topic, "partition": tp.partition, "replicas": list(part.replicas), "isr": isr,
-                     "live_replicas": sorted(set(part.replicas) & snapshot.live_broker_ids)})
+        eligible = snapshot.eligible(tp)
+        rows.append({"topic": tp.topic, "partition": tp.partition, "replicas": list(part.replicas),
+                     "isr": list(part.isr), "live_replicas": sorted(set(part.replicas) & snapshot.live_broker_ids),
+                     "eligible_leaders": list(eligible.replicas) if eligible else None,
+                     "last_known_elr": list(eligible.last_known) if eligible else None})
     return rows
+
+
+def _brokers(ids: list[int], one: str, several: str) -> str:
+    return f"broker {ids[0]} ({one})" if len(ids) == 1 else f"one of brokers {', '.join(map(str, ids))} ({several})"
+
+
+def offline_line(row: dict[str, Any]) -> str:
+    """What an offline partition waits for, in words true of every cluster: an empty ISR does not mean no clean
+    leader is left where Kafka keeps eligible leader replicas (KRaft with eligible.leader.replicas.version=1)."""
+    isr, elr, known = row["isr"], row["eligible_leaders"], row["last_known_elr"]
+    line = f"{row['topic']}-{row['partition']} has no live leader; "
+    if isr:
+        line += (f"it waits for an in-sync replica ({', '.join(map(str, isr))})"
+                 + (f" or {_brokers(elr, 'an eligible leader replica', 'eligible leader replicas')}" if elr else "")
+                 + " to return")
+    elif elr:
+        line += f"it waits for {_brokers(elr, 'an eligible leader replica', 'eligible leader replicas')} to return"
+    elif elr is not None:
+        line += ("Kafka records no in-sync or eligible leader replica for it"
+                 + (f" (last known: {', '.join(map(str, known))})" if known else ""))
+    else:
+        line += (f"its ISR is empty, yet a replica outside it may be an eligible leader replica (KIP-966, KRaft), "
+                 f"which Kafka elects cleanly when it returns; kops could not read them here: `kafka-topics.sh "
+                 f"--bootstrap-server SERVERS --describe --unavailable-partitions --topic {row['topic']}` shows "
+                 f"them (Elr)")
+    waiting = set(isr) | set(elr or ())
+    out_of_sync = [b for b in row["live_replicas"] if b not in waiting]
+    return line + (f"; live replicas {out_of_sync} are not in sync" if out_of_sync and (isr or elr) else "")
 
 
 def _render(doc: dict[str, Any]) -> None:
     out = console.out
     holder, execution = doc["lock"], doc["execution"]
-    out.print(f"[bold]Running:[/] {describe(holder)}" if holder else "[bold]Running:[/] no kops execution")
+    gone = holder is not None and dead_local(holder)
+    out.print(f"[bold]Running:[/] {describe(holder)}" + (" [red](its process is gone: the lock lapses when its "
+                                                          "session or lease expires)[/]" if gone else "")
+              if holder else "[bold]Running:[/] no kops execution")
     if execution:
-        line = (f"{'Current' if holder else 'Last'} execution {execution['id']} ({execution['kind']}): "
-                f"{execution['status']}, {execution['batches_done']}/{execution['batches']} batches done")
+        current = holder is not None and holder.get("execution") == execution["id"] and not gone
+        status = execution["status"]
+        if status == INTERRUPTED:
+            status = f"[red]{INTERRUPTED}[/] (its process stopped before it finished)"
+        line = (f"{'Current' if current else 'Last'} execution {execution['id']} ({execution['kind']}): "
+                f"{status}, {execution['batches_done']}/{execution['batches']} batches done")
         if execution.get("batch"):
             line += (f"; batch {execution['batch']}: "
                      f"{execution.get('batch_done', 0)}/{execution.get('batch_partitions', 0)} partitions")
@@ -142,11 +211,12 @@ def _render(doc: dict[str, Any]) -> None:
                 line += f", [red]stalled for {execution['stalled_seconds']} s[/]"
         out.print(line)
         if execution.get("stop_reason"):
-            out.print(f"[yellow]stopped:[/] {execution['stop_reason']}")
+            out.print(f"[yellow]stopped:[/] {escape(execution['stop_reason'])}")
+        steps = execution.get("next_steps") or []
+        if steps:
+            out.print("[bold]Next:[/] " + escape(_said(steps, execution["kind"])), soft_wrap=True)  # whole commands
     for r in doc["offline"][:20]:
-        out.print(f"[red]offline:[/] {r['topic']}-{r['partition']} has no live leader; it waits for an in-sync "
-                  f"replica ({', '.join(map(str, r['isr'])) or 'none recorded'}) to return"
-                  + (f"; live replicas {r['live_replicas']} are not in sync" if r["live_replicas"] else ""))
+        out.print(f"[red]offline:[/] {escape(offline_line(r))}", soft_wrap=True)
     if len(doc["offline"]) > 20:
         out.print(f"[red]offline:[/] and {len(doc['offline']) - 20} more (kops status --format json lists all)")
     table = console.table(f"Reassignments in flight ({len(doc['in_flight'])})", "Partition", "Replicas", "Adding",
@@ -161,6 +231,12 @@ def _render(doc: dict[str, Any]) -> None:
     for t in doc["throttles"]:
         throttles.add_row(t["entity"], t["key"], t["value"], t["set_by"])
     out.print(throttles if doc["throttles"] else "No throttles in force.")
+
+
+def _said(steps: list[str], kind: str) -> str:
+    if kind == "rollback":
+        return f"`{steps[0]}` finishes the rollback"
+    return f"`{steps[0]}` continues it, or `{steps[1]}` undoes what it did"
 
 
 @connection_options

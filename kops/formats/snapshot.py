@@ -18,7 +18,7 @@ from kops.formats.base import Doc, Flag, Id, IdKey, Int, IntKey, Long, Replicas,
 from kops.model.brokers import Broker, FeatureRange
 from kops.model.capacity import LogDirUsage
 from kops.model.partitions import Partition, TopicPartition
-from kops.model.snapshot import ControllerInfo, InFlight, Problem, RequestedMove, Snapshot
+from kops.model.snapshot import ControllerInfo, EligibleLeaders, InFlight, Problem, RequestedMove, Snapshot
 from kops.model.topics import Topic
 
 FORMAT = "kops-snapshot/1"
@@ -156,6 +156,20 @@ class LogDirDoc(Doc):
     error: Text | None = Field(description="why the dir could not be described (an offline dir), else null")
 
 
+class EligibleLeadersDoc(Doc):
+    """A partition without a live leader and its eligible leader replicas (KIP-966), as DescribeTopicPartitions
+    reports them."""
+
+    domain = EligibleLeaders
+
+    topic: Text
+    partition: Id
+    replicas: list[Id] = Field(description="ELR: replicas outside the ISR that hold every committed record; with an "
+                                           "empty ISR Kafka elects the first of them to return, cleanly")
+    last_known: list[Id] = Field(description="LastKnownElr: what Kafka kept for its own recovery once none was left "
+                                             "(the last leader, or the last eligible replicas)")
+
+
 class SummaryDoc(Doc):
     """Derived counts, for humans and dashboards."""
 
@@ -182,7 +196,7 @@ class SnapshotDoc(Doc):
         "reassigning": Snapshot.in_flight, "cluster_features": Snapshot.cluster_features, "summary": _summary}
     ordered: ClassVar[dict[str, str | None]] = {"brokers": "id", "fenced_brokers": None, "requested_moves": None,
                                                 "pending_deletions": None, "preferred_election": None,
-                                                "log_dirs": None, "replica_dirs": None}
+                                                "log_dirs": None, "replica_dirs": None, "eligible_leaders": None}
     rows: ClassVar[dict[str, tuple[str, ...]]] = {"replica_dirs": ("topic", "partition", "broker", "path", "future")}
 
     format: Literal["kops-snapshot/1"]
@@ -220,6 +234,11 @@ class SnapshotDoc(Doc):
                                          description="the finalized `metadata.version` feature level (KRaft, read "
                                                      "with DescribeFeatures; 17 is 3.7-IV2, the first with JBOD); "
                                                      "absent when not read or in ZooKeeper mode")
+    eligible_leaders: list[EligibleLeadersDoc] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="each partition without a live leader whose eligible leader replicas were read (through the "
+                    "Admin API, from a cluster that answers DescribeTopicPartitions: KRaft, Kafka 3.7+), sorted; "
+                    "absent when none was read")
     summary: SummaryDoc | None = None
 
     @model_validator(mode="after")

@@ -55,6 +55,20 @@ class InFlight:
     requested: bool  # named in /admin/reassign_partitions
 
 
+@dataclass(frozen=True, order=True)
+class EligibleLeaders:
+    """KIP-966's eligible leader replicas of a partition without a live leader, as DescribeTopicPartitions reports
+    them (KRaft, Kafka 3.7+, where `eligible.leader.replicas.version` is 1; elsewhere both lists are empty).
+    `replicas` (ELR): replicas outside the ISR that hold every committed record, so that with an empty ISR Kafka
+    elects the first of them to return, cleanly; `last_known` (LastKnownElr): what Kafka kept for its own
+    recovery once none was left (the partition's last leader, or its last eligible replicas)."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...] = ()
+    last_known: tuple[int, ...] = ()
+
+
 PROPAGATING = "metadata/"  # the path of a problem that is brokers' views still disagreeing (Admin API)
 ADMIN_API = "kafka://"  # a snapshot (and a plan) read through the Admin API names its cluster kafka://SERVERS
 
@@ -85,6 +99,9 @@ class Snapshot:
     replica_dirs_read: bool = False
     # the finalized metadata.version's feature level (KRaft, DescribeFeatures); None: not read, or ZooKeeper mode
     metadata_version: int | None = None
+    # each partition without a live leader whose eligible leader replicas were read (Admin API, whole reads: a
+    # partition missing here was not asked, or the cluster cannot say); ZooKeeper mode has none
+    eligible_leaders: tuple[EligibleLeaders, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -163,6 +180,10 @@ class Snapshot:
     def dir_moves(self) -> list[ReplicaDir]:
         """The future replicas: intra-broker moves in flight, by any tool."""
         return [r for r in self.replica_dirs if r.future]
+
+    def eligible(self, tp: TopicPartition) -> EligibleLeaders | None:
+        """`tp`'s eligible leader replicas as read; None where they were not read."""
+        return next((e for e in self.eligible_leaders if (e.topic, e.partition) == (tp.topic, tp.partition)), None)
 
     def partition(self, tp: TopicPartition) -> Partition | None:
         topic = self.topics.get(tp.topic)

@@ -1,5 +1,6 @@
 """The Admin-API snapshot on real Kafka 4 (KRaft): honest right after a burst of topic creations (every broker
-asked, views merged, what still disagrees named), and fenced brokers (DescribeCluster v2) not counted as live.
+asked, views merged, what still disagrees named), fenced brokers (DescribeCluster v2) not counted as live, and an
+offline partition's eligible leader replicas (KIP-966, DescribeTopicPartitions) as Kafka's own tool shows them.
 
 One Kafka 4 cluster for the module, emptied between tests.
 """
@@ -7,6 +8,7 @@ One Kafka 4 cluster for the module, emptied between tests.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,8 @@ import pytest
 from kops.cli.main import main
 from kops.cluster.admin.adapter import AdminCluster
 from kops.cluster.admin.connection import AdminSettings
-from kops.lab.kafka_client import admin_client, create_topics, first_answer
+from kops.lab.kafka_client import admin_client, create_topics, first_answer, layout
+from kops.model.partitions import TopicPartition
 from kops.model.snapshot import PROPAGATING, Snapshot
 from tests.engines import EngineLab, kafka4_cluster, reset_admin_cluster
 from tests.labtools import wait_until
@@ -84,6 +87,53 @@ def test_a_stopped_broker_is_fenced_not_live_and_never_a_target(kafka4: EngineLa
         assert all(4 not in replicas for replicas in creation["assignment"].values())
     finally:
         kafka4.lab.start_broker(4)
+
+
+TOPIC_TOOL = "org.apache.kafka.tools.TopicCommand"
+
+
+def test_an_offline_partition_names_the_eligible_leader_replica_kafka_keeps(
+        kafka4: EngineLab, bootstrap: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """KIP-966 on Kafka 4 (eligible.leader.replicas.version=1, the lab's default): clicks-0 on brokers 2 and 3
+    loses 3, then 2 is killed; its ISR is empty and broker 2 an eligible leader replica, as Kafka's own
+    `kafka-topics --describe --unavailable-partitions` says. kops status says it waits for broker 2."""
+    lab = kafka4.lab
+    with admin_client(bootstrap) as client:
+        client.create_topics({"clicks": {"assignments": {0: [2, 3]}, "configs": {"min.insync.replicas": "1"}}})
+    wait_until(lambda: leader_and_isr(lab.live_bootstrap()) == (2, (2, 3)), timeout=60, what="clicks-0 in sync")
+    try:
+        lab.stop_broker(3)
+        wait_until(lambda: leader_and_isr(lab.live_bootstrap()) == (2, (2,)), timeout=60, what="ISR shrunk to 2")
+        lab.kill_broker(2)
+        wait_until(lambda: 2 in fenced_ids(lab.live_bootstrap()), timeout=60, what="broker 2 fenced")
+        live = lab.live_bootstrap()
+        described = lab.run_tool(lab.distribution(), TOPIC_TOOL, "--bootstrap-server", live, "--describe",
+                                 "--unavailable-partitions", "--topic", "clicks")
+        assert re.search(r"Leader: none\s+Replicas: 2,3\s+Isr:\s*\S*\s+Elr: 2\b", described), described
+        cluster = AdminCluster(AdminSettings(live))
+        try:
+            read = cluster.snapshot().eligible(TopicPartition("clicks", 0))
+        finally:
+            cluster.close()
+        assert read is not None and read.replicas == (2,), read
+        capsys.readouterr()
+        assert main(["status", "-b", live, "--format", "json"]) == 0
+        [offline] = [r for r in json.loads(capsys.readouterr().out)["offline"] if r["topic"] == "clicks"]
+        assert offline["isr"] == [] and offline["eligible_leaders"] == [2]
+        assert main(["status", "-b", live]) == 0
+        shown = capsys.readouterr().out
+        assert "clicks-0 has no live leader; it waits for broker 2 (an eligible leader replica) to return" in shown
+        assert "none recorded" not in shown
+    finally:
+        for broker in (2, 3):
+            if not lab.running(broker):
+                lab.start_broker(broker)
+        wait_until(lambda: leader_and_isr(lab.live_bootstrap())[0] in (2, 3), timeout=90, what="clicks-0 led again")
+
+
+def leader_and_isr(servers: str) -> tuple[object, object]:
+    part = layout(servers).get("clicks", {}).get(0, {})
+    return part.get("leader"), part.get("isr")
 
 
 def test_problem_paths_of_propagation_are_recognised() -> None:

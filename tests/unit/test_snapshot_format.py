@@ -11,8 +11,8 @@ from kops.errors import DocumentError
 from kops.lab.sample import sample_snapshot
 from kops.model import snapshot_format
 from kops.model.capacity import LogDirUsage
-from kops.model.partitions import Partition, PartitionState
-from kops.model.snapshot import Problem, Snapshot
+from kops.model.partitions import Partition, PartitionState, TopicPartition
+from kops.model.snapshot import EligibleLeaders, Problem, Snapshot
 from kops.model.topics import Topic
 
 
@@ -100,3 +100,19 @@ def test_a_leader_without_a_controller_epoch_reads_as_epoch_0() -> None:
     doc["topics"]["orders"]["partitions"]["0"]["controller_epoch"] = None
     state = snapshot_format.loads(json.dumps(doc), "snap.json").topics["orders"].partitions[0].state
     assert state is not None and state.controller_epoch == 0 and state.leader_epoch_after_creation == {}
+
+
+def test_eligible_leader_replicas_are_written_sorted_and_read_back_and_older_files_have_none() -> None:
+    """KIP-966's eligible leader replicas of partitions without a live leader (read through the Admin API): kept
+    in the file, sorted; a file written before them (or with none read) has no key and reads as none."""
+    older = snapshot_format.dumps(sample_snapshot())
+    assert b"eligible_leaders" not in older and snapshot_format.loads(older, "snap.json").eligible_leaders == ()
+    read = (EligibleLeaders("payments", 1, (2,), (2,)), EligibleLeaders("orders", 0))
+    data = snapshot_format.dumps(replace(sample_snapshot(), eligible_leaders=read))
+    assert json.loads(data)["eligible_leaders"] == [
+        {"topic": "orders", "partition": 0, "replicas": [], "last_known": []},
+        {"topic": "payments", "partition": 1, "replicas": [2], "last_known": [2]}]
+    back = snapshot_format.loads(data, "snap.json")
+    assert back.eligible_leaders == tuple(sorted(read)) and snapshot_format.dumps(back) == data
+    assert back.eligible(TopicPartition("payments", 1)) == read[0]
+    assert back.eligible(TopicPartition("orders", 1)) is None  # not read

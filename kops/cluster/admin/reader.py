@@ -8,7 +8,8 @@ in ZooKeeper mode, the controller; DescribeQuorum the KRaft controller (the quor
 ListPartitionReassignments (answered by the controller) what is adding and removing; DescribeConfigs the
 overrides (dynamic topic configs and dynamic per-broker configs: the same maps ZooKeeper holds, so throttles read
 the same; the cluster-wide default, `<default>` in ZooKeeper, is not asked for: kafka-python refuses the empty
-broker resource name Kafka uses for it). What the Admin API does not carry stays empty: ZooKeeper's registration
+broker resource name Kafka uses for it); DescribeTopicPartitions, for partitions without a live leader only, their
+eligible leader replicas (KIP-966). What the Admin API does not carry stays empty: ZooKeeper's registration
 versions and epochs, the ZooKeeper-mode controller epoch, the KIP-253 counts, the seeds' features.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
-from kafka.errors import KafkaError, for_code
+from kafka.errors import KafkaError, UnsupportedVersionError, for_code
 
 from kops.bulk import collector_paused
 from kops.cluster.admin.metadata import (
@@ -38,7 +39,15 @@ from kops.cluster.admin.metadata import (
 from kops.errors import ConnectionFailed
 from kops.model.brokers import Broker
 from kops.model.partitions import Partition, PartitionState
-from kops.model.snapshot import PROPAGATING, ControllerInfo, Problem, RequestedMove, Snapshot, admin_api_connect
+from kops.model.snapshot import (
+    PROPAGATING,
+    ControllerInfo,
+    EligibleLeaders,
+    Problem,
+    RequestedMove,
+    Snapshot,
+    admin_api_connect,
+)
 from kops.model.topics import Topic
 
 TOPIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG"}
@@ -134,7 +143,9 @@ def read_snapshot(client: KafkaAdminClient, where: str, only_topics: set[str] | 
                     brokers=brokers, topics=topics, broker_configs=broker_configs, requested_moves=requested,
                     migration=migration, problems=tuple(read.problems + config_problems),
                     connect=admin_api_connect(where), fenced=tuple(sorted(fenced)),
-                    metadata_version=_metadata_version(client) if only_topics is None else None)
+                    metadata_version=_metadata_version(client) if only_topics is None else None,
+                    eligible_leaders=_eligible_leaders(client, _offline(topics, brokers)) if only_topics is None
+                    else ())
 
 
 def controller_of(described: int | None, quorum: Quorum | None, kraft: bool) -> ControllerInfo:
@@ -155,6 +166,45 @@ def _metadata_version(client: KafkaAdminClient) -> int | None:
     except KafkaError:
         return None
     return int(found[1]) if found else None
+
+
+def _offline(topics: dict[str, Topic], brokers: tuple[Broker, ...]) -> list[tuple[str, int]]:
+    """The partitions without a live leader (Partition.is_offline, inlined: a whole read may hold a million)."""
+    live = {b.id for b in brokers}
+    return sorted((name, n) for name, t in topics.items() for n, part in t.partitions.items()
+                  if part.state is None or part.state.leader not in live)
+
+
+def _eligible_leaders(client: KafkaAdminClient, offline: list[tuple[str, int]],
+                      attempts: int = 3) -> tuple[EligibleLeaders, ...]:
+    """KIP-966's eligible leader replicas of the partitions without a live leader (`offline`, topic and number),
+    through DescribeTopicPartitions (kafka-python's own request; KRaft brokers 3.7+), page by page. Metadata
+    does not carry them, and an empty ISR does not mean no clean leader is left where Kafka keeps them. Where the
+    cluster cannot say (ZooKeeper mode, Kafka before 3.7) or does not answer after `attempts`, none: a reader of
+    the snapshot then knows they were not read, never that there are none."""
+    if not offline:
+        return ()
+    wanted = set(offline)
+    found: dict[tuple[str, int], EligibleLeaders] = {}
+    cursor: dict[str, Any] | None = None
+    for _ in range(attempts):
+        try:
+            while True:
+                page = client.describe_topic_partitions(sorted({t for t, _n in offline}), cursor=cursor)
+                for topic in page["topics"]:
+                    for p in topic["partitions"] if not topic["error_code"] else ():
+                        key = (topic["name"], p["partition_index"])
+                        if key in wanted and not p["error_code"]:
+                            found[key] = EligibleLeaders(*key, tuple(p["eligible_leader_replicas"] or ()),
+                                                         tuple(p["last_known_elr"] or ()))
+                cursor = page["next_cursor"]
+                if cursor is None:
+                    return tuple(found[k] for k in sorted(found))
+        except UnsupportedVersionError:
+            return ()  # IncompatibleBrokerVersion too: the broker has no DescribeTopicPartitions
+        except KafkaError:
+            continue  # asked again from the page it failed on (kafka-python picks another node if this one died)
+    return tuple(found[k] for k in sorted(found))
 
 
 def _settled(client: KafkaAdminClient, serving: list[int], only_topics: set[str] | None, waiting: Waiting,
