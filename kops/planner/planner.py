@@ -655,6 +655,10 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     election = tuple(sorted({m.tp for m in moves if m.to_replicas[0] != m.from_replicas[0]
                              or _leader(snapshot, m.tp) != m.to_replicas[0]} | set(work.elect)))
     work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
+    copying = sum(1 for m in moves if m.adding)
+    if rate is None and copying:  # Kafka's own tool does the same, but a reviewer should see it
+        work.warnings.append(f"no throttle: {copying} move(s) copy at full speed, beside producers and consumers "
+                             "(set execution.throttle in the playbook, or pass --throttle to kops plan or kops apply)")
     work.warnings += unknown_loads(work.layout.headroom, work.layout.sizes, policy.write)
     work.warnings += stray_warnings(policy.capacity, {b.id for b in snapshot.brokers} | set(work.layout.replica_count))
     planned = Plan(
