@@ -46,3 +46,15 @@ def test_a_path_no_broker_could_have_is_refused_with_its_entry(bad: str) -> None
         read_reassignment_json(json.dumps(doc), "moves.json", disk_moves=True)
     assert f"partitions[0].log_dirs[1] is {bad!r} for orders-4: a broker knows its log dirs by absolute path" \
         in caught.value.one_line()
+
+
+def test_the_tools_generate_output_as_printed_is_refused_with_what_to_keep() -> None:
+    """Found by an outside check: the two headed documents kafka-reassign-partitions --generate prints, saved
+    as they are, were refused with 'fix the kafka-reassign-partitions JSON' alone."""
+    proposal = '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}'
+    printed = (f"Current partition replica assignment\n{proposal}\n\n"
+               f"Proposed partition reassignment configuration\n{proposal}\n")
+    with pytest.raises(DocumentError) as refused:
+        read_reassignment_json(printed, "gen.txt")
+    assert "keep only the JSON line after 'Proposed partition reassignment configuration'" in refused.value.one_line()
+    assert len(read_reassignment_json(proposal, "gen.json")) == 1

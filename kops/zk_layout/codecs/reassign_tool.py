@@ -89,7 +89,16 @@ def _read(text: bytes | str, where: str) -> list[ToolReassignment]:
             result.append(ToolReassignment(topic, partition, replicas, log_dirs))
         return result
     except ShapeError as exc:
-        raise DocumentError(str(exc), where=where, hint="fix the kafka-reassign-partitions JSON") from None
+        raise DocumentError(str(exc), where=where, hint=_hint(text)) from None
+
+
+def _hint(text: bytes | str) -> str:
+    """What to do: the tool's --generate prints two headed JSON documents, and its proposal is the second."""
+    said = text.decode(errors="replace") if isinstance(text, bytes) else text
+    if "Proposed partition reassignment configuration" in said:
+        return ("this is kafka-reassign-partitions --generate's output: keep only the JSON line after 'Proposed "
+                "partition reassignment configuration'")
+    return "fix the kafka-reassign-partitions JSON"
 
 
 def _log_dirs(entry: dict, at: str, topic: str, partition: int, replicas: tuple[int, ...]) -> tuple[str, ...] | None:
