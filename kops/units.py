@@ -64,11 +64,17 @@ def format_rate(per_second: float) -> str:
     return f"{format_size(per_second)}/s"
 
 
+def size_unit(count: float) -> tuple[str, int]:
+    """The binary unit `format_size` says `count` in, and its bytes: a chart's axis takes its largest bar's."""
+    scale = 1
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(count) < 1024 * scale:
+            return unit, scale
+        scale *= 1024
+    return "TiB", scale
+
+
 def format_size(count: float) -> str:
     """Human-readable binary size: 1.5 GiB."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    unit, scale = size_unit(count)
+    return f"{count:.0f} {unit}" if unit == "B" else f"{count / scale:.1f} {unit}"

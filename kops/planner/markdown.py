@@ -13,7 +13,7 @@ from kops.model.plan import CapacityReport, Cordon, GoalOutcome, Move, Plan, Thr
 from kops.planner import tiered
 from kops.planner.headroom import capacity_markdown
 from kops.planner.mermaid import bar_chart
-from kops.units import format_rate, format_size
+from kops.units import format_rate, format_size, size_unit
 
 
 def duration(seconds: float | None) -> str:
@@ -175,10 +175,11 @@ def _charts(plan: Plan, brokers: list[int]) -> list[str]:
     labels = [str(b) for b in brokers]
     lines: list[str] = []
     if any(s.bytes_before.values()) or any(s.bytes_after.values()):
-        gib = 1024 ** 3
-        lines += bar_chart("Bytes per broker (GiB): bars after the plan, line before", labels, "GiB",
-                           [("after", [round(s.bytes_after.get(b, 0) / gib, 2) for b in brokers]),
-                            ("before", [round(s.bytes_before.get(b, 0) / gib, 2) for b in brokers])]) + [""]
+        # in the unit of the fullest broker (a small cluster's bars all read 0.01 in GiB)
+        unit, scale = size_unit(max([*s.bytes_before.values(), *s.bytes_after.values()]))
+        lines += bar_chart(f"Bytes per broker ({unit}): bars after the plan, line before", labels, unit,
+                           [("after", [round(s.bytes_after.get(b, 0) / scale, 2) for b in brokers]),
+                            ("before", [round(s.bytes_before.get(b, 0) / scale, 2) for b in brokers])]) + [""]
     lines += bar_chart("Leaders per broker: bars after the plan, line before", labels, "leaders",
                        [("after", [s.leaders_after.get(b, 0) for b in brokers]),
                         ("before", [s.leaders_before.get(b, 0) for b in brokers])]) + [""]

@@ -66,3 +66,10 @@ def test_a_plan_without_disk_moves_shows_no_disk_columns_or_section() -> None:
     assert "| batch | partitions | bytes | estimate | throttle |" in markdown
     text = text_of(plain)
     assert "Disk moves" not in text and "within brokers" not in text
+
+
+def test_the_bytes_chart_of_a_small_cluster_is_drawn_in_its_own_unit() -> None:
+    """Found by an outside check: a cluster of a few MiB per broker drew every bar at 0.01 (GiB)."""
+    markdown = render_markdown(imported())
+    assert 'title "Bytes per broker (MiB) bars after the plan, line before"' in markdown
+    assert 'y-axis "MiB"' in markdown and "bar [0.01" not in markdown
