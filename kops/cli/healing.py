@@ -1,11 +1,13 @@
-"""`kops rebalance --heal-after DURATION`: the options, the absences every run notes, and whether this run heals
-(docs/design/healing.md). The planning is kops/planner/heal.py; this module only reads options and the cluster.
+"""`kops rebalance --heal-after DURATION`: the options, the absences a healing run notes (a run without it writes
+nothing), whether this run heals, and the line that says so (docs/design/healing.md). The planning is
+kops/planner/heal.py; this module only reads options and the cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -14,16 +16,19 @@ from kops.cli.connection import Connection, open_cluster
 from kops.cli.options import parse_option
 from kops.cli.targets import cluster_address
 from kops.cluster.port import Cluster
-from kops.errors import NotReady
+from kops.errors import ConnectionFailed, NotReady
 from kops.model.absence import Absence, absences, absent_brokers, described, due
 from kops.model.desired import DesiredState
-from kops.model.partitions import TopicPartition
+from kops.model.partitions import KOPS_TOPIC, TopicPartition
 from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
-from kops.planner.bounded import Request, readiness
-from kops.planner.heal import heal, refusals
+from kops.planner.bounded import Rebalance, Request, readiness
+from kops.planner.goal_rebalance import GoalRebalance
+from kops.planner.heal import HEAL_REASON, heal, refusals, too_many
 from kops.planner.planner import Policy
 from kops.units import parse_duration
+
+T = TypeVar("T")
 
 HealAfter = Annotated[str | None, typer.Option(
     "--heal-after", help="Re-create the replicas of a broker absent (not registered) this long, e.g. 30m, on live "
@@ -48,13 +53,57 @@ def heal_of(heal_after: str | None, max_brokers: int) -> Heal | None:
     return Heal(parse_option(parse_duration, heal_after, "--heal-after"), max_brokers)
 
 
-def note_absences(cluster: Cluster, snapshot: Snapshot) -> tuple[Absence, ...]:
-    """Every run that reads the whole cluster notes which brokers are absent, so the first sighting is kept by
-    the cluster for every host's cron (an incomplete snapshot could miss a broker's partitions: noted nothing)."""
+@dataclass(frozen=True)
+class Sighting:
+    """What a run knows of the absent brokers: those it timed (noted in the cluster, which gives how long), the
+    others by id, and why those were not timed (None: not asked to, a run without --heal-after)."""
+
+    timed: tuple[Absence, ...] = ()
+    untimed: tuple[int, ...] = ()
+    unnoted: str | None = None
+
+    @property
+    def absent(self) -> frozenset[int]:
+        return frozenset(a.broker for a in self.timed) | frozenset(self.untimed)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """The JSON summary's `absent`: each broker with its seconds, null where the run did not time it."""
+        found = [{"broker": a.broker, "seconds": round(a.seconds, 3)} for a in self.timed]
+        return sorted(found + [{"broker": b, "seconds": None} for b in self.untimed], key=lambda a: a["broker"])
+
+
+def unnoted(snapshot: Snapshot, why: str | None = None) -> Sighting:
+    """The absent brokers of a run that notes nothing: one without --heal-after never writes (it never heals, and
+    where the docs say a run writes nothing it writes nothing), so it cannot time them (docs/design/healing.md §1)."""
+    return Sighting(untimed=tuple(sorted(absent_brokers(snapshot))), unnoted=why)
+
+
+def note_absences(cluster: Cluster, snapshot: Snapshot) -> Sighting:
+    """A healing run notes which brokers are absent, so the first sighting is kept by the cluster for every
+    host's cron (an incomplete snapshot could miss a broker's partitions: noted nothing). A note the cluster
+    cannot take because the partition of kops's own records is unhealthy (`bookkept`) is said, not raised: the
+    run then refuses (exit 3), saying what is wrong with the cluster, as an unhealthy cluster is refused."""
     if not snapshot.complete:
-        return ()
-    first_seen, now_ms = cluster.records().note_absent(absent_brokers(snapshot))
-    return absences(first_seen, now_ms)
+        return unnoted(snapshot, "the cluster could not be read whole")
+    noted, failure = bookkept(snapshot, lambda: cluster.records().note_absent(absent_brokers(snapshot)))
+    if noted is None:
+        return unnoted(snapshot, failure)
+    return Sighting(absences(*noted))
+
+
+def bookkept(snapshot: Snapshot, call: Callable[[], T]) -> tuple[T | None, str | None]:
+    """`call`, a read or write of kops's own records (the lock holder, the absence notes), and None; or, when it
+    failed while the snapshot shows the partition those records live in (`__kops`) under-replicated or offline,
+    None and why it failed. Kafka refuses acks=all writes below min.insync.replicas and reads without a leader:
+    that is the cluster's health, which the run reports as a refusal; any other failure (authorization, an
+    unreachable ZooKeeper) is an error and raised."""
+    try:
+        return call(), None
+    except ConnectionFailed as exc:
+        hurt = {tp.topic for tp in (*snapshot.offline(), *snapshot.under_replicated())}
+        if KOPS_TOPIC not in hurt:
+            raise
+        return None, exc.what
 
 
 @dataclass(frozen=True)
@@ -65,18 +114,44 @@ class Verdict:
     healing: tuple[int, ...] = ()
 
 
-def verdict(snapshot: Snapshot, found: tuple[Absence, ...], heal: Heal | None) -> Verdict:
+def verdict(snapshot: Snapshot, seen: Sighting, heal: Heal | None) -> Verdict:
     """Heal when a broker is absent past the duration and healing may go on; else a rebalance's readiness, with
-    how long each broker has been absent (and when it heals) where brokers are."""
+    how long each broker has been absent (and when it heals), or why that is not known, where brokers are."""
+    found = seen.timed
     ready = due(found, heal.after_seconds) if heal is not None else ()
     if heal is not None and ready:
-        return Verdict(refusals(snapshot, {a.broker for a in found}, heal.max_brokers),
-                       tuple(a.broker for a in ready))
+        return Verdict(refusals(snapshot, seen.absent, heal.max_brokers), tuple(a.broker for a in ready))
     reasons = readiness(snapshot)
-    if found and reasons:
-        reasons.append(described(found, heal.after_seconds if heal is not None else None)
-                       + ("" if heal is not None else "; --heal-after re-homes their replicas"))
+    if not reasons:
+        return Verdict(reasons)
+    crowd = too_many(seen.absent, heal.max_brokers) if heal is not None else None
+    if crowd:
+        reasons.append(crowd)
+    if found:
+        reasons.append(described(found, heal.after_seconds if heal is not None else None))
+    gone = ", ".join(map(str, seen.untimed))
+    if seen.untimed and heal is None:
+        reasons.append(f"--heal-after re-homes the replicas of absent broker(s) {gone}")
+    elif seen.untimed:
+        reasons.append(f"broker(s) {gone} absent since a time kops could not note ({seen.unnoted}): not healing")
     return Verdict(reasons)
+
+
+def healing_said(result: Rebalance | GoalRebalance, snapshot: Snapshot, seen: Sighting, heal: Heal,
+                 brokers: tuple[int, ...]) -> str:
+    """The line a healing run's text output says first: which absent brokers (`brokers`, those past the duration)
+    for how long, and how many of their under-replicated partitions the plan gives a new replica, and how many
+    wait for the next run."""
+    since = {a.broker: f"{a.broker} (absent {a.seconds:.0f} s)" for a in seen.timed}
+    healed = {m.tp for m in result.plan.moves if m.reason.startswith(HEAL_REASON)}
+    waiting = sum(1 for name, topic in snapshot.topics.items() for p, part in topic.partitions.items()
+                  if not set(brokers).isdisjoint(part.replicas) and TopicPartition(name, p) not in healed)
+    line = (f"healing absent broker{'s' if len(brokers) > 1 else ''} {', '.join(since.get(b, str(b)) for b in brokers)}"
+            f", past --heal-after {heal.after_seconds:g} s: {len(healed)} under-replicated partition(s) get a new "
+            f"replica on a live broker")
+    if waiting:
+        line += f"; {waiting} more wait for the next run (this run's limits are spent)"
+    return line
 
 
 def offline_verdict(snapshot: Snapshot) -> Verdict:
@@ -107,11 +182,14 @@ def healed_declared(desired: DesiredState, snapshot: Snapshot, connection: Conne
         return None
     address = cluster_address(desired, connection)
     with open_cluster(connection, address) as cluster:
-        found = note_absences(cluster, snapshot)
-    judged = verdict(snapshot, found, Heal(declared.heal_after))
+        seen = note_absences(cluster, snapshot)
+    judged = verdict(snapshot, seen, Heal(declared.heal_after))
     if not judged.healing:
-        if found:
-            console.info(described(found, declared.heal_after))
+        if seen.timed:
+            console.info(described(seen.timed, declared.heal_after))
+        if seen.untimed:
+            console.warning(f"broker(s) {', '.join(map(str, seen.untimed))} absent since a time kops could not "
+                            f"note ({seen.unnoted}), not healed: the playbook is planned as it stands")
         return None
     if judged.reasons:
         raise NotReady("not healing: " + "; ".join(judged.reasons), where=address.where,

@@ -48,10 +48,14 @@ from kops.cli.healing import (
     Heal,
     HealAfter,
     HealMaxBrokers,
+    Sighting,
     Verdict,
+    bookkept,
     heal_of,
+    healing_said,
     note_absences,
     offline_verdict,
+    unnoted,
     verdict,
 )
 from kops.cli.options import (
@@ -77,7 +81,6 @@ from kops.fleet.selection import Member
 from kops.holder import describe
 from kops.metrics import Moves
 from kops.model import plan_format
-from kops.model.absence import absent_brokers
 from kops.model.capacity import CapacityDeclaration
 from kops.model.desired import Execution
 from kops.model.goals import goal_list
@@ -88,8 +91,8 @@ from kops.planner.bounded import Rebalance, Request
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
 from kops.planner.goal_rebalance import GoalRebalance, GoalRequest, rebalance_goals
-from kops.planner.heal import Healing, heal, healed_first
-from kops.planner.markdown import duration, goal_rows, render_markdown
+from kops.planner.heal import HEAL_REASON, Healing, heal, healed_first
+from kops.planner.markdown import duration, render_markdown
 from kops.planner.planner import Policy
 from kops.sizes.reader import Sizes, read_sizes
 from kops.units import format_size, parse_duration, parse_size
@@ -282,13 +285,14 @@ def rebalance(
                                                                           "leaders")
     report = _begun({"goal": planning.goal_name, "applied": False, "plan": None, "execution": None})
     live: dict[TopicPartition, int] | None = {} if sizes is None else None
-    snapshot, healing, address = _read(connection, (inventory, limit, snapshot_file), report, run, output_format,
-                                       healing_options, live)
+    snapshot, healing, address, seen = _read(connection, (inventory, limit, snapshot_file), report, run,
+                                             output_format, healing_options, live)
     planning = planning.sized_by(live)
     where = address.where if address is not None else snapshot.connect or str(snapshot_file)
     result = planning.plan(snapshot, limit or where, declared, healing)
+    said = healing_said(result, snapshot, seen, healing_options, healing) if healing and healing_options else None
     if not result.worthwhile:
-        _finish(report | {"status": "noop", "reason": _below(result)}, result, run, output_format)
+        _finish(report | {"status": "noop", "reason": _below(result)}, result, run, output_format, said)
         return
     plan_file = out or _default_out(snapshot.cluster_id, where)
     write_atomically(plan_file, plan_format.dumps(result.plan))
@@ -300,13 +304,13 @@ def rebalance(
         console.info(f"wrote plan to {plan_file}" + (f", its pull-request comment to {markdown}" if markdown else ""))
     if not apply_now or address is None:
         _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, run,
-                output_format)
+                output_format, said)
         return
     outcome = _apply(plan_file, connection, address, output_format, rate, pacing, run)
     done = outcome.exit_code is ExitCode.OK
     report |= {"applied": done, "execution": outcome.record.id,
                "status": "applied" if done else "stopped", "reason": outcome.reason}
-    _finish(report, result, run, output_format)
+    _finish(report, result, run, output_format, said)
     if not done:
         raise typer.Exit(outcome.exit_code)
 
@@ -441,38 +445,47 @@ def _loads_known(goals: tuple[str, ...], known: Sizes) -> None:
 
 def _read(connection: Connection, what: tuple[Path | None, str | None, Path | None], report: dict[str, Any], run: Run,
           output_format: OutputFormat, heal_options: Heal | None,
-          live: dict[TopicPartition, int] | None = None) -> tuple[Snapshot, tuple[int, ...], Address | None]:
+          live: dict[TopicPartition, int] | None = None
+          ) -> tuple[Snapshot, tuple[int, ...], Address | None, Sighting]:
     """The cluster read and judged (`_ready`), or with --snapshot FILE the file, judged without reaching any
     cluster: an offline run never heals (it says which brokers are absent) and has no address to apply at.
     `live`, when given, gets the partition sizes the cluster reports (DescribeLogDirs), as `kops plan` reads them."""
     inventory, limit, snapshot_file = what
     if snapshot_file is None:
         address = resolve(connection, inventory, limit)
-        return *_ready(connection, address, report, run, output_format, heal_options, live), address
+        snapshot, healing, seen = _ready(connection, address, report, run, output_format, heal_options, live)
+        return snapshot, healing, address, seen
     snapshot = offline_snapshot(snapshot_file)
-    absent = [{"broker": b, "seconds": None} for b in sorted(absent_brokers(snapshot))]
-    _judged(offline_verdict(snapshot), absent, (report, run, output_format), str(snapshot_file))
-    return snapshot, (), None
+    seen = unnoted(snapshot)
+    _judged(offline_verdict(snapshot), seen.summary(), (report, run, output_format), str(snapshot_file))
+    return snapshot, (), None, seen
 
 
 def _ready(connection: Connection, address: Address, report: dict[str, Any], run: Run, output_format: OutputFormat,
            heal_options: Heal | None,
-           live: dict[TopicPartition, int] | None = None) -> tuple[Snapshot, tuple[int, ...]]:
-    """The cluster's snapshot, or a refusal (exit 3) while it is busy or unhealthy: cron tries again later. The
-    absent brokers are noted in the cluster (every run, docs/design/healing.md §1); with --heal-after, those this run
-    heals; `live` as `_read`'s."""
+           live: dict[TopicPartition, int] | None = None) -> tuple[Snapshot, tuple[int, ...], Sighting]:
+    """The cluster's snapshot, or a refusal (exit 3) while it is busy or unhealthy: cron tries again later. With
+    --heal-after the absent brokers are noted in the cluster (the one write before planning,
+    docs/design/healing.md §1), and those this run heals; without it nothing is written. kops's own records (the
+    lock holder, the notes) unreadable or unwritable because the partition they live in is unhealthy is one more
+    reason to refuse, after what is wrong with the cluster, not an error (`bookkept`). `live` as `_read`'s; with
+    the absent brokers seen."""
     with open_cluster(connection, address) as cluster:
         if live is not None:
             live.update(cluster.sizes())
         snapshot = with_log_dirs(cluster, cluster.snapshot())  # reported capacity, and dirs for disk_within_broker
-        holder = cluster.holder()
-        found = note_absences(cluster, snapshot)
-    judged = verdict(snapshot, found, heal_options)
+        holder, unread = bookkept(snapshot, cluster.holder)
+        if heal_options is None or unread is not None:
+            seen = unnoted(snapshot, None if unread is None else "kops's records could not be read")
+        else:
+            seen = note_absences(cluster, snapshot)
+    judged = verdict(snapshot, seen, heal_options)
     if holder is not None:
         judged.reasons.insert(0, f"an execution is running ({describe(holder)})")
-    _judged(judged, [{"broker": a.broker, "seconds": round(a.seconds, 3)} for a in found],
-            (report, run, output_format), address.where)
-    return snapshot, judged.healing
+    if unread is not None:
+        judged.reasons.append(f"whether a kops execution is running is not known: {unread}")
+    _judged(judged, seen.summary(), (report, run, output_format), address.where)
+    return snapshot, judged.healing, seen
 
 
 def _judged(judged: Verdict, absent: list[dict[str, Any]], said: tuple[dict[str, Any], Run, OutputFormat],
@@ -528,8 +541,9 @@ def _healed(result: Rebalance | GoalRebalance | None) -> list[int]:
 
 
 def _finish(report: dict[str, Any], result: Rebalance | GoalRebalance | None, run: Run,
-            output_format: OutputFormat) -> None:
-    """The run's summary: one JSON object last on stdout for machines, one line for people; and its metrics."""
+            output_format: OutputFormat, healing: str | None = None) -> None:
+    """The run's summary: one JSON object last on stdout for machines, one line for people (after `healing`, the
+    line saying what a healing run heals); and its metrics."""
     plan = result.plan if result is not None and result.worthwhile else None
     s = plan.summary if plan is not None else None
     report |= {
@@ -553,24 +567,34 @@ def _finish(report: dict[str, Any], result: Rebalance | GoalRebalance | None, ru
         return
     if report["status"] == "refused":
         return  # the error line says why
+    if healing is not None:
+        console.out.print(f"[bold]{healing}[/]")
     if report["status"] == "noop":
         console.out.print(f"[green]nothing to do:[/] {report['reason']}")
         return
-    console.out.print(
-        f"[bold]rebalance {report['goal']}:[/] imbalance {report['imbalance_before']:.3f} -> "
-        f"{report['imbalance_after']:.3f}; {report['moves']} replica move(s), {report['leader_moves']} leader-only, "
+    title, shift = _headline(report, result)
+    console.out.print(  # a goal list's table is the plan's, printed with it (render_text), not again here
+        f"[bold]{title}:[/] {shift}; {report['moves']} replica move(s), {report['leader_moves']} leader-only, "
         f"{format_size(report['bytes'])}, estimated {duration(report['estimated_seconds'])}; "
         + ("[green]applied[/]" if report["applied"] else f"[yellow]{report['status']}[/]: {report['reason'] or ''}"))
-    if isinstance(result, GoalRebalance):
-        _goal_table(result)
 
 
-def _goal_table(result: GoalRebalance) -> None:
-    """Per goal, in priority order: its figure before and after, the best any plan could reach, what it cost."""
-    table = console.table("Goals", "Goal", "Unit", ">Before", ">After", ">Lower bound", ">Moves", ">Leader moves")
-    for row in goal_rows(result.outcomes):
-        table.add_row(*row)
-    console.out.print(table)
+def _headline(report: dict[str, Any], result: Rebalance | GoalRebalance | None) -> tuple[str, str]:
+    """What the summary line calls the run, and how its imbalance changes. A plan that heals changes the live
+    brokers' imbalance by healing too (their new replicas), often upwards: said as healing's, apart from what
+    balancing then does, so it never reads as the rebalance making things worse."""
+    goal, before, after = report["goal"], report["imbalance_before"], report["imbalance_after"]
+    if not report["healed"]:
+        return f"rebalance {goal}", f"imbalance {before:.3f} -> {after:.3f}"
+    if not isinstance(result, Healing):  # a goal list: its figures are the healed cluster's
+        return f"heal, then rebalance {goal}", f"imbalance after healing {before:.3f} -> {after:.3f}"
+    healed = result.imbalance_healed if result.imbalance_healed is not None else after
+    balancing = sum(1 for m in result.plan.moves if not m.reason.startswith(HEAL_REASON))
+    shift = f"imbalance of the live brokers {before:.3f} -> {healed:.3f} from healing's new replicas"
+    if balancing:
+        return f"heal, then rebalance {goal}", f"{shift}, then -> {after:.3f} by {balancing} balancing move(s)"
+    return (f"heal, then rebalance {goal}",
+            f"{shift}; no balancing move worth --min-improvement {result.min_improvement:g} within the limits")
 
 
 def _measured(run: Run, report: dict[str, Any], plan: Plan | None) -> None:

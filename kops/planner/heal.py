@@ -39,6 +39,8 @@ from kops.planner.headroom import Headroom
 from kops.planner.layout import Layout
 from kops.planner.planner import PlanningError, Policy
 
+HEAL_REASON = "heal absent broker(s) "  # each healing move's reason starts so: `heal absent broker(s) 4`
+
 
 @dataclass(frozen=True)
 class Healing(Rebalance):
@@ -48,6 +50,7 @@ class Healing(Rebalance):
 
     brokers: tuple[int, ...] = ()  # absent brokers with at least one replica re-homed by the plan
     left: int = 0  # replicas of the brokers being healed that the budget left for the next run
+    imbalance_healed: float | None = None  # the live brokers' after healing alone, before any balancing
 
     @property
     def worthwhile(self) -> bool:
@@ -56,10 +59,8 @@ class Healing(Rebalance):
 
 def refusals(snapshot: Snapshot, absent: Collection[int], max_brokers: int) -> list[str]:
     """Reasons not to heal now (empty: heal)."""
-    reasons = []
-    if len(absent) > max_brokers:
-        reasons.append(f"{len(absent)} brokers absent ({', '.join(map(str, sorted(absent)))}), more than "
-                       f"--heal-max-brokers {max_brokers}: an outage for people, not a job for cron")
+    crowd = too_many(absent, max_brokers)
+    reasons = [crowd] if crowd else []
     if not snapshot.complete:
         reasons.append(f"the cluster could not be read whole ({len(snapshot.problems)} problem(s))")
     in_flight = snapshot.in_flight()
@@ -74,6 +75,14 @@ def refusals(snapshot: Snapshot, absent: Collection[int], max_brokers: int) -> l
         reasons.append(f"{len(other)} partition(s) under-replicated with every replica's broker live "
                        f"({_named([str(tp) for tp in other])})")
     return reasons
+
+
+def too_many(absent: Collection[int], max_brokers: int) -> str | None:
+    """Why nothing heals while more than `max_brokers` brokers are absent (None: not that many)."""
+    if len(absent) <= max_brokers:
+        return None
+    return (f"{len(absent)} brokers absent ({', '.join(map(str, sorted(absent)))}), more than --heal-max-brokers "
+            f"{max_brokers}: an outage for people, not a job for cron")
 
 
 def _explained(snapshot: Snapshot, tp: TopicPartition, absent: Collection[int]) -> bool:
@@ -109,7 +118,7 @@ def heal(snapshot: Snapshot, brokers: Collection[int], request: Request = Reques
     healed = _rehome(snapshot, layout, sorted(brokers), live, budget)
     absent = frozenset(absent_brokers(snapshot))
     kept = frozenset(healed) | {tp for tp, r in layout.replicas.items() if not absent.isdisjoint(r)}
-    named = "heal absent broker(s) " + ", ".join(map(str, sorted(b for b in brokers if b in healed.values())))
+    named = HEAL_REASON + ", ".join(map(str, sorted(b for b in brokers if b in healed.values())))
     replan = Replan(snapshot, original, f"rebalance {goal}", policy, cluster, execution, dict.fromkeys(healed, named))
     healing_only = dict(layout.replicas)
     middle = imbalance(loads(layout, goal), live)
@@ -121,8 +130,11 @@ def heal(snapshot: Snapshot, brokers: Collection[int], request: Request = Reques
                     layout.set(tp, replicas)
     plan = fit(replan, layout, limits, rate, kept)
     left = {b: len(layout.by_broker.get(b, {})) for b in brokers}
-    return Healing(plan, goal, before, imbalance(loads(layout, goal), live), request.min_improvement,
-                   tuple(sorted(b for b in brokers if left[b] < held[b])), sum(left.values()))
+    after = imbalance(loads(layout, goal), live)
+    balanced = any(m.tp not in healed for m in plan.moves)  # the fit gives those up first: healing then whole
+    return Healing(plan, goal, before, after, request.min_improvement,
+                   tuple(sorted(b for b in brokers if left[b] < held[b])), sum(left.values()),
+                   middle if balanced else after)
 
 
 def _rehome(snapshot: Snapshot, layout: Layout, brokers: list[int], live: list[int],

@@ -232,3 +232,58 @@ def test_a_paused_broker_is_absent_once_kafka_drops_it_and_is_healed(admin_clust
         if lab.paused(4):
             lab.resume_broker(4)
     assert replicas() == healed  # broker 4 got nothing back
+
+
+def test_two_brokers_gone_every_run_is_refused_naming_them_and_a_dead_first_server_costs_nothing(
+        admin_cluster: EngineLab, tmp_path: Path, capsys) -> None:
+    """Two of four brokers killed, both holding `__kops` (replication factor 3, min.insync.replicas 2): it takes
+    no write. Every run used to fail (exit 1) on its absence note, `cannot write to __kops: NotEnoughReplicasError`,
+    a plan-only run without --heal-after too. Now a run without --heal-after writes nothing and a healing run's
+    failed note is a refusal (exit 3) naming the absent brokers, after what is wrong with the cluster
+    (docs/design/healing.md §1). The first `-b` server refuses connections (a stopped broker): the `__kops`
+    consumer and producer pass it over instead of retrying it for --connect-timeout each."""
+    import socket
+
+    from kops.cluster.admin.adapter import AdminCluster
+    from kops.cluster.admin.connection import AdminSettings
+    from kops.lab.kafka_client import create_topics, first_answer, live_brokers
+
+    bootstrap = admin_cluster.bootstrap
+    assert bootstrap is not None
+    create_topics(bootstrap, {"ledger": {"assignments": LEDGER, "configs": {"min.insync.replicas": "2"}}})
+    port = AdminCluster(AdminSettings(bootstrap))
+    try:
+        port.log.ensure_topic()  # as kops's first write makes it
+    finally:
+        port.close()
+
+    def records() -> dict[str, Any]:
+        described = first_answer(bootstrap, lambda client: client.describe_topics(["__kops"]))
+        return described[0]["partitions"][0] if described and described[0]["partitions"] else {"leader_id": -1}
+
+    wait_until(lambda: records()["leader_id"] not in (-1, None), what="__kops led")
+    gone = sorted(b for b in records()["replica_nodes"] if b != 1)[:2]  # broker 1: Kafka 4's one controller
+    for broker in gone:
+        admin_cluster.lab.kill_broker(broker)
+    wait_until(lambda: not set(gone) & (live_brokers(bootstrap) or set(gone)), timeout=90, what="both brokers gone")
+    wait_until(lambda: not set(gone) & set(records().get("isr_nodes", gone)), timeout=90, what="__kops's ISR shrunk")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        stopped = f"127.0.0.1:{probe.getsockname()[1]}"
+    args = ["rebalance", "-b", f"{stopped},{bootstrap}", "--connect-timeout", "30", "--format", "json"]
+
+    assert main(args) == 3
+    doc = summary(capsys.readouterr().out)
+    assert doc["status"] == "refused" and doc["absent"] == [{"broker": b, "seconds": None} for b in gone], doc
+    assert f"--heal-after re-homes the replicas of absent broker(s) {gone[0]}, {gone[1]}" in doc["reason"]
+
+    prom = tmp_path / "kops-rebalance.prom"
+    assert main([*args, "--heal-after", "10s", "--metrics-file", str(prom)]) == 3
+    doc = summary(capsys.readouterr().out)
+    assert doc["status"] == "refused" and "exit_code" not in doc, doc
+    assert f"replicas on broker(s) {gone}, which are not registered" in doc["reason"]
+    assert f"2 brokers absent ({gone[0]}, {gone[1]}), more than --heal-max-brokers 1" in doc["reason"]
+    assert "absent since a time kops could not note (cannot write to __kops" in doc["reason"]
+    assert healing_metrics(prom) == (3, 2, 0)
+    # the stopped first server is passed over at once, not retried for --connect-timeout by the __kops consumer
+    # and producer: tests/unit/test_kops_log_bootstrap.py, on real sockets

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kops.cli.healing import Heal, heal_of, verdict
+from kops.cli.healing import Heal, Sighting, heal_of, unnoted, verdict
 from kops.errors import UsageError
 from kops.executor import health
 from kops.model.absence import Absence, absences, absent_brokers, described, due
@@ -86,15 +86,40 @@ def test_refusals_too_many_absent_no_isr_left_and_other_under_replication() -> N
 
 def test_a_run_heals_past_the_duration_and_says_how_long_before_it() -> None:
     snap = dead([(4, 1), (2, 3)], {4})
-    soon, late = (Absence(4, 0, 10_000),), (Absence(4, 0, 70_000),)
+    soon, late = Sighting((Absence(4, 0, 10_000),)), Sighting((Absence(4, 0, 70_000),))
     waiting = verdict(snap, soon, Heal(60))
     assert waiting.healing == () and waiting.reasons[-1] == "broker 4 absent for 10 s (heals after 60 s)"
     assert verdict(snap, late, Heal(60)) == verdict(snap, late, Heal(60, 1))
     assert verdict(snap, late, Heal(60)).healing == (4,) and verdict(snap, late, Heal(60)).reasons == []
-    assert "--heal-after re-homes their replicas" in verdict(snap, late, None).reasons[-1]
+    assert soon.summary() == [{"broker": 4, "seconds": 10.0}]
     assert heal_of(None, 1) is None and heal_of("30m", 2) == Heal(1800.0, 2)
     with pytest.raises(UsageError, match="--heal-after"):
         heal_of("soon", 1)
+
+
+def test_a_run_without_heal_after_times_nothing_and_says_what_heals() -> None:
+    """It writes nothing (docs/design/healing.md §1): the absent brokers come from the snapshot, untimed."""
+    snap = dead([(4, 1), (2, 3)], {4})
+    seen = unnoted(snap)
+    assert seen.untimed == (4,) and seen.timed == () and seen.summary() == [{"broker": 4, "seconds": None}]
+    judged = verdict(snap, seen, None)
+    assert judged.healing == () and "replicas on broker(s) [4], which are not registered" in judged.reasons
+    assert judged.reasons[-1] == "--heal-after re-homes the replicas of absent broker(s) 4"
+
+
+def test_a_note_the_unhealthy_cluster_cannot_take_is_a_reason_to_refuse_naming_the_brokers() -> None:
+    """Two brokers gone: healing's note failed (kops's records below min.insync.replicas). Not healing, and why:
+    the cluster's state first, then too many absent, then the clock that could not be kept."""
+    snap = dead([(4, 1), (2, 3), (3, 4)], {3, 4})
+    seen = unnoted(snap, "cannot write to __kops: [Error 19] NotEnoughReplicasError: None")
+    judged = verdict(snap, seen, Heal(60))
+    assert judged.healing == ()
+    assert judged.reasons[:3] == ["1 partition(s) offline (t-2)", "3 partition(s) under-replicated (t-0, t-1, t-2)",
+                                  "replicas on broker(s) [3, 4], which are not registered"]
+    assert judged.reasons[3].startswith("2 brokers absent (3, 4), more than --heal-max-brokers 1")
+    assert judged.reasons[4] == ("broker(s) 3, 4 absent since a time kops could not note (cannot write to __kops: "
+                                 "[Error 19] NotEnoughReplicasError: None): not healing")
+    assert seen.summary() == [{"broker": 3, "seconds": None}, {"broker": 4, "seconds": None}]
 
 
 def test_the_executor_does_not_wait_for_an_absent_broker_a_move_leaves_but_for_one_that_leaves_later() -> None:
