@@ -49,7 +49,9 @@ def _ids(values: tuple[int, ...] | list[int]) -> str:
     return ",".join(map(str, values)) or "-"
 
 
-def render_text(plan: Plan, details: bool = True) -> None:
+def render_text(plan: Plan, details: bool = True, dirs: bool | None = None) -> None:
+    """The plan for a terminal; `details`: the Moves table (kops apply and kops rebalance leave it out), `dirs`:
+    the disk moves table (as `details` unless said: kops rebalance shows it, they are few)."""
     out = console.out
     s = plan.summary
     out.print(f"[bold]Plan for {plan.cluster}[/] ({plan.connect or 'offline snapshot'}, cluster id {plan.cluster_id})")
@@ -61,7 +63,7 @@ def render_text(plan: Plan, details: bool = True) -> None:
     if topics.row_count:
         out.print(topics)
     if plan.batches:
-        _print_batches(plan, details)
+        _print_batches(plan, details, details if dirs is None else dirs)
     brokers = sorted(set(s.replicas_before) | set(s.replicas_after))
     if brokers and (plan.batches or plan.creations):
         table = console.table("Brokers before -> after", ">Broker", ">Replicas", ">Leaders", ">Bytes")
@@ -142,7 +144,7 @@ def _topic_changes(plan: Plan) -> Table:
     return topics
 
 
-def _print_batches(plan: Plan, details: bool) -> None:
+def _print_batches(plan: Plan, details: bool, dirs: bool) -> None:
     disk = bool(plan.summary.disk_moves)
     extra = (">Disk moves", ">Disk bytes") if disk else ()
     batches = console.table("Batches", ">Batch", ">Partitions", ">Replica moves", ">Bytes", *extra, ">Estimate",
@@ -161,7 +163,7 @@ def _print_batches(plan: Plan, details: bool) -> None:
                           format_size(m.copied_bytes), m.reason)
         if moves.row_count:
             console.out.print(moves)
-    if details and disk:
+    if dirs and disk:
         _print_disk_moves(plan)
 
 

@@ -300,7 +300,7 @@ def rebalance(
     if markdown is not None:
         write_atomically(markdown, render_markdown(result.plan).encode() + b"\n")
     if output_format is OutputFormat.text:
-        render_text(result.plan, details=False)
+        render_text(result.plan, details=False, dirs=True)
         console.info(f"wrote plan to {plan_file}" + (f", its pull-request comment to {markdown}" if markdown else ""))
     if not apply_now or address is None:
         _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, run,
@@ -533,6 +533,17 @@ def _below(result: Rebalance | GoalRebalance) -> str:
             f"{result.imbalance_after:.3f}) is below --min-improvement {result.min_improvement:g}")
 
 
+def _left_as_is(result: Rebalance | GoalRebalance) -> list[str]:
+    """What a run that plans nothing must still say (a cron job reads exit 0): the brokers already over a capacity
+    limit, which no move within the limits relieves, and the plan's own warnings (a capacity for a broker the
+    cluster does not have, say)."""
+    report = result.plan.summary.capacity
+    over = list(report.over_before) if report is not None else []
+    said = [f"broker(s) {', '.join(map(str, over))} are already over a capacity limit, and no move within the "
+            "limits relieves them: add brokers or capacity, or check the declared capacity"] if over else []
+    return said + list(result.plan.warnings)
+
+
 def _healed(result: Rebalance | GoalRebalance | None) -> list[int]:
     """The absent brokers whose replicas the run's plan re-homes."""
     if isinstance(result, Healing):
@@ -561,6 +572,8 @@ def _finish(report: dict[str, Any], result: Rebalance | GoalRebalance | None, ru
     }
     if isinstance(result, GoalRebalance):
         report["goals"] = [asdict(o) for o in result.outcomes]
+    if report["status"] == "noop" and result is not None:
+        report["warnings"] = _left_as_is(result)
     _measured(run, report, plan)
     if output_format is OutputFormat.json:
         console.print_json(report, one_line=True)  # last line of the stream, after apply's event lines
@@ -571,6 +584,8 @@ def _finish(report: dict[str, Any], result: Rebalance | GoalRebalance | None, ru
         console.out.print(f"[bold]{healing}[/]")
     if report["status"] == "noop":
         console.out.print(f"[green]nothing to do:[/] {report['reason']}")
+        for warning in report.get("warnings", ()):
+            console.warning(warning)
         return
     title, shift = _headline(report, result)
     console.out.print(  # a goal list's table is the plan's, printed with it (render_text), not again here

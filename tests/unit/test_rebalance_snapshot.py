@@ -59,3 +59,21 @@ def test_offline_runs_neither_apply_nor_plan_a_fleet(tmp_path: Path, capsys) -> 
     assert main(["rebalance", "--snapshot", str(path), "--out-dir", str(tmp_path / "fleet")]) == 1
     assert main(["rebalance", "--snapshot", str(tmp_path / "missing.json")]) == 1
     assert "cannot read the snapshot" in capsys.readouterr().err
+
+
+def test_a_run_that_plans_nothing_names_the_brokers_already_over_a_limit(tmp_path: Path, capsys) -> None:
+    """Found by an outside check: every broker over its declared disk said 'nothing to do', exit 0, and not a word
+    about the limits, which a cron job reads as healthy. Now a warning names them, in the text and the JSON."""
+    golden = Path(__file__).parents[1] / "golden" / "capacity-decommission"
+    capacity = tmp_path / "capacity.json"
+    capacity.write_text(json.dumps({"brokerCapacities": [
+        {"brokerId": "-1", "capacity": {"DISK": "5", "CPU": "100", "NW_IN": "100000", "NW_OUT": "100000"}}]}))
+    args = ["rebalance", "--snapshot", str(golden / "snapshot.json"), "--sizes", str(golden / "sizes.json"),
+            "--capacity", str(capacity), "--goals", "disk,replicas", "-o", str(tmp_path / "plan.json")]
+    assert main(args) == 0
+    said = capsys.readouterr()
+    over = "broker(s) 1, 2, 3, 4, 5, 6 are already over a capacity limit, and no move within the limits relieves"
+    assert "nothing to do" in said.out and over in " ".join(said.err.split())
+    assert main([*args, "--format", "json"]) == 0
+    doc = last_json(capsys.readouterr().out)
+    assert doc["status"] == "noop" and over in doc["warnings"][0]
