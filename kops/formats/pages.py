@@ -85,10 +85,10 @@ class _Schema:
         if keyed:
             (pattern, values), = keyed.items()
             key = "number" if "[0-9]" in pattern else "key"
-            return f"object: {key} -> {self.type_of(values, f'{path}.N')}"
+            return f"object ({key} -> {self.type_of(values, f'{path}.N')})"  # bracketed: an `or` after it reads apart
         values = schema.get("additionalProperties")
         if isinstance(values, dict):
-            return f"object: name -> {self.type_of(values, f'{path}.NAME')}"
+            return f"object (name -> {self.type_of(values, f'{path}.NAME')})"
         return "object"
 
     def tables(self, root: str) -> list[str]:
