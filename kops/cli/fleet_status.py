@@ -119,7 +119,8 @@ def _render(rows: Sequence[dict[str, Any]]) -> None:
             table.add_row(escape(row["cluster"]), row["fleet_status"] or "", "", "[red]unreachable[/]", *[""] * 6)
             continue
         execution = row["execution"] or {}
-        running = "running" if row["lock"] else execution.get("status", "")
+        # the execution's state as kops status judges it (interrupted: its lock's holder is gone), else the lock's
+        running = execution.get("status") or ("running" if row["lock"] else "")
         batch = (f"{execution.get('batch_done', 0)}/{execution.get('batch_partitions', 0)}"
                  if execution.get("batch") else "")
         eta = execution.get("batch_eta_seconds")

@@ -220,3 +220,26 @@ def test_an_offline_partition_with_an_isr_waits_for_it_as_before(tmp_path: Path,
             "in sync") in shown
     line = line_of(leaderless((3,), EligibleLeaders("clicks", 0, (2,), ())))
     assert "waits for an in-sync replica (3) or broker 2 (an eligible leader replica) to return" in line
+
+
+def test_the_fleet_table_says_interrupted_while_a_dead_kops_still_holds_the_lock(tmp_path: Path, text: Any,
+                                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                                  capsys: pytest.CaptureFixture[str]
+                                                                                  ) -> None:
+    """kops status over a fleet read 'running' wherever a lock was held, a dead kops's too (the lock lapses only
+    when its lease expires)."""
+    from kops.cli.fleet_status import _render as render_fleet
+
+    bed = Bed(tmp_path)
+    killed_mid_batch(bed)
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    [claim] = bed.kafka.claims
+    claim.holder["pid"] = finished.pid
+    doc = bed.status()
+    row = {"cluster": "pay", "fleet_status": None, "error": None} | doc
+    capsys.readouterr()
+    console.reset()
+    render_fleet([row])
+    shown = capsys.readouterr().out
+    assert "interrupted" in shown and "running" not in shown, shown
