@@ -37,9 +37,6 @@ class GoalState:
         self.racks = inputs.racks
         self.limits = limits or {}
         self.replicas: dict[TopicPartition, tuple[int, ...]] = {tp: tuple(r) for tp, r in assignment.items() if r}
-        # partitions no action may change (kops plan's; callers add theirs): kops's own topic always, which the first
-        # apply creates and where the run's lease lives (a rebalance had moved it right after that apply)
-        self.pinned: frozenset[TopicPartition] = frozenset(tp for tp in self.replicas if tp.topic == KOPS_TOPIC)
         self.value: dict[str, dict[TopicPartition, float]] = {
             "disk": {tp: float(inputs.sizes.get(tp, 0)) for tp in self.replicas},
             "network_in": {tp: float(inputs.write.get(tp, 0.0)) for tp in self.replicas},
@@ -58,6 +55,10 @@ class GoalState:
         # per utilization goal, its band's fair shares and slack floor: constant through a walk (kops/planner/bands.py)
         self.band_constants: dict[str, tuple[dict[int, float], float]] = {}
         self._load_all()
+        # partitions no action may change (kops plan's; callers add theirs): kops's own topic always, which the first
+        # apply creates and where the run's lease lives (a rebalance had moved it right after that apply)
+        self.pinned: frozenset[TopicPartition] = frozenset(
+            tp for tp in self.replicas if tp.topic == KOPS_TOPIC) if KOPS_TOPIC in self.topic else frozenset()
 
     def _load_all(self) -> None:
         """Every replica's and leadership's load, in one pass (what `_gain` and `_take_lead` do one at a time, with
