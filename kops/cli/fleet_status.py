@@ -119,8 +119,9 @@ def _render(rows: Sequence[dict[str, Any]]) -> None:
             table.add_row(escape(row["cluster"]), row["fleet_status"] or "", "", "[red]unreachable[/]", *[""] * 6)
             continue
         execution = row["execution"] or {}
-        # the execution's state as kops status judges it (interrupted: its lock's holder is gone), else the lock's
-        running = execution.get("status") or ("running" if row["lock"] else "")
+        # a held lock runs, unless kops status judges its execution interrupted (the holder's process is gone)
+        status = execution.get("status", "")
+        running = "running" if row["lock"] and status != "interrupted" else status
         batch = (f"{execution.get('batch_done', 0)}/{execution.get('batch_partitions', 0)}"
                  if execution.get("batch") else "")
         eta = execution.get("batch_eta_seconds")

@@ -274,7 +274,7 @@ def plan(
         if inventory is not None:  # the inventory's cluster: its address, client properties and capacity
             reading.address = resolve(connection, inventory, limit) if snapshot is None else None
             from_file = declared_capacity(capacity, inventory_capacity(inventory, limit))
-        result = _plan_imported(import_kafka, reading, policy, (from_file, known.write), limit)
+        result = _plan_imported(import_kafka, reading, policy, (from_file, known.write), limit if inventory else None)
     elif playbook is None:
         raise UsageError("no playbook given", hint="kops plan PLAYBOOK -i INVENTORY [-l CLUSTER], or --import-kafka "
                                                    "FILE")

@@ -81,7 +81,7 @@ from kops.fleet.selection import Member
 from kops.holder import describe
 from kops.metrics import Moves
 from kops.model import plan_format
-from kops.model.capacity import CapacityDeclaration
+from kops.model.capacity import STRAY_WARNING, CapacityDeclaration
 from kops.model.desired import Execution
 from kops.model.goals import goal_list
 from kops.model.partitions import TopicPartition
@@ -91,6 +91,7 @@ from kops.planner.bounded import Rebalance, Request
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
 from kops.planner.goal_rebalance import GoalRebalance, GoalRequest, rebalance_goals
+from kops.planner.headroom import UNKNOWN_LOADS
 from kops.planner.heal import HEAL_REASON, Healing, heal, healed_first
 from kops.planner.markdown import duration, render_markdown
 from kops.planner.planner import Policy
@@ -534,14 +535,15 @@ def _below(result: Rebalance | GoalRebalance) -> str:
 
 
 def _left_as_is(result: Rebalance | GoalRebalance) -> list[str]:
-    """What a run that plans nothing must still say (a cron job reads exit 0): the brokers already over a capacity
-    limit, which no move within the limits relieves, and the plan's own warnings (a capacity for a broker the
-    cluster does not have, say)."""
+    """What a run that plans nothing must still say about the cluster (a cron job reads exit 0): the brokers
+    already over a capacity limit, which no move within the limits relieves, a capacity for a broker the cluster
+    does not have, a capacity with nothing to weigh against it. Not the warnings about the plan's moves: it is
+    not written."""
     report = result.plan.summary.capacity
     over = list(report.over_before) if report is not None else []
     said = [f"broker(s) {', '.join(map(str, over))} are already over a capacity limit, and no move within the "
             "limits relieves them: add brokers or capacity, or check the declared capacity"] if over else []
-    return said + list(result.plan.warnings)
+    return said + [w for w in result.plan.warnings if w.startswith(STRAY_WARNING) or UNKNOWN_LOADS in w]
 
 
 def _healed(result: Rebalance | GoalRebalance | None) -> list[int]:

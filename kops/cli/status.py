@@ -12,6 +12,7 @@ from rich.markup import escape
 from kops.cli import console
 from kops.cli.connection import Connection, connection_options, open_cluster, resolve
 from kops.cli.fleet_status import cancel_fleet, fleet_targets, repeat, status_fleet
+from kops.cli.healing import bookkept
 from kops.cli.options import Format, Inventory, Limit, OutputFormat
 from kops.cli.state import ADMIN_API_MOVE
 from kops.cluster.port import Cluster
@@ -127,20 +128,29 @@ def started_by(requested: bool, connect: str | None) -> str:
 
 
 def _collect(cluster: Cluster) -> dict[str, Any]:
+    """What kops status shows. Where kops's own records cannot be read because their partition (`__kops`) is
+    offline or under-replicated, the lock and the last execution are unknown (`records_unread` says why) and the
+    rest is shown: that is when status is asked."""
     snapshot = cluster.snapshot()
-    journal = Journal(cluster.records())
-    holder = cluster.holder()
+    holder, unread = bookkept(snapshot, cluster.holder)
     record = None
+    if unread is None:
+        record, unread = bookkept(snapshot, lambda: _last_record(cluster, holder))
+    doc = {"lock": holder, "execution": _execution_doc(record, holder, snapshot, cluster.lags),
+           "in_flight": _in_flight(snapshot, cluster), "throttles": _throttles(snapshot, record),
+           "offline": _offline(snapshot)}
+    return doc | ({"records_unread": unread} if unread else {})
+
+
+def _last_record(cluster: Cluster, holder: dict[str, Any] | None) -> ExecutionRecord | None:
+    """The execution the lock's holder runs, else the last one recorded."""
+    journal = Journal(cluster.records())
     if holder and holder.get("execution"):
         try:
-            record = journal.load(holder["execution"])
+            return journal.load(holder["execution"])
         except KopsError:
-            record = None
-    if record is None:
-        record = journal.latest()
-    return {"lock": holder, "execution": _execution_doc(record, holder, snapshot, cluster.lags),
-            "in_flight": _in_flight(snapshot, cluster), "throttles": _throttles(snapshot, record),
-            "offline": _offline(snapshot)}
+            pass
+    return journal.latest()
 
 
 def _offline(snapshot: Snapshot) -> list[dict[str, Any]]:
@@ -188,13 +198,23 @@ def offline_line(row: dict[str, Any]) -> str:
     return line + (f"; live replicas {out_of_sync} are not in sync" if out_of_sync and (isr or elr) else "")
 
 
+def _print_lock(doc: dict[str, Any]) -> bool:
+    """The lock's line (or why it is unknown); whether its holder's process is gone."""
+    holder = doc["lock"]
+    if doc.get("records_unread"):
+        console.warning(f"kops's records cannot be read now, so the lock and the last execution are unknown: "
+                        f"{doc['records_unread']}")
+    gone = holder is not None and dead_local(holder)
+    console.out.print(f"[bold]Running:[/] {describe(holder)}" + (" [red](its process is gone: the lock lapses when "
+                                                                  "its session or lease expires)[/]" if gone else "")
+                      if holder else "[bold]Running:[/] no kops execution")
+    return gone
+
+
 def _render(doc: dict[str, Any]) -> None:
     out = console.out
     holder, execution = doc["lock"], doc["execution"]
-    gone = holder is not None and dead_local(holder)
-    out.print(f"[bold]Running:[/] {describe(holder)}" + (" [red](its process is gone: the lock lapses when its "
-                                                          "session or lease expires)[/]" if gone else "")
-              if holder else "[bold]Running:[/] no kops execution")
+    gone = _print_lock(doc)
     if execution:
         current = holder is not None and holder.get("execution") == execution["id"] and not gone
         status = execution["status"]

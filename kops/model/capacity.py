@@ -187,10 +187,13 @@ def stray_brokers(declared: CapacityDeclaration | None, cluster: Collection[int]
     return [] if declared is None else sorted(set(declared.brokers) - set(cluster))
 
 
+STRAY_WARNING = "capacity declared for broker(s)"  # how its warning starts: a no-op rebalance says it too
+
+
 def stray_warnings(declared: CapacityDeclaration | None, cluster: Collection[int]) -> tuple[str, ...]:
     """`stray_brokers` as a plan's warning line (none when every declared broker is the cluster's)."""
     stray = stray_brokers(declared, cluster)
     if declared is None or not stray:
         return ()
-    return (f"capacity declared for broker(s) {', '.join(map(str, stray))} ({declared.origin}), which the cluster "
+    return (f"{STRAY_WARNING} {', '.join(map(str, stray))} ({declared.origin}), which the cluster "
             "does not have: ignored (a typo, or a broker since removed)",)

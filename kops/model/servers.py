@@ -27,6 +27,12 @@ def parse_servers(text: str) -> list[str]:
     return found
 
 
+def host_port(server: str) -> tuple[str, int]:
+    """A checked `HOST:PORT` (`parse_servers`) as a socket address: the scheme and an IPv6 address's brackets off."""
+    host, _, port = _SCHEME.sub("", server.strip()).rpartition(":")
+    return host.strip("[]"), int(port)
+
+
 def server_problem(server: str) -> str | None:
     """What is wrong with one `HOST:PORT`; None when nothing is."""
     bare = _SCHEME.sub("", server.strip())

@@ -183,7 +183,12 @@ class Snapshot:
 
     def eligible(self, tp: TopicPartition) -> EligibleLeaders | None:
         """`tp`'s eligible leader replicas as read; None where they were not read."""
-        return next((e for e in self.eligible_leaders if (e.topic, e.partition) == (tp.topic, tp.partition)), None)
+        return self._eligible_by_partition.get((tp.topic, tp.partition))
+
+    @cached_property
+    def _eligible_by_partition(self) -> dict[tuple[str, int], EligibleLeaders]:
+        """Indexed once: kops status asks it of every offline partition (a dead broker's thousands)."""
+        return {(e.topic, e.partition): e for e in self.eligible_leaders}
 
     def partition(self, tp: TopicPartition) -> Partition | None:
         topic = self.topics.get(tp.topic)

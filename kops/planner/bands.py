@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from kops.model.goals import PREFERRED
 from kops.planner.goal_state import LEADER_LOADS, GoalState
 from kops.planner.goal_values import capacities
-from kops.planner.lower_bounds import fair_shares
+from kops.planner.lower_bounds import capped, fair_shares
 from kops.planner.trial import Trial
 
 MEAN_SLACK = 0.09  # of the mean: Cruise Control's band (balance threshold 1.10 x margin 0.9 = 9%)
@@ -145,23 +145,6 @@ def _constants(state: GoalState, name: str, caps: Mapping[int, float]) -> tuple[
         floor = statistics.median(values) / statistics.median(caps.values()) if values else 0.0
         found = state.band_constants[name] = (shares, floor)
     return found
-
-
-def capped(shares: Mapping[int, float], caps: Mapping[int, float]) -> dict[int, float]:
-    """Fair shares with each broker held to its cap (`capacity.max_replicas`), what it cannot hold spread over the
-    others in proportion to their shares: 24 replicas over 4 brokers, one capped at 3, are 3, 7, 7, 7, not 6 each."""
-    shares = dict(shares)
-    while over := [b for b, s in shares.items() if s > caps.get(b, math.inf) + 1e-9]:
-        excess = sum(shares[b] - caps[b] for b in over)
-        for b in over:
-            shares[b] = caps[b]
-        free = [b for b, s in shares.items() if s < caps.get(b, math.inf) - 1e-9]
-        room = sum(shares[b] for b in free)
-        if room <= 0:
-            return shares
-        for b in free:
-            shares[b] += excess * shares[b] / room
-    return shares
 
 
 def _count_band(state: GoalState, name: str, start: Extremes | None = None) -> Band:

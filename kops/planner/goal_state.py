@@ -54,21 +54,23 @@ class GoalState:
         self._factors: dict[str, Counter[int]] | None = None
         # per utilization goal, its band's fair shares and slack floor: constant through a walk (kops/planner/bands.py)
         self.band_constants: dict[str, tuple[dict[int, float], float]] = {}
-        self._load_all()
         # partitions no action may change (kops plan's; callers add theirs): kops's own topic always, which the first
         # apply creates and where the run's lease lives (a rebalance had moved it right after that apply)
-        self.pinned: frozenset[TopicPartition] = frozenset(
-            tp for tp in self.replicas if tp.topic == KOPS_TOPIC) if KOPS_TOPIC in self.topic else frozenset()
+        self.pinned: frozenset[TopicPartition] = frozenset(self._load_all())
 
-    def _load_all(self) -> None:
+    def _load_all(self) -> list[TopicPartition]:
         """Every replica's and leadership's load, in one pass (what `_gain` and `_take_lead` do one at a time, with
-        no sorted list built yet to keep current): a million partitions' state in seconds, not tens of them."""
+        no sorted list built yet to keep current): a million partitions' state in seconds, not tens of them.
+        Returns kops's own partitions, met on the way."""
         disk, rate, out = self.value["disk"], self.value["network_in"], self.value["network_out"]
         load = self.load
         on_disk, rate_in, count = load["disk"], load["network_in"], load["replicas"]
         leaders, leader_in, sent = load["leaders"], load["leader_bytes_in"], load["network_out"]
         held, led, topic = self.held, self.led, self.topic
+        own: list[TopicPartition] = []
         for tp, replicas in self.replicas.items():
+            if tp.topic == KOPS_TOPIC:
+                own.append(tp)
             size, written, per_broker = disk[tp], rate[tp], topic[tp.topic]
             for b in replicas:
                 on_disk[b] += size
@@ -81,6 +83,7 @@ class GoalState:
             leader_in[first] += written
             sent[first] += out[tp]
             led[first].add(tp)
+        return own
 
     def measured(self) -> Measured:
         """The per-broker loads and topic figure the goal table reads, as the state stands (copied: a walk goes on

@@ -306,6 +306,9 @@ def _batch_caps(batch: Batch, peak: Mapping[int, float], start: Mapping[int, flo
     return found
 
 
+UNKNOWN_LOADS = "capacity is known but no partition's"  # in its warning: a no-op rebalance says it too
+
+
 def unknown_loads(room: Limits | None, sizes: Mapping[TopicPartition, int],
                   write: Mapping[TopicPartition, float]) -> list[str]:
     """A capacity known with nothing to weigh against it: without sizes every replica counts 0 B of disk (without
@@ -315,7 +318,7 @@ def unknown_loads(room: Limits | None, sizes: Mapping[TopicPartition, int],
         return []
     weighed: tuple[tuple[Resource, Mapping[TopicPartition, float]], ...] = (("disk", sizes), ("network_in", write))
     unchecked = [resource for resource, loads in weighed if room.limits.get(resource) and not any(loads.values())]
-    return [f"{resource} capacity is known but no partition's {'size' if resource == 'disk' else 'write rate'} is: "
+    return [f"{resource} {UNKNOWN_LOADS} {'size' if resource == 'disk' else 'write rate'} is: "
             f"the plan is not held to it (pass --sizes PATH from kops sizes summarize"
             f"{', or read the cluster with -b, which reports sizes' if resource == 'disk' else ''})"
             for resource in unchecked]

@@ -119,6 +119,23 @@ def fair_shares(items: Iterable[tuple[float, int]], racks: Mapping[int, str | No
     return FairShares(shares, max(max(shares.values(), default=0.0), single))
 
 
+def capped(shares: Mapping[int, float], caps: Mapping[int, float]) -> dict[int, float]:
+    """Fair shares with each broker held to its cap (`capacity.max_replicas`), what it cannot hold spread over the
+    others in proportion to their shares: 24 replicas over 4 brokers, one capped at 3, are 3, 7, 7, 7, not 6 each."""
+    shares = dict(shares)
+    while over := [b for b, s in shares.items() if s > caps.get(b, math.inf) + 1e-9]:
+        excess = sum(shares[b] - caps[b] for b in over)
+        for b in over:
+            shares[b] = caps[b]
+        free = [b for b, s in shares.items() if s < caps.get(b, math.inf) - 1e-9]
+        room = sum(shares[b] for b in free)
+        if room <= 0:
+            return shares
+        for b in free:
+            shares[b] += excess * shares[b] / room
+    return shares
+
+
 def count_bound(items: Iterable[int], racks: Mapping[int, str | None]) -> int:
     """The lowest peak count of replicas any valid assignment reaches: `items` are replication factors."""
     shares = fair_shares(((1.0, f) for f in items), racks, dict.fromkeys(racks, 1.0))

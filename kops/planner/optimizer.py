@@ -142,9 +142,9 @@ class _Walk:
         is not read (a relay's middle broker both gains a leadership and loses one)."""
         state = self.state
         return any(_pushes(band, state.load[band.name], state.per(band.name, tp), source, dest)
-                   for band in self._read(index, loads))
+                   for band in self.read(index, loads))
 
-    def _read(self, index: int, loads: tuple[str, ...]) -> tuple[Band, ...]:
+    def read(self, index: int, loads: tuple[str, ...]) -> tuple[Band, ...]:
         """The bands `_pushed_out` reads for goal `index` and `loads`: those up to it that carry one of `loads`."""
         found = self._bands_read.get((index, loads))
         if found is None:
@@ -250,14 +250,14 @@ class _LeadRoom:
     refused here (`lead` reads it per partition)."""
 
     def __init__(self, walk: _Walk, index: int) -> None:
-        self.read, self.load = walk._read(index, LEADER_LOADS), walk.state.load
+        self.read, self.load = walk.read(index, LEADER_LOADS), walk.state.load
         self.counted = all(band.name in COUNTS for band in self.read)
         self.brokers = set(walk.state.brokers)
         self.blocked: set[int] = set()
         self.refresh(self.brokers)
 
-    def _pushes(self, amount_from: int | None, to: int | None) -> bool:
-        return any(_pushes(band, self.load[band.name], 1.0, amount_from, to) for band in self.read)
+    def _pushes(self, source: int | None, dest: int | None) -> bool:
+        return any(_pushes(band, self.load[band.name], 1.0, source, dest) for band in self.read)
 
     def refresh(self, touched: Iterable[int]) -> None:
         if not self.counted:
@@ -322,7 +322,7 @@ def _around(state: GoalState, name: str, ranked: list[tuple[float, TopicPartitio
     return sorted(window, key=lambda tp: (state.value["disk"][tp], tp))[:CANDIDATES]
 
 
-def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order, room: _LeadRoom | None = None) -> bool:
+def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order, room: _LeadRoom | None) -> bool:
     """One action that lowers `broker`, above its band: a leadership change first where the goal follows it
     (`room`: the pass's refusals of a leadership, for a leadership goal)."""
     state = walk.state
@@ -335,9 +335,8 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order, room:
         # top, a broker of a thousand leaderships stopped above its band (a million partitions: 121.6% of the mean,
         # the band's top 109%), and each refusal is read before a trial is built (`_pushed_out`)
         tried = [tp for _, tp in ranked[:LEADERSHIPS_TRIED]] if counts else candidates
-        assert room is not None
-        blocked, hi = room.blocked, band.hi
-        for tp in tried if not room.refused_from(broker) else ():
+        blocked, hi = room.blocked if room is not None else set(), band.hi
+        for tp in tried if room is None or not room.refused_from(broker) else ():
             # a follower on a broker outside the walk's (one a play drains) never takes the lead
             others = [b for b in state.replicas[tp][1:] if b in hi and b not in blocked]
             if len(others) > 1:

@@ -55,6 +55,7 @@ from kops.model.snapshot import Snapshot
 from kops.model.topics import Topic
 from kops.planner import batches as batching
 from kops.planner import placement, tiered
+from kops.planner.bands import COUNT_SLACK
 from kops.planner.fingerprint import fingerprint
 from kops.planner.goal_plan import ONE_GOAL, GoalPlacement, Loads, place_by_goals, walk_one
 from kops.planner.headroom import (
@@ -350,9 +351,7 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> bool:
     walked = layout.headroom is not None and goal in ONE_GOAL  # capacities known: limits first, then the goal
     if goal == "replicas":
         counts = dict(layout.replica_count)
-        # what racks leave each broker (the walk's band reads the same shares, bands.py), else the mean
-        limits = share_bounds(layout, eligible, tolerance) if walked or rack_aware else dict.fromkeys(
-            eligible, bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance))
+        limits = _replica_bounds(layout, eligible, tolerance, walked, rack_aware)
         work.balance_moves += replica_lower_bound(counts, eligible, limits)
         work.balance_bytes += sum(smallest_on(layout, b, max(0, counts.get(b, 0) - limits[b].upper))
                                   for b in eligible)
@@ -370,13 +369,25 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> bool:
     return walked
 
 
+def _replica_bounds(layout: Layout, eligible: list[int], tolerance: float, walked: bool,
+                    rack_aware: bool) -> dict[int, Bounds]:
+    """Each broker's replica bounds a rebalance aims at: around the share racks leave it where racks bind (the
+    walk's band reads the same shares, bands.py, and is never narrower than its slack), else the mean."""
+    if walked:
+        return share_bounds(layout, eligible, max(tolerance, COUNT_SLACK))
+    if rack_aware:
+        return share_bounds(layout, eligible, tolerance)
+    counts = layout.replica_count
+    return dict.fromkeys(eligible, bounds(sum(counts.get(b, 0) for b in eligible), len(eligible), tolerance))
+
+
 def _short_of(brokers: list[int], counts: Mapping[int, int], limits: Mapping[int, Bounds], tolerance: float) -> str:
-    """The rebalance left brokers outside their bounds: racks, limits or what may move allowed no closer, and the
-    plan's lower bound counts the moves to get there."""
+    """The rebalance left brokers outside their bounds (the balancer's own aim, limits, racks or what may move),
+    and the plan's lower bound counts the moves to get there."""
     named = ", ".join(f"{b} ({counts.get(b, 0)}, bounds {limits[b].lower}-{limits[b].upper})" for b in brokers[:5])
     more = f" and {len(brokers) - 5} more" if len(brokers) > 5 else ""
-    return (f"rebalance replicas: broker(s) {named}{more} stay outside {tolerance:.0%} of their share: racks, limits "
-            f"and what may move allowed no closer (the lower bound counts the moves to reach it)")
+    return (f"rebalance replicas: broker(s) {named}{more} stay outside their bounds around the share racks leave "
+            f"them (tolerance {tolerance:.0%}) after this plan; the lower bound counts the moves to bring them in")
 
 
 def _movable(work: _Work) -> set[TopicPartition] | None:

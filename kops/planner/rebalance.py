@@ -30,7 +30,7 @@ from kops.model.capacity import Resource
 from kops.model.partitions import TopicPartition
 from kops.planner.budget import Budget
 from kops.planner.layout import Layout
-from kops.planner.lower_bounds import fair_shares
+from kops.planner.lower_bounds import capped, fair_shares
 
 DESTINATIONS_TRIED = 8
 # Where limits (or the network-in pass's disk guard) may refuse a destination, at most this many of a source's
@@ -60,11 +60,15 @@ def bounds_around(share: float, tolerance: float) -> Bounds:
 
 def share_bounds(layout: Layout, brokers: list[int], tolerance: float) -> dict[int, Bounds]:
     """Each broker's replica bounds around the share racks leave it (kops/planner/lower_bounds.py: the mean where
-    racks do not bind), as the goal walk's band reads them: with racks of unequal size the mean is out of reach,
-    and a lower bound counted against it exceeded what any plan moves."""
-    shares = fair_shares(((1.0, len(r)) for r in layout.replicas.values() if r), {b: layout.rack(b) for b in brokers},
+    racks do not bind) and its `max_replicas` allows, as the goal walk's band reads them, counting the replicas on
+    `brokers` only: with racks of unequal size the mean is out of reach, and a lower bound counted against it
+    exceeded what any plan moves."""
+    eligible = set(brokers)
+    on = (sum(1 for b in r if b in eligible) for r in layout.replicas.values())
+    shares = fair_shares(((1.0, n) for n in on if n), {b: layout.rack(b) for b in brokers},
                          dict.fromkeys(brokers, 1.0)).shares
-    return {b: bounds_around(shares[b], tolerance) for b in brokers}
+    caps = layout.headroom.limits.get("replicas", {}) if layout.headroom is not None else {}
+    return {b: bounds_around(s, tolerance) for b, s in capped(shares, caps).items()}
 
 
 def outside(counts: Mapping[int, int], limits: Mapping[int, Bounds]) -> list[int]:

@@ -196,3 +196,24 @@ def _healed_after(cluster: MemoryCluster, tmp_path: Path, capsys: pytest.Capture
     capsys.readouterr()
     assert main([*args, *extra, "-o", str(tmp_path / "heal.json")]) == 0
     return capsys.readouterr().out
+
+
+def test_kops_status_shows_the_cluster_when_kops_records_cannot_be_read(
+        cluster: MemoryCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """With `__kops` offline its records cannot be read: kops status exited 1 and showed nothing, not even the
+    offline partitions, just when it is asked. Now the lock and the last execution are unknown, and said so."""
+    def unreadable() -> None:
+        raise ConnectionFailed(f"no broker answered to reach {KOPS}", where="memory:9092")
+
+    monkeypatch.setattr(cluster, "holder", unreadable)
+    monkeypatch.setattr(importlib.import_module("kops.cli.status"), "open_cluster",
+                        lambda connection, address: nullcontext(cluster))
+    for broker in (1, 3, 4):
+        cluster.kafka.stop_broker(broker)
+    assert main(["status", "-b", "memory:9092", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["lock"] is None and doc["execution"] is None and "no broker answered" in doc["records_unread"]
+    assert any(row["topic"] == KOPS for row in doc["offline"]), doc["offline"]
+    assert main(["status", "-b", "memory:9092"]) == 0
+    said = capsys.readouterr()
+    assert "kops's records cannot be read now" in said.err and "__kops-0 has no live leader" in said.out

@@ -11,7 +11,6 @@ write creates the topic: a read of a cluster without it finds nothing (so `kops 
 from __future__ import annotations
 
 import contextlib
-import re
 import socket
 import time
 from collections.abc import Callable, Collection
@@ -24,6 +23,7 @@ from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 from kops.cluster.admin.connection import AdminSettings, servers
 from kops.errors import ConnectionFailed
 from kops.model.partitions import KOPS_TOPIC
+from kops.model.servers import host_port
 
 TOPIC = KOPS_TOPIC
 PARTITION = TopicPartition(TOPIC, 0)
@@ -51,9 +51,8 @@ def topic_settings(brokers: int) -> tuple[int, dict[str, str]]:
 
 def _accepts(server: str, timeout_ms: int) -> bool:
     """Whether HOST:PORT takes a TCP connection (a listening broker, paused or not), within `timeout_ms`."""
-    host, _, port = re.sub(r"^[A-Za-z_]+://", "", server).rpartition(":")
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=max(timeout_ms, 1000) / 1000):
+        with socket.create_connection(host_port(server), timeout=max(timeout_ms, 1000) / 1000):
             return True
     except OSError:
         return False
@@ -87,12 +86,14 @@ class KopsLog:
         listed = servers(self.settings.bootstrap)
         ordered = sorted(listed, key=lambda server: server != self._answered)
         for server in ordered:
-            if len(listed) > 1 and server != self._answered and not _accepts(server, self.settings.connect_timeout_ms):
+            if len(listed) > 1 and not _accepts(server, self.settings.connect_timeout_ms):
                 continue
             with contextlib.suppress(KafkaTimeoutError):
                 made = make({**arguments, "bootstrap_servers": [server]})
                 self._answered = server
                 return made
+            if server == self._answered:  # it answered before and not now: no longer first
+                self._answered = None
         raise ConnectionFailed(f"no broker answered to reach {TOPIC}", where=self.settings.bootstrap,
                                hint="check the brokers (kops status) and --command-config")
 
