@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -64,7 +64,10 @@ def share_bounds(layout: Layout, brokers: list[int], tolerance: float) -> dict[i
     `brokers` only: with racks of unequal size the mean is out of reach, and a lower bound counted against it
     exceeded what any plan moves."""
     eligible = set(brokers)
-    on = (sum(1 for b in r if b in eligible) for r in layout.replicas.values())
+    if eligible.issuperset(b for b, n in layout.replica_count.items() if n):  # every replica's (the usual case)
+        on: Iterable[int] = map(len, layout.replicas.values())
+    else:
+        on = (sum(1 for b in r if b in eligible) for r in layout.replicas.values())
     shares = fair_shares(((1.0, n) for n in on if n), {b: layout.rack(b) for b in brokers},
                          dict.fromkeys(brokers, 1.0)).shares
     caps = layout.headroom.limits.get("replicas", {}) if layout.headroom is not None else {}
