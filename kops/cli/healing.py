@@ -21,7 +21,7 @@ from kops.model.absence import Absence, absences, absent_brokers, described, due
 from kops.model.desired import DesiredState
 from kops.model.partitions import KOPS_TOPIC, TopicPartition
 from kops.model.plan import Plan
-from kops.model.snapshot import Snapshot
+from kops.model.snapshot import ADMIN_API, Snapshot
 from kops.planner.bounded import Rebalance, Request, readiness
 from kops.planner.goal_rebalance import GoalRebalance
 from kops.planner.heal import HEAL_REASON, heal, refusals, too_many
@@ -85,10 +85,31 @@ def note_absences(cluster: Cluster, snapshot: Snapshot) -> Sighting:
     run then refuses (exit 3), saying what is wrong with the cluster, as an unhealthy cluster is refused."""
     if not snapshot.complete:
         return unnoted(snapshot, "the cluster could not be read whole")
+    refused = unwritable(snapshot)
+    if refused is not None:
+        return unnoted(snapshot, refused)
     noted, failure = bookkept(snapshot, lambda: cluster.records().note_absent(absent_brokers(snapshot)))
     if noted is None:
         return unnoted(snapshot, failure)
     return Sighting(absences(*noted))
+
+
+def unwritable(snapshot: Snapshot) -> str | None:
+    """Why kops's records would refuse a write now, as the snapshot shows them: through the Admin API they live in
+    `__kops`, and Kafka takes no acks=all write where a partition has no leader or fewer in-sync replicas than its
+    min.insync.replicas. Read first, a write there waited out the producer's timeout (30 s) before it failed."""
+    topic = snapshot.topics.get(KOPS_TOPIC)
+    if topic is None or not (snapshot.connect or "").startswith(ADMIN_API):
+        return None  # not yet created (the write creates it), or the records live in ZooKeeper
+    need = int(topic.config.get("min.insync.replicas") or 1)
+    offline = set(snapshot.offline())
+    for number, part in sorted(topic.partitions.items()):
+        if TopicPartition(KOPS_TOPIC, number) in offline:
+            return f"cannot write to {KOPS_TOPIC}: {KOPS_TOPIC}-{number} has no live leader"
+        if part.state is not None and len(part.isr) < need:
+            return (f"cannot write to {KOPS_TOPIC}: {KOPS_TOPIC}-{number} has {len(part.isr)} in-sync replica(s), "
+                    f"below its min.insync.replicas {need}")
+    return None
 
 
 def bookkept(snapshot: Snapshot, call: Callable[[], T]) -> tuple[T | None, str | None]:

@@ -103,7 +103,7 @@ def test_two_brokers_gone_a_healing_run_whose_note_kops_cannot_write_is_refused_
     assert "replicas on broker(s) [3, 4], which are not registered" in reason
     assert "2 brokers absent (3, 4), more than --heal-max-brokers 1" in reason
     assert reason.endswith("broker(s) 3, 4 absent since a time kops could not note (cannot write to __kops: "
-                           "[Error 19] NotEnoughReplicasError: None): not healing")
+                           "__kops-0 has 1 in-sync replica(s), below its min.insync.replicas 2): not healing")
     assert captured.err.strip() == f"error: memory:9092: not rebalancing: {reason} (nothing was done; the next " \
                                    f"run tries again)"
     assert "kops_last_run_brokers_absent{" in prom.read_text() and cluster.writes == []
@@ -117,6 +117,7 @@ def test_a_note_that_fails_on_a_healthy_records_partition_is_still_an_error(clus
     cluster.kafka.stop_broker(2)
     cluster.kafka.topics[KOPS][0].isr = [1]  # refused though its brokers are live: not the cluster's health
     cluster.kafka.topics[KOPS][0].replicas = [1]
+    cluster.kafka.configs[f"topics/{KOPS}"]["min.insync.replicas"] = "1"  # in sync, as Kafka judges it
     assert main(["rebalance", "-b", "memory:9092", "--heal-after", "10s"]) == 1
     assert "cannot write to __kops" in capsys.readouterr().err
 
@@ -180,8 +181,9 @@ def test_kops_plan_of_a_healing_playbook_plans_it_as_it_stands_when_the_note_is_
     asks = load(tmp_path, "- hosts: prod\n  rebalance: {heal_after: 1s}\n").desired["prod"]
     assert healed_declared(asks, cluster.snapshot(), Connection(bootstrap_server="memory:9092"), {}, Policy()) is None
     err = " ".join(capsys.readouterr().err.split())
-    assert ("broker(s) 3, 4 absent since a time kops could not note (cannot write to __kops: [Error 19] "
-            "NotEnoughReplicasError: None), not healed: the playbook is planned as it stands") in err
+    assert ("broker(s) 3, 4 absent since a time kops could not note (cannot write to __kops: __kops-0 has 1 "
+            "in-sync replica(s), below its min.insync.replicas 2), not healed: the playbook is planned as it "
+            "stands") in err
     assert cluster.writes == []
 
 
