@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
+from kops.cluster.admin.connection import accepts
 from kops.errors import EnvironmentProblem, UsageError
 
 logging.getLogger("kafka").addHandler(logging.NullHandler())
@@ -56,7 +57,11 @@ def first_answer(bootstrap: str, ask: Callable[[KafkaAdminClient], T], timeout_m
     deadline = time.monotonic() + patience
     while True:
         problems = []
-        for server in bootstrap.split(","):
+        listed = bootstrap.split(",")
+        for server in listed:
+            if len(listed) > 1 and not accepts(server, timeout_ms):  # a killed broker: alone, kafka-python retries
+                problems.append(f"{server}: connection refused")  # it for the whole timeout, every round
+                continue
             try:
                 with admin_client(server, timeout_ms=timeout_ms) as client:
                     return ask(client)

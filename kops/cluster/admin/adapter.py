@@ -36,7 +36,7 @@ from kafka.errors import (
 )
 
 from kops.cluster.admin import kip860
-from kops.cluster.admin.connection import AdminSettings, connect, servers
+from kops.cluster.admin.connection import AdminSettings, accepts, connect, servers
 from kops.cluster.admin.kops_log import KopsLog, LogRecords
 from kops.cluster.admin.lease import Claims, LeaseLock, current_holder
 from kops.cluster.admin.log_dirs import (
@@ -104,6 +104,8 @@ class AdminCluster:
         while True:
             self.close_client()
             for server in self._servers:
+                if len(self._servers) > 1 and not accepts(server, self.settings.connect_timeout_ms):
+                    continue  # a stopped broker: alone, kafka-python would retry it for --connect-timeout
                 try:
                     self._client = self._connect(server)
                     return call(self._client)

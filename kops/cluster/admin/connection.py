@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from kafka.errors import KafkaError, KafkaTimeoutError
 
 from kops.cluster.admin.tls import ClientTls, client_tls, tls_problem
 from kops.errors import ConnectionFailed, UsageError
-from kops.model.servers import parse_servers
+from kops.model.servers import host_port, parse_servers
 
 logging.getLogger("kafka").addHandler(logging.NullHandler())
 logging.getLogger("kafka").propagate = False  # kafka-python's connection chatter is not kops's output
@@ -82,6 +83,16 @@ def servers(bootstrap: str) -> list[str]:
     """`host:port,host:port` as its servers (Kafka's bootstrap.servers form); a bad one is one line (exit 1),
     not kafka-python's ValueError."""
     return parse_servers(bootstrap)
+
+
+def accepts(server: str, timeout_ms: int) -> bool:
+    """Whether HOST:PORT takes a TCP connection (a listening broker, paused or not), within `timeout_ms`: a client
+    bootstrapped through one refusing server alone (a stopped broker) retries it for its whole bootstrap timeout."""
+    try:
+        with socket.create_connection(host_port(server), timeout=max(timeout_ms, 1000) / 1000):
+            return True
+    except OSError:
+        return False
 
 
 def read_properties(path: Path) -> ClientProperties:

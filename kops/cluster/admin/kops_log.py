@@ -11,7 +11,6 @@ write creates the topic: a read of a cluster without it finds nothing (so `kops 
 from __future__ import annotations
 
 import contextlib
-import socket
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -20,10 +19,9 @@ from typing import Any, TypeVar
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
-from kops.cluster.admin.connection import AdminSettings, servers
+from kops.cluster.admin.connection import AdminSettings, accepts, servers
 from kops.errors import ConnectionFailed
 from kops.model.partitions import KOPS_TOPIC
-from kops.model.servers import host_port
 
 TOPIC = KOPS_TOPIC
 PARTITION = TopicPartition(TOPIC, 0)
@@ -47,15 +45,6 @@ def topic_settings(brokers: int) -> tuple[int, dict[str, str]]:
     replicas = max(1, min(brokers, MAX_REPLICAS))
     return replicas, {"cleanup.policy": "compact", "min.insync.replicas": str(min(2, replicas)),
                       "message.timestamp.type": "LogAppendTime", "unclean.leader.election.enable": "false"}
-
-
-def _accepts(server: str, timeout_ms: int) -> bool:
-    """Whether HOST:PORT takes a TCP connection (a listening broker, paused or not), within `timeout_ms`."""
-    try:
-        with socket.create_connection(host_port(server), timeout=max(timeout_ms, 1000) / 1000):
-            return True
-    except OSError:
-        return False
 
 
 class KopsLog:
@@ -86,7 +75,7 @@ class KopsLog:
         listed = servers(self.settings.bootstrap)
         ordered = sorted(listed, key=lambda server: server != self._answered)
         for server in ordered:
-            if len(listed) > 1 and not _accepts(server, self.settings.connect_timeout_ms):
+            if len(listed) > 1 and not accepts(server, self.settings.connect_timeout_ms):
                 continue
             with contextlib.suppress(KafkaTimeoutError):
                 made = make({**arguments, "bootstrap_servers": [server]})
