@@ -137,63 +137,59 @@ def test_imported_targets_that_overfill_a_broker_are_refused_naming_the_file() -
     assert plan_targets(snap, {TopicPartition("t", 0): (3,)}, "c", policy=over, sizes=sizes).moves
 
 
-def test_kops_plan_import_kafka_refuses_a_proposal_that_fills_a_small_broker(tmp_path: Path, capsys) -> None:
-    """The CLI path, offline: the golden capacity snapshot and sizes, a Cruise Control capacity file that gives
-    broker 7 2 GiB, and a proposal that puts every partition of clicks (about 2.3 GB) on it: exit 1, one line."""
+GOLDEN_CAPACITY = Path(__file__).parents[1] / "golden" / "capacity-decommission"
+
+
+def _import_onto_broker_7(tmp_path: Path, *capacity: str) -> tuple[int, Path]:
+    """`kops plan --import-kafka`, offline on the golden capacity snapshot and sizes, of a proposal that puts every
+    partition of clicks (about 2.3 GB) on broker 7, with `capacity`'s options: the exit code and the proposal."""
     import json
 
     from kops.cli.main import main
 
-    golden = Path(__file__).parents[1] / "golden" / "capacity-decommission"
     proposal = tmp_path / "moves.json"
     proposal.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "clicks", "partition": p, "replicas": [7, 2, 3]} for p in range(8)]}))
+    return main(["plan", "--import-kafka", str(proposal), "--snapshot", str(GOLDEN_CAPACITY / "snapshot.json"),
+                 "--sizes", str(GOLDEN_CAPACITY / "sizes.json"), *capacity,
+                 "-o", str(tmp_path / "plan.json")]), proposal
 
-    def capacity(broker7_mb: int) -> Path:
+
+def test_kops_plan_import_kafka_refuses_a_proposal_that_fills_a_small_broker(tmp_path: Path, capsys) -> None:
+    """The CLI path, offline: a Cruise Control capacity file that gives broker 7 2 GiB: exit 1, one line."""
+    import json
+
+    def capacity(broker7_mb: int) -> list[str]:
         path = tmp_path / f"capacity-{broker7_mb}.json"
         path.write_text(json.dumps({"brokerCapacities": [
             {"brokerId": "-1", "capacity": {"DISK": "8192", "CPU": "100", "NW_IN": "100000", "NW_OUT": "100000"}},
             {"brokerId": "7", "capacity": {"DISK": str(broker7_mb), "CPU": "100", "NW_IN": "100000",
                                            "NW_OUT": "100000"}}]}))
-        return path
-
-    def kops_plan(broker7_mb: int) -> int:
-        return main(["plan", "--import-kafka", str(proposal), "--snapshot", str(golden / "snapshot.json"),
-                     "--sizes", str(golden / "sizes.json"), "--capacity", str(capacity(broker7_mb)),
-                     "-o", str(tmp_path / "plan.json")])
+        return ["--capacity", str(path)]
 
     capsys.readouterr()
-    assert kops_plan(2048) == 1
+    code, proposal = _import_onto_broker_7(tmp_path, *capacity(2048))
+    assert code == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{proposal}:1:1: this plan would overfill a broker: broker 7 would hold" in err
-    assert kops_plan(8192) == 0
+    assert _import_onto_broker_7(tmp_path, *capacity(8192))[0] == 0
 
 
 def test_kops_plan_import_kafka_holds_a_proposal_to_the_inventorys_capacity(tmp_path: Path, capsys) -> None:
     """`-i INVENTORY -l CLUSTER` with --import-kafka: the cluster's `capacity` variable holds the proposal as
     --capacity does (it had been dropped, and the import held to the disks the cluster reported)."""
-    import json
-
-    from kops.cli.main import main
-
-    golden = Path(__file__).parents[1] / "golden" / "capacity-decommission"
-    proposal = tmp_path / "moves.json"
-    proposal.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "clicks", "partition": p, "replicas": [7, 2, 3]} for p in range(8)]}))
-
-    def kops_plan(broker7: str) -> int:
-        inventory = tmp_path / f"hosts-{broker7}.yml"
-        inventory.write_text("all:\n  hosts:\n    c1:\n      bootstrap_servers: localhost:1\n"
-                             f"      capacity: {{disk: 8GiB, brokers: {{7: {{disk: {broker7}}}}}}}\n")
-        return main(["plan", "--import-kafka", str(proposal), "--snapshot", str(golden / "snapshot.json"),
-                     "--sizes", str(golden / "sizes.json"), "-i", str(inventory), "-l", "c1",
-                     "-o", str(tmp_path / "plan.json")])
+    def inventory(broker7: str) -> list[str]:
+        path = tmp_path / f"hosts-{broker7}.yml"
+        path.write_text("all:\n  hosts:\n    c1:\n      bootstrap_servers: localhost:1\n"
+                        f"      capacity: {{disk: 8GiB, brokers: {{7: {{disk: {broker7}}}}}}}\n")
+        return ["-i", str(path), "-l", "c1"]
 
     capsys.readouterr()
-    assert kops_plan("2GiB") == 1
+    code, proposal = _import_onto_broker_7(tmp_path, *inventory("2GiB"))
+    assert code == 1
     err = capsys.readouterr().err
     assert f"{proposal}:1:1: this plan would overfill a broker: broker 7 would hold" in err, err
-    assert kops_plan("8GiB") == 0
+    assert _import_onto_broker_7(tmp_path, *inventory("8GiB"))[0] == 0
 
 
 def test_a_capacity_with_nothing_to_weigh_against_it_is_said() -> None:
