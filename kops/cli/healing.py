@@ -165,8 +165,9 @@ def healing_said(result: Rebalance | GoalRebalance, snapshot: Snapshot, seen: Si
     wait for the next run."""
     since = {a.broker: f"{a.broker} (absent {a.seconds:.0f} s)" for a in seen.timed}
     healed = {m.tp for m in result.plan.moves if m.reason.startswith(HEAL_REASON)}
+    absent = set(brokers)  # built once: the count reads every partition of the cluster
     waiting = sum(1 for name, topic in snapshot.topics.items() for p, part in topic.partitions.items()
-                  if not set(brokers).isdisjoint(part.replicas) and TopicPartition(name, p) not in healed)
+                  if not absent.isdisjoint(part.replicas) and TopicPartition(name, p) not in healed)
     line = (f"healing absent broker{'s' if len(brokers) > 1 else ''} {', '.join(since.get(b, str(b)) for b in brokers)}"
             f", past --heal-after {heal.after_seconds:g} s: {len(healed)} under-replicated partition(s) get a new "
             f"replica on a live broker")
