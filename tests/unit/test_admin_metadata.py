@@ -82,3 +82,8 @@ def test_a_move_the_controller_lists_no_more_must_not_still_show_all_its_replica
     assert list(listings.unapplied({}, shown((3, 4, 1, 2)))) == [tp]  # kept until the brokers show the end
     listings.remember({}, {})
     assert listings.unapplied({}, shown((3, 4, 1, 2))) == {}
+    # a pure addition (replication factor 2 to 3) ends on all the replicas it showed in flight: its target, at rest
+    # (taken for a lagging view, every full read of an execution waited out the reader's settle time for it)
+    grown = {"replicas": [1, 2, 4], "adding_replicas": [4], "removing_replicas": []}
+    listings.remember({tp: grown}, {})
+    assert listings.unapplied({}, shown((1, 2, 4))) == {}

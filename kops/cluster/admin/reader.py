@@ -85,8 +85,10 @@ class Listings:
             topic = topics.get(tp.topic)
             part = topic.partitions.get(tp.partition) if topic else None
             union = list(flight.get("replicas", ()))
-            moved = flight.get("adding_replicas") or flight.get("removing_replicas")
-            if tp not in moving and part is not None and moved and sorted(part.replicas) == sorted(union):
+            # only a move that removes replicas ends on fewer than it showed in flight: a pure addition (a larger
+            # replication factor) ends on all of them, which is its target, not a view behind the controller's
+            removing = flight.get("removing_replicas")
+            if tp not in moving and part is not None and removing and sorted(part.replicas) == sorted(union):
                 found[tp] = (f"partition {tp.partition}'s reassignment ended (the controller lists it no more) but "
                              f"the brokers still show all of {union}")
         return found
