@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +26,6 @@ from kops.planner.headroom import PeakRoom
 
 ZNODE_LIMIT = 1_000_000  # bytes of /admin/reassign_partitions JSON (ZooKeeper's jute.maxbuffer is 1 MiB)
 ZNODE_OVERHEAD = 30  # {"version":1,"partitions":[]}
-_VERSIONS = itertools.count(1)  # batch versions, never reused
 _by_partition = attrgetter("topic", "partition")  # a move's (topic, partition), read in C
 
 
@@ -60,7 +58,6 @@ class _Batch:
         self.time_in: dict[int, float] = {}
         self.time_out: dict[int, float] = {}
         self.makespan = 0.0
-        self.version = 0  # a fresh number whenever its moves change (caches key on it)
 
     def fits(self, move: Move, limits: Limits, sized: bool) -> bool:
         if limits.max_partitions is not None and len(self.moves) >= limits.max_partitions:
@@ -83,7 +80,6 @@ class _Batch:
         # tries out removing moves that set nothing thousands of times; each rescanned every port.
         at_top = any(self.time_in[b] == self.makespan for b in move.adding) or (
             bool(move.adding) and self.time_out[move.leader] == self.makespan)
-        self.version = next(_VERSIONS)
         del self.moves[(move.topic, move.partition)]
         self.bytes -= move.copied_bytes
         self.znode -= self.entry_bytes[(move.topic, move.partition)]
@@ -120,9 +116,19 @@ class _Batch:
             worst = max(worst, self.time_out.get(move.leader, 0.0) + amount * len(move.adding) / rate_out)
         return worst
 
+    def hold(self, move: Move) -> None:
+        """`add` for what `fits` reads only (moves, bytes, znode, moves per broker), without port times: peaks
+        repaired batch by batch (`repair_peaks`) after the times were balanced."""
+        self.moves[(move.topic, move.partition)] = move
+        self.bytes += move.copied_bytes
+        self.znode += self.entry_bytes[(move.topic, move.partition)]
+        for b in move.adding:
+            self.moves_in[b] = self.moves_in.get(b, 0) + 1
+        if move.adding:
+            self.moves_out[move.leader] = self.moves_out.get(move.leader, 0) + 1
+
     def add(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
         amount = move.bytes if sized else 1
-        self.version = next(_VERSIONS)
         self.moves[(move.topic, move.partition)] = move
         self.bytes += move.copied_bytes
         self.znode += self.entry_bytes[(move.topic, move.partition)]
@@ -134,12 +140,6 @@ class _Batch:
             self.moves_out[move.leader] = self.moves_out.get(move.leader, 0) + 1
             self.time_out[move.leader] = self.time_out.get(move.leader, 0.0) + amount * len(move.adding) / rate_out
             self.makespan = max(self.makespan, self.time_out[move.leader])
-
-    def put_back(self, move: Move, rate_in: float, rate_out: float, sized: bool, version: int) -> None:
-        """Add a move just taken out: the batch holds the same moves as at `version` again, so it keeps that
-        version (the local search tries thousands of such round trips; each made a cache rebuild)."""
-        self.add(move, rate_in, rate_out, sized)
-        self.version = version
 
 
 def minimum_batches(moves: list[Move], limits: Limits, sized: bool, entry_bytes: Mapping[tuple[str, int], int]) -> int:
@@ -209,9 +209,8 @@ def repair_peaks(grouped: list[list[Move]], room: PeakRoom, limits: Limits,
     while k < len(grouped) or waiting:
         batch, left = _Batch(entry_bytes), []
         for move in [*waiting, *(grouped[k] if k < len(grouped) else [])]:
-            if batch.fits(move, limits, True) and room.short(move) is None:
-                batch.add(move, 1.0, 1.0, True)
-                room.take(move)
+            if batch.fits(move, limits, True) and room.claim(move):
+                batch.hold(move)
             else:
                 left.append(move)
         if batch.moves:
@@ -253,11 +252,18 @@ def _fill_balanced(batches: list[_Batch], ranked: list[Move], limits: Limits, ra
     order = sorted((batch.makespan, index) for index, batch in enumerate(batches))  # kept sorted
     for move in ranked:
         best, best_key, entry = None, None, None
+        adding, leader, amount = move.adding, move.leader, move.bytes if sized else 1
+        into, out = amount / rate, amount * len(adding) / rate  # `_Batch.makespan_with`, inlined: its port times
         for makespan, index in order:
             batch = batches[index]
             if not batch.fits(move, limits, sized):
                 continue
-            key = (batch.makespan_with(move, rate, rate, sized) - batch.makespan, batch.makespan, index)
+            worst, time_in = makespan, batch.time_in
+            for b in adding:
+                worst = max(worst, time_in.get(b, 0.0) + into)
+            if adding:
+                worst = max(worst, batch.time_out.get(leader, 0.0) + out)
+            key = (worst - makespan, makespan, index)
             if best_key is None or key < best_key:
                 best, best_key, entry = batch, key, (makespan, index)
             if key[0] == 0.0:
@@ -271,9 +277,12 @@ def _fill_balanced(batches: list[_Batch], ranked: list[Move], limits: Limits, ra
         bisect.insort(order, (best.makespan, entry[1]))
 
 
+
 IMPROVEMENT_PASSES = 8
 CRITICAL_TRIED = 16  # moves setting a batch's makespan, examined per batch and pass
 EVICTABLE_TRIED = 4  # cheapest moves of a target batch considered for a swap
+CHEAPEST_KEPT = EVICTABLE_TRIED * 4  # of which this many are read, cheapest first, some of them setting its makespan
+CHEAPEST_RESERVE = CHEAPEST_KEPT * 2  # and up to this many kept, so a few leaving do not read the batch again
 
 
 def _improve(batches: list[_Batch], limits: Limits, rate: float, sized: bool) -> None:
@@ -301,34 +310,67 @@ class _Search:
 
     def __init__(self, batches: list[_Batch], limits: Limits, rate: float, sized: bool) -> None:
         self.batches, self.limits, self.rate, self.sized = batches, limits, rate, sized
-        self._cheapest: dict[int, tuple[int, list[Move]]] = {}
+        # per batch, its cheapest moves by `_cost` (at least CHEAPEST_KEPT, up to CHEAPEST_RESERVE) kept as the
+        # search moves moves in and out, and whether they are all the batch holds
+        self._cheapest: dict[int, tuple[list[tuple[tuple[int, str, int], Move]], bool]] = {}
+
+    def _cost(self, move: Move) -> tuple[int, str, int]:
+        return work(move, self.sized), move.topic, move.partition
 
     def cheap(self, i: int) -> list[Move]:
         """The cheapest moves of batch i that set nothing: candidates for a swap. The cheapest moves depend on
-        the batch's moves only (cached per version); which of them set its makespan is asked each time."""
+        the batch's moves only (kept by `_add` and `_left`); which of them set its makespan is asked each time."""
         target = self.batches[i]
-        cached = self._cheapest.get(i)
-        if cached is None or cached[0] != target.version:
-            moves = heapq.nsmallest(EVICTABLE_TRIED * 4, target.moves.values(),
-                                    key=lambda m: (work(m, self.sized), m.topic, m.partition))
-            cached = (target.version, moves)
-            self._cheapest[i] = cached
-        return [m for m in cached[1] if not target.defines_makespan(m)][:EVICTABLE_TRIED]
+        found = self._cheapest.get(i)
+        if found is None:
+            sized = self.sized
+            kept = heapq.nsmallest(CHEAPEST_RESERVE, (((work(m, sized), m.topic, m.partition), m)
+                                                      for m in target.moves.values()))
+            found = self._cheapest[i] = (kept, len(target.moves) <= CHEAPEST_RESERVE)
+        return [m for _, m in found[0][:CHEAPEST_KEPT] if not target.defines_makespan(m)][:EVICTABLE_TRIED]
+
+    def _add(self, i: int, move: Move) -> None:
+        """`move` joins batch i, and its cheapest where it is cheaper than the last kept (or all are kept)."""
+        self.batches[i].add(move, self.rate, self.rate, self.sized)
+        found = self._cheapest.get(i)
+        if found is not None:
+            kept, whole = found
+            cost = self._cost(move)
+            if whole or cost < kept[-1][0]:
+                bisect.insort(kept, (cost, move))
+                if len(kept) > CHEAPEST_RESERVE:
+                    del kept[CHEAPEST_RESERVE:]
+                    self._cheapest[i] = (kept, False)
+
+    def _left(self, i: int, move: Move) -> None:
+        """`move` left batch i for good: a kept one leaves a place the next cheapest would take, unknown here once
+        fewer than CHEAPEST_KEPT are left (read again when next asked)."""
+        found = self._cheapest.get(i)
+        if found is None:
+            return
+        kept, whole = found
+        cost = self._cost(move)
+        if whole or cost <= kept[-1][0]:
+            del kept[[c for c, _ in kept].index(cost)]
+            if not whole and len(kept) < CHEAPEST_KEPT:
+                del self._cheapest[i]
 
     def relocate(self, j: int, move: Move) -> bool:
         source, rate, sized = self.batches[j], self.rate, self.sized
-        before, version = source.makespan, source.version
+        before = source.makespan
         source.remove(move, rate, rate, sized)
         gain = before - source.makespan
         best = self._best_place(j, move, gain) if gain > 1e-9 else None
         if best is None:
-            source.put_back(move, rate, rate, sized, version)
+            source.add(move, rate, rate, sized)  # back as it was: the cheapest it keeps are unchanged
             return False
+        self._left(j, move)
         _, i, other = best
         if other is not None:
             self.batches[i].remove(other, rate, rate, sized)
-            source.add(other, rate, rate, sized)
-        self.batches[i].add(move, rate, rate, sized)
+            self._left(i, other)
+            self._add(j, other)
+        self._add(i, move)
         return True
 
     def _best_place(self, j: int, move: Move, gain: float) -> tuple[float, int, Move | None] | None:
@@ -344,12 +386,12 @@ class _Search:
                     best = (cost, i, None)
                 continue
             for swapped in self.cheap(i):
-                t_before, version = target.makespan, target.version
+                t_before = target.makespan
                 target.remove(swapped, rate, rate, sized)
                 ok = target.fits(move, limits, sized) and source.fits(swapped, limits, sized)
                 swap_cost = (target.makespan_with(move, rate, rate, sized) - t_before
                              + source.makespan_with(swapped, rate, rate, sized) - source.makespan) if ok else None
-                target.put_back(swapped, rate, rate, sized, version)
+                target.add(swapped, rate, rate, sized)  # a trial: the cheapest it keeps are unchanged
                 if swap_cost is not None and swap_cost < gain - 1e-9 and (best is None or swap_cost < best[0]):
                     best = (swap_cost, i, swapped)
         return best

@@ -50,6 +50,8 @@ class GoalState:
         self.held: dict[int, set[TopicPartition]] = {b: set() for b in every}
         self.led: dict[int, set[TopicPartition]] = {b: set() for b in every}
         self._ranked: dict[tuple[str, int], Ranked] = {}
+        # per built list, the entries added (True) and removed (False) since it was last read, in order (`ranked`)
+        self._pending: dict[tuple[str, int], list[tuple[bool, tuple[float, TopicPartition]]]] = {}
         self.touched: set[int] = set()  # brokers whose loads changed since the optimizer last looked (it clears it)
         self._factors: dict[str, Counter[int]] | None = None
         # per utilization goal, its band's fair shares and slack floor: constant through a walk (kops/planner/bands.py)
@@ -104,10 +106,13 @@ class GoalState:
         """The broker's replicas (leader loads: the partitions it leads) by their `name` value, then bytes, then
         partition: the candidates a goal bisects. Built for every broker at once, then kept sorted as actions change
         the brokers."""
-        found = self._ranked.get((name, broker))
+        key = (name, broker)
+        found = self._ranked.get(key)
         if found is None:
             self._rank_all(name)
-            found = self._ranked[(name, broker)]
+            found = self._ranked[key]
+        elif key in self._pending:
+            found = self._ranked[key] = _caught_up(found, self._pending.pop(key))
         return found
 
     def _rank_all(self, name: str) -> None:
@@ -144,15 +149,15 @@ class GoalState:
         return self.weight if name in ("replicas", "leaders") else self.value[name]
 
     def _listed(self, names: tuple[str, ...], broker: int, tp: TopicPartition, add: bool) -> None:
+        """Notes `tp` joining or leaving the broker's built lists, laid over when a list is next read (`ranked`):
+        most lists a walk changes are not read until many changes later (a disk pass never reads network in's,
+        a destination's list is read once it sheds), and one sort of a list with a few thousand changes beats as
+        many sorted inserts."""
+        ranked, pending = self._ranked, self._pending
         for name in names:
-            ranked = self._ranked.get((name, broker))
-            if ranked is None:
-                continue
-            entry = (self._ranks(name)[tp], tp)
-            if add:
-                bisect.insort(ranked, entry)
-            else:
-                del ranked[bisect.bisect_left(ranked, entry)]
+            key = (name, broker)
+            if key in ranked:
+                pending.setdefault(key, []).append((add, (self._ranks(name)[tp], tp)))
 
     def _gain(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
         load = self.load
@@ -240,6 +245,28 @@ class GoalState:
 
     def lead_fits(self, tp: TopicPartition, broker: int) -> bool:
         return tp not in self.pinned and self._within("network_out", broker, self.value["network_out"][tp])
+
+
+SORTED_INSERTS = 8  # changes to a list laid over one by one; more: the list filtered and sorted again
+
+
+def _caught_up(ranked: Ranked, changes: list[tuple[bool, tuple[float, TopicPartition]]]) -> Ranked:
+    """`ranked` with `changes` laid over in order (an entry is in a list at most once), still sorted."""
+    if len(changes) <= SORTED_INSERTS:
+        for add, entry in changes:
+            if add:
+                bisect.insort(ranked, entry)
+            else:
+                del ranked[bisect.bisect_left(ranked, entry)]
+        return ranked
+    net: dict[tuple[float, TopicPartition], int] = {}
+    for add, entry in changes:
+        net[entry] = net.get(entry, 0) + (1 if add else -1)
+    gone = {entry for entry, n in net.items() if n < 0}
+    kept = [entry for entry in ranked if entry not in gone] if gone else ranked
+    kept.extend(entry for entry, n in net.items() if n > 0)
+    kept.sort()
+    return kept
 
 
 def _rack_open(rack: str | None, own: str | None, others: set[str | None]) -> bool:

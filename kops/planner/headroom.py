@@ -60,18 +60,25 @@ class Loads:
     def replace(self, tp: TopicPartition, old: tuple[tuple[int, ...], int | None],
                 new: tuple[tuple[int, ...], int | None]) -> None:
         """`tp` as `old` (replicas and leader) taken away, then as `new` placed: every partition a plan moves or
-        elects, half a million at a million partitions, each with one call."""
+        elects, half a million at a million partitions, each with one call. Only the brokers that lose or gain a
+        replica, and the leaders where the leadership or the follower count changes, are touched."""
         size, rate = self.sizes.get(tp, 0), self.write.get(tp, 0.0)
         disk, rate_in, count, out = self.of["disk"], self.of["network_in"], self.of["replicas"], self.of["network_out"]
-        fan = self.fanout.get(tp.topic, 1)
-        for (replicas, leader), sign in ((old, -1), (new, 1)):
-            amount, flow = sign * size, sign * rate
-            for b in replicas:
-                disk[b] = disk.get(b, 0.0) + amount
-                rate_in[b] = rate_in.get(b, 0.0) + flow
-                count[b] = count.get(b, 0.0) + sign
-            if leader is not None and rate:
-                out[leader] = out.get(leader, 0.0) + sign * rate * (len(replicas) - 1 + fan)
+        (was, old_leader), (now, new_leader) = old, new
+        if was != now:
+            for replicas, others, sign in ((was, now, -1), (now, was, 1)):
+                amount, flow = sign * size, sign * rate
+                for b in replicas:
+                    if b not in others:
+                        disk[b] = disk.get(b, 0.0) + amount
+                        rate_in[b] = rate_in.get(b, 0.0) + flow
+                        count[b] = count.get(b, 0.0) + sign
+        if rate and (old_leader != new_leader or len(was) != len(now)):
+            fan = self.fanout.get(tp.topic, 1)
+            if old_leader is not None:
+                out[old_leader] = out.get(old_leader, 0.0) - rate * (len(was) - 1 + fan)
+            if new_leader is not None:
+                out[new_leader] = out.get(new_leader, 0.0) + rate * (len(now) - 1 + fan)
 
     def place_snapshot(self, snapshot: Snapshot) -> None:
         """Every partition of `snapshot`, as `place` would add them one by one (the same sums in the same order),
@@ -554,7 +561,7 @@ class PeaksRefused(Exception):
 class PeakRoom:
     """The loads at the current batch boundary, as `capacity_report` walks them, and each broker's cap of what a
     copy in flight adds to its destination (disk, network in, replicas): batches.make_batches asks `short` of
-    each move, `take`s those that fit into the batch it is filling and `close`s the batch, so every batch's peak
+    each move, `claim`s those that fit into the batch it is filling and `close`s the batch, so every batch's peak
     (its start plus every new copy while the old ones are still there) stays within the caps (§6.6)."""
 
     def __init__(self, at: PerResource, caps: PerResource, other: Mapping[int, float], capacities: Capacities,
@@ -562,7 +569,7 @@ class PeakRoom:
         self.at, self.caps, self.other, self.capacities = at, caps, other, capacities
         self.sizes, self.write = sizes, write
         self.coming: PerResource = {r: {} for r in PEAKED}
-        self.taken: list[Move] = []
+        self.taken: list[tuple[Move, tuple[tuple[Resource, float], ...]]] = []  # with what each adds
         self._gained: dict[tuple[str, int], tuple[tuple[Resource, float], ...]] = {}  # by partition, read once
 
     def _gains(self, move: Move) -> tuple[tuple[Resource, float], ...]:
@@ -579,8 +586,11 @@ class PeakRoom:
     def short(self, move: Move) -> tuple[int, Resource, float] | None:
         """The first destination and resource `move` would take over its cap at the peak of the batch being
         filled, with what it would hold there; None when it fits."""
+        return self._short(move, self._gains(move))
+
+    def _short(self, move: Move, gains: tuple[tuple[Resource, float], ...]) -> tuple[int, Resource, float] | None:
         for b in move.adding:
-            for resource, gain in self._gains(move):
+            for resource, gain in gains:
                 cap = self.caps[resource].get(b)
                 if cap is not None and gain > 0:
                     held = self.at[resource].get(b, 0.0) + self.coming[resource].get(b, 0.0) + gain
@@ -588,19 +598,24 @@ class PeakRoom:
                         return b, resource, held
         return None
 
-    def take(self, move: Move) -> None:
-        """`move` joins the batch being filled: its new copies count at their destinations until the batch ends."""
+    def claim(self, move: Move) -> bool:
+        """`move` joins the batch being filled where it fits (`short`): its new copies count at their destinations
+        until the batch ends (`close`). False: it does not fit, and nothing is taken."""
+        gains = self._gains(move)
+        if self._short(move, gains) is not None:
+            return False
+        coming = self.coming
         for b in move.adding:
-            for resource, gain in self._gains(move):
-                per = self.coming[resource]
+            for resource, gain in gains:
+                per = coming[resource]
                 per[b] = per.get(b, 0.0) + gain
-        self.taken.append(move)
+        self.taken.append((move, gains))
+        return True
 
     def close(self) -> None:
         """The batch is done: its sources no longer hold the old copies, its destinations hold the new ones."""
         at = self.at
-        for move in self.taken:
-            gains = self._gains(move)
+        for move, gains in self.taken:
             for sign, brokers in ((-1, move.removing), (1, move.adding)):
                 for b in brokers:
                     for resource, gain in gains:

@@ -46,9 +46,9 @@ class Layout:
         self.replica_count: dict[int, int] = defaultdict(int)
         self.leader_count: dict[int, int] = defaultdict(int)
         self.bytes: dict[int, int] = defaultdict(int)
-        # each broker's partitions with their sizes: the balancers rank a broker's partitions by size without
-        # looking each up among a million
-        self.by_broker: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
+        # each broker's partitions with their sizes (`by_broker`), built when first read: the count balancers rank a
+        # broker's partitions by size without looking each up among a million; a goal walk never reads it
+        self._by_broker: dict[int, dict[TopicPartition, int]] | None = None
         self.gained: dict[int, int] = defaultdict(int)  # bumped when a broker gains a replica (cache key)
         # network in per broker, kept as `bytes` is, only when write rates are known (capacity limits)
         self.write: Mapping[TopicPartition, float] = write or {}
@@ -73,7 +73,7 @@ class Layout:
     def _load(self, snapshot: Snapshot) -> None:
         """Every partition as `set` would add it to an empty layout, in one pass without its bookkeeping."""
         replicas, sizes = self.replicas, self.sizes
-        count, bytes_, by_broker, leaders = self.replica_count, self.bytes, self.by_broker, self.leader_count
+        count, bytes_, leaders = self.replica_count, self.bytes, self.leader_count
         for name, topic in snapshot.topics.items():
             for number, part in topic.partitions.items():
                 # In flight: plan from where the running reassignment will land (its target).
@@ -84,10 +84,22 @@ class Layout:
                 for b in assigned:
                     count[b] += 1
                     bytes_[b] += size
-                    by_broker[b][tp] = size
                 if assigned:
                     leaders[assigned[0]] += 1
         self.gained.update(count)  # each replica counts as gained once, as `set` counts it
+
+    @property
+    def by_broker(self) -> dict[int, dict[TopicPartition, int]]:
+        """Each broker's partitions with their sizes, kept by `set` and `replace` once built."""
+        if self._by_broker is None:
+            found: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
+            sizes = self.sizes
+            for tp, assigned in self.replicas.items():
+                size = sizes.get(tp, 0)
+                for b in assigned:
+                    found[b][tp] = size
+            self._by_broker = found
+        return self._by_broker
 
     def loads(self) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
         """Replicas, preferred leaders and bytes per broker holding any replica, by broker id: the plan summary's
@@ -103,33 +115,36 @@ class Layout:
     def set(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
         """Assign `tp`'s replicas; only brokers that lose or gain it have their loads touched."""
         old = self.replicas.get(tp)
-        size = self.sizes.get(tp, 0)
         replicas = tuple(replicas)
         if old is not None:
-            for b in old:
-                if b not in replicas:
-                    self.replica_count[b] -= 1
-                    self.bytes[b] -= size
-                    self.by_broker[b].pop(tp, None)
-                    if self.write:
-                        self.nw_in[b] -= self.write.get(tp, 0.0)
+            self._held(tp, [b for b in old if b not in replicas], -1)
             if old:
                 self.leader_count[old[0]] -= 1
                 if self.write:
                     self.nw_out[old[0]] -= self.out_term(tp, len(old))
         self.replicas[tp] = replicas
-        for b in replicas:
-            if old is None or b not in old:
-                self.replica_count[b] += 1
-                self.bytes[b] += size
-                self.by_broker[b][tp] = size
-                self.gained[b] += 1
-                if self.write:
-                    self.nw_in[b] += self.write.get(tp, 0.0)
+        self._held(tp, [b for b in replicas if old is None or b not in old], 1)
         if replicas:
             self.leader_count[replicas[0]] += 1
             if self.write:
                 self.nw_out[replicas[0]] += self.out_term(tp, len(replicas))
+
+    def _held(self, tp: TopicPartition, brokers: list[int], sign: int) -> None:
+        """`brokers` gain (`sign` 1) or lose (-1) a replica of `tp`: their counts, bytes and network in."""
+        size, rate = self.sizes.get(tp, 0), self.write.get(tp, 0.0)
+        by_broker = self._by_broker
+        for b in brokers:
+            self.replica_count[b] += sign
+            self.bytes[b] += sign * size
+            if by_broker is not None:
+                if sign > 0:
+                    by_broker[b][tp] = size
+                else:
+                    by_broker[b].pop(tp, None)
+            if sign > 0:
+                self.gained[b] += 1
+            if self.write:
+                self.nw_in[b] += sign * rate
 
     def replace(self, tp: TopicPartition, leaving: int, arriving: int) -> None:
         """`set` for the balancers' one step (half a million at a million partitions): the replica on `leaving`
@@ -139,10 +154,11 @@ class Layout:
         self.replicas[tp] = tuple(arriving if b == leaving else b for b in replicas)
         self.replica_count[leaving] -= 1
         self.bytes[leaving] -= size
-        del self.by_broker[leaving][tp]
         self.replica_count[arriving] += 1
         self.bytes[arriving] += size
-        self.by_broker[arriving][tp] = size
+        if self._by_broker is not None:
+            del self._by_broker[leaving][tp]
+            self._by_broker[arriving][tp] = size
         self.gained[arriving] += 1
         if self.write:
             rate = self.write.get(tp, 0.0)
