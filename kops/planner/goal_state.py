@@ -52,6 +52,7 @@ class GoalState:
         self._ranked: dict[tuple[str, int], Ranked] = {}
         # per built list, the entries added (True) and removed (False) since it was last read, in order (`ranked`)
         self._pending: dict[tuple[str, int], list[tuple[bool, tuple[float, TopicPartition]]]] = {}
+        self._built: set[str] = set()  # the names whose lists are built (every broker's at once, `_rank_all`)
         self.touched: set[int] = set()  # brokers whose loads changed since the optimizer last looked (it clears it)
         self._factors: dict[str, Counter[int]] | None = None
         # per utilization goal, its band's fair shares and slack floor: constant through a walk (kops/planner/bands.py)
@@ -131,6 +132,7 @@ class GoalState:
                     lists[b].append(entry)
         for b, found in lists.items():
             self._ranked[(name, b)] = found
+        self._built.add(name)
 
     def _weights(self) -> dict[TopicPartition, float]:
         """How heavy a replica is for every load at once: its largest value over the mean of that value. A count
@@ -153,11 +155,10 @@ class GoalState:
         most lists a walk changes are not read until many changes later (a disk pass never reads network in's,
         a destination's list is read once it sheds), and one sort of a list with a few thousand changes beats as
         many sorted inserts."""
-        ranked, pending = self._ranked, self._pending
+        built, pending = self._built, self._pending
         for name in names:
-            key = (name, broker)
-            if key in ranked:
-                pending.setdefault(key, []).append((add, (self._ranks(name)[tp], tp)))
+            if name in built:
+                pending.setdefault((name, broker), []).append((add, (self._ranks(name)[tp], tp)))
 
     def _gain(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
         load = self.load
@@ -220,10 +221,13 @@ class GoalState:
 
     def fits(self, tp: TopicPartition, source: int, dest: int) -> bool:
         """May the replica on `source` go to `dest`: not already a replica, racks kept, every limit of `dest` kept."""
-        replicas = self.replicas[tp]
-        if dest in replicas or tp in self.pinned or not self.rack_ok(tp, source, dest):
+        if dest in self.replicas[tp] or tp in self.pinned or not self.rack_ok(tp, source, dest):
             return False
-        out = self.value["network_out"][tp] if replicas[0] == source else 0.0
+        return self.within_limits(tp, source, dest)
+
+    def within_limits(self, tp: TopicPartition, source: int, dest: int) -> bool:
+        """`fits`'s limits alone: for a destination `open_to` gave, whose replicas, pins and racks it read."""
+        out = self.value["network_out"][tp] if self.replicas[tp][0] == source else 0.0
         return (self._within("disk", dest, self.value["disk"][tp])
                 and self._within("network_in", dest, self.value["network_in"][tp])
                 and self._within("replicas", dest, 1.0) and self._within("network_out", dest, out))

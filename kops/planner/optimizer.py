@@ -30,7 +30,7 @@ from kops.model.partitions import TopicPartition
 from kops.planner.actions import EPS, Action, Spend
 from kops.planner.bands import COUNTS, Band, Extremes, TopicBand, bands, beyond, extremes
 from kops.planner.goal_state import LEADER_LOADS, REPLICA_LOADS, GoalState
-from kops.planner.relief import relieve
+from kops.planner.relief import LAST, relieve
 from kops.planner.trial import Trial, handover_trial, lead_trial, move_trial, relay_trial, swap_trial
 
 MAX_SWEEPS = 16
@@ -61,6 +61,8 @@ class _Walk:
         topics = [(i, g) for i, g in enumerate(goals) if isinstance(g, TopicBand)]
         self.topic_index = topics[0][0] if topics else None
         self.topic_start = self.topic_now = topics[0][1].total(state) if topics else 0
+        # per goal, the utilization and count goals after it: an action may not raise them above their starting peak
+        self.below = [tuple(g for g in goals[i + 1:] if isinstance(g, Band)) for i in range(len(goals))]
         sizes = sorted(state.value["disk"].values())
         self.cheap = sizes[len(sizes) // 2] if sizes else 0.0  # the median replica size (no action changes sizes)
         self._by_topic: dict[str, list[TopicPartition]] | None = None
@@ -90,20 +92,26 @@ class _Walk:
         """Would the action (`trial`) lower goal `index` over `brokers` and raise no goal there? Judged before it
         is made (kops/planner/trial.py); the caller makes it when it is accepted. The acting goal is judged first,
         and a goal whose loads the action leaves alone is not read (it cannot grow nor rise)."""
-        now, changed = self.now, trial.changed()
-        before = self._distances(self.goals[index], brokers, topics, now)
-        after = self._distances(self.goals[index], brokers, topics, trial)
-        if not sum(after) < sum(before) - EPS or any(a > b + EPS for a, b in zip(after, before, strict=True)):
-            return False
+        now, changed, goal = self.now, trial.changed(), self.goals[index]
+        if isinstance(goal, Band):
+            if not _lowers(goal, brokers, trial, self.state.load[goal.name]):
+                return False
+        else:
+            before = self._distances(goal, brokers, topics, now)
+            after = self._distances(goal, brokers, topics, trial)
+            if not sum(after) < sum(before) - EPS or any(a > b + EPS for a, b in zip(after, before, strict=True)):
+                return False
         for band in self.goals[:index]:
             if (band.name == TOPIC or band.name in changed) and any(
                     a > b + EPS for a, b in zip(self._distances(band, brokers, topics, trial),
                                                 self._distances(band, brokers, topics, now), strict=True)):
                 return False
         load = self.state.load
-        if any(g.raises_peak(trial.load(g.name, b), b, load[g.name][b])
-               for g in self.goals[index + 1:] if isinstance(g, Band) and g.name in changed for b in brokers):
-            return False
+        for g in self.below[index]:
+            if g.name in changed and any(g.raises_peak(trial.load(g.name, b), b, load[g.name][b]) for b in brokers):
+                return False
+        if self.topic_index is None:
+            return True
         grown = self._topic_excess(brokers, topics, trial) - self._topic_excess(brokers, topics, now)
         if grown > 0 and self.topic_now + grown > self.topic_start:
             return False
@@ -117,13 +125,14 @@ class _Walk:
         assert isinstance(band, TopicBand)
         return band.excess(trial, topics, brokers)
 
-    def move(self, index: int, tp: TopicPartition, source: int, dest: int) -> bool:
+    def move(self, index: int, tp: TopicPartition, source: int, dest: int, opened: bool = False) -> bool:
         """The replica on `source` to `dest`; where it leads and the move with its leadership is refused, the move
-        that hands the leadership to a follower (`_handover`)."""
+        that hands the leadership to a follower (`_handover`). `opened`: `dest` came from `GoalState.open_to`,
+        which read its replicas, pins and racks already."""
         state = self.state
         size = state.value["disk"][tp]
         if (not self.spend.move_allowed(size) or self._pushed_out(index, REPLICA_LOADS, tp, source, dest)
-                or not state.fits(tp, source, dest)):
+                or not (state.within_limits(tp, source, dest) if opened else state.fits(tp, source, dest))):
             return False
         if self._accept(index, (source, dest), (tp.topic,), move_trial(state, tp, source, dest)):
             state.move(tp, source, dest)
@@ -242,6 +251,23 @@ def _pushes(band: Band, load: Mapping[int, float], amount: float, source: int | 
     return False
 
 
+def _lowers(band: Band, brokers: tuple[int, ...], trial: Trial, load: Mapping[int, float]) -> bool:
+    """Does the action (`trial`) lower `band`'s distance over `brokers` (by more than EPS), taking none of them
+    further above or below the band? `_Walk._distances` of the state and of the trial, summed in the same order,
+    without the lists."""
+    name, hi, lo, scale = band.name, band.hi, band.lo, band.scale
+    before = after = 0.0
+    for b in brokers:
+        x, y, top, bottom, weight = load[b], trial.load(name, b), hi[b], lo[b], scale[b]
+        above_x, below_x = max(0.0, x - top) * weight, max(0.0, bottom - x) * weight
+        above_y, below_y = max(0.0, y - top) * weight, max(0.0, bottom - y) * weight
+        if above_y > above_x + EPS or below_y > below_x + EPS:
+            return False
+        before = before + above_x + below_x
+        after = after + above_y + below_y
+    return after < before - EPS
+
+
 class _LeadRoom:
     """The brokers `_pushed_out` would refuse a leadership for goal `index` (a leadership goal's band pass), kept
     as actions change loads. Where every band it reads is a count, each leadership weighs one and the answer
@@ -314,7 +340,7 @@ def _around(state: GoalState, name: str, ranked: list[tuple[float, TopicPartitio
     taken smallest in bytes first, since bytes are what a move costs."""
     if name in COUNTS:
         return [tp for _, tp in ranked[:CANDIDATES]]
-    i = bisect.bisect_right(ranked, (gap, TopicPartition("\U0010ffff", 1 << 62)))
+    i = bisect.bisect_right(ranked, (gap, LAST))
     if name == "disk":
         below = [tp for _, tp in reversed(ranked[max(0, i - CANDIDATES + 2):i])]
         return below + [tp for _, tp in ranked[i:i + 2]]
@@ -351,12 +377,12 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order, room:
         return ((not counts or state.load[band.name][broker] * band.scale[broker] > band.peak + EPS)
                 and _relay(walk, index, band, broker, candidates))
     # every other broker, the most room in this goal's band first (the broker itself holds `tp`: never open)
-    if any(walk.move(index, tp, broker, d) for tp in candidates
+    if any(walk.move(index, tp, broker, d, opened=True) for tp in candidates
            for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS)):
         return True
     if any(state.replicas[tp][0] == broker for tp in candidates):
         followers = _followers_near(state, band.name, broker, gap, set(candidates))
-        if any(walk.move(index, tp, broker, d) for tp in followers
+        if any(walk.move(index, tp, broker, d, opened=True) for tp in followers
                for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS)):
             return True
     return not counts and _swap_down(walk, index, band, broker, candidates, roomy, gap)
@@ -387,7 +413,7 @@ def _followers_near(state: GoalState, name: str, broker: int, gap: float,
     if name in COUNTS:
         order: Iterable[tuple[float, TopicPartition]] = ranked[:FOLLOWERS_SCANNED]
     else:
-        i = bisect.bisect_right(ranked, (gap, TopicPartition("\U0010ffff", 1 << 62)))
+        i = bisect.bisect_right(ranked, (gap, LAST))
         below, above = reversed(ranked[max(0, i - FOLLOWERS_SCANNED):i]), ranked[i:i + FOLLOWERS_SCANNED // 4]
         order = itertools.chain(below, above)
     found = (tp for _, tp in order if tp not in tried and state.replicas[tp][0] != broker)
