@@ -434,10 +434,14 @@ def test_an_apply_that_lost_its_lock_stops_writing_and_the_new_holder_finishes(s
 
 
 def test_a_batch_without_progress_stops_naming_what_each_partition_waits_for(tmp_path: Path, zk_connect: str,
-                                                                             capsys) -> None:
-    """A hung broker (SIGSTOP, its ZooKeeper session kept alive by a long timeout): registered, copying nothing."""
+                                                                             capsys, monkeypatch) -> None:
+    """A hung broker (SIGSTOP, its ZooKeeper session kept alive by a long timeout): registered, copying nothing.
+    kops status (run in this process) calls a batch stalled after 10 quiet seconds instead of its 30, and the apply
+    stops after 16 instead of 35: the same events in the same order, 6 s apart (5 before), 20 s sooner."""
     from tests.engines import EngineLab
     from tests.labtools import running_lab
+
+    monkeypatch.setattr("kops.cli.status.STALLED_AFTER_SECONDS", 10)
 
     with running_lab(tmp_path / "lab", zk_connect, brokers=4, time_scale=4.0, session_timeout=120.0) as lab, \
             ZkClient(ZkSettings(zk_connect)) as zk:
@@ -451,7 +455,7 @@ def test_a_batch_without_progress_stops_naming_what_each_partition_waits_for(tmp
         stuck_tps = {str(m.tp) for m in first if victim in m.adding}
         assert stuck_tps
         slow = kops("apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
-                    "--stall-timeout", "35")
+                    "--stall-timeout", "16")
         wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
         assert batch_status(zk, 1) == "running"
         lab.pause_broker(victim)
