@@ -191,7 +191,9 @@ def test_two_applies_race_exactly_one_runs(tmp_path: Path, admin_engine: EngineL
     winner.send_signal(signal.SIGINT)  # twice: cancel the batch in flight
     winner.communicate(timeout=120)
     assert winner.returncode == 3
-    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json"]) == 0
+    # the rollback at a rate of its own (the plan's 128 KiB/s took half a minute for what the winner had moved)
+    assert main(["rollback", str(plan_file), "-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2",
+                 "--throttle", "20MiB/s"]) == 0
     wait_until(lambda: replicas(bootstrap) == ORIGINAL, timeout=30, what="the original layout")
 
 
