@@ -261,8 +261,13 @@ def test_two_brokers_gone_every_run_is_refused_naming_them_and_a_dead_first_serv
         described = first_answer(bootstrap, lambda client: client.describe_topics(["__kops"]))
         return described[0]["partitions"][0] if described and described[0]["partitions"] else {"leader_id": -1}
 
-    wait_until(lambda: records()["leader_id"] not in (-1, None), what="__kops led")
-    gone = sorted(b for b in records()["replica_nodes"] if b != 1)[:2]  # broker 1: Kafka 4's one controller
+    def led() -> dict[str, Any] | None:  # one read: a second may reach a broker whose answer lacks the replicas
+        found = records()
+        return found if found["leader_id"] not in (-1, None) and found.get("replica_nodes") else None
+
+    led_by = wait_until(led, what="__kops led")
+    assert led_by is not None
+    gone = sorted(b for b in led_by["replica_nodes"] if b != 1)[:2]  # broker 1: Kafka 4's one controller
     for broker in gone:
         admin_cluster.lab.kill_broker(broker)
     wait_until(lambda: not set(gone) & (live_brokers(bootstrap) or set(gone)), timeout=90, what="both brokers gone")
