@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -37,9 +38,10 @@ class GoalState:
         self.racks = inputs.racks
         self.limits = limits or {}
         self.replicas: dict[TopicPartition, tuple[int, ...]] = {tp: tuple(r) for tp, r in assignment.items() if r}
-        self.value: dict[str, dict[TopicPartition, float]] = {
-            "disk": {tp: float(inputs.sizes.get(tp, 0)) for tp in self.replicas},
-            "network_in": {tp: float(inputs.write.get(tp, 0.0)) for tp in self.replicas},
+        self.value: dict[str, dict[TopicPartition, float]] = {  # read in C: a million partitions each
+            "disk": dict(zip(self.replicas, map(float, map(inputs.sizes.get, self.replicas, itertools.repeat(0))))),
+            "network_in": dict(zip(self.replicas, map(float, map(inputs.write.get, self.replicas,
+                                                                 itertools.repeat(0.0))))),
             "network_out": _out_loads(self.replicas, inputs)}
         self.value["leader_bytes_in"] = self.value["network_in"]
         self.weight = self._weights()
@@ -47,8 +49,10 @@ class GoalState:
         every = sorted(set(self.brokers).union(*self.replicas.values()))
         self.load: dict[str, dict[int, float]] = {name: dict.fromkeys(every, 0.0) for name in LOADS}
         self.topic: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-        self.held: dict[int, set[TopicPartition]] = {b: set() for b in every}
-        self.led: dict[int, set[TopicPartition]] = {b: set() for b in every}
+        self.every = every
+        # per broker, the partitions it holds and those it leads: built when first read (`held`, `led`), then kept
+        self._held: dict[int, set[TopicPartition]] | None = None
+        self._led: dict[int, set[TopicPartition]] | None = None
         self._ranked: dict[tuple[str, int], Ranked] = {}
         # per built list, the entries added (True) and removed (False) since it was last read, in order (`ranked`)
         self._pending: dict[tuple[str, int], list[tuple[bool, tuple[float, TopicPartition]]]] = {}
@@ -69,24 +73,55 @@ class GoalState:
         load = self.load
         on_disk, rate_in, count = load["disk"], load["network_in"], load["replicas"]
         leaders, leader_in, sent = load["leaders"], load["leader_bytes_in"], load["network_out"]
-        held, led, topic = self.held, self.led, self.topic
+        topic = self.topic
         own: list[TopicPartition] = []
+        name, per_broker = None, topic[""]  # a topic's partitions mostly come together: its counts read once
         for tp, replicas in self.replicas.items():
-            if tp.topic == KOPS_TOPIC:
-                own.append(tp)
-            size, written, per_broker = disk[tp], rate[tp], topic[tp.topic]
+            if tp[0] != name:
+                name = tp[0]
+                per_broker = topic[name]
+                if name == KOPS_TOPIC:
+                    own += [p for p in self.replicas if p[0] == KOPS_TOPIC]
+            size, written = disk[tp], rate[tp]
             for b in replicas:
                 on_disk[b] += size
                 rate_in[b] += written
-                count[b] += 1
                 per_broker[b] += 1
-                held[b].add(tp)
             first = replicas[0]
             leaders[first] += 1
             leader_in[first] += written
             sent[first] += out[tp]
-            led[first].add(tp)
-        return own
+        topic.pop("", None)
+        for b, n in Counter(itertools.chain.from_iterable(self.replicas.values())).items():
+            count[b] += n  # whole numbers in floats: the same sums in any order
+        return sorted(set(own))
+
+    @property
+    def held(self) -> dict[int, set[TopicPartition]]:
+        """Each broker's partitions (a leadership pull on a small cluster reads them; `holding` serves a scan)."""
+        if self._held is None:
+            self._held = {b: set() for b in self.every}
+            for tp, replicas in self.replicas.items():
+                for b in replicas:
+                    self._held[b].add(tp)
+        return self._held
+
+    @property
+    def led(self) -> dict[int, set[TopicPartition]]:
+        """The partitions each broker leads."""
+        if self._led is None:
+            self._led = {b: set() for b in self.every}
+            for tp, replicas in self.replicas.items():
+                self._led[replicas[0]].add(tp)
+        return self._led
+
+    def holding(self, broker: int) -> Iterable[TopicPartition]:
+        """The partitions `broker` holds, in no particular order: off a sorted list of a replica load where one is
+        built (a walk has one), so no set of every broker's partitions is built for it."""
+        for name in REPLICA_LOADS:
+            if name in self._built:
+                return [tp for _, tp in self.ranked(name, broker)]
+        return self.held[broker]
 
     def measured(self) -> Measured:
         """The per-broker loads and topic figure the goal table reads, as the state stands (copied: a walk goes on
@@ -121,7 +156,7 @@ class GoalState:
         sorted, and a partition's entry is shared by its brokers): a million-partition walk sorted a thousand
         brokers' lists one by one, each with its own ties to break."""
         ranks = self._ranks(name)
-        lists: dict[int, Ranked] = {b: [] for b in self.held}
+        lists: dict[int, Ranked] = {b: [] for b in self.every}
         replicas = self.replicas
         if name in LEADER_LOADS:
             for entry in sorted(zip(ranks.values(), ranks, strict=True)):
@@ -139,11 +174,12 @@ class GoalState:
         goal moves the lightest first, so evening counts disturbs the bytes and rates above it least."""
         means = {n: sum(v.values()) / len(v) for n, v in self.value.items()
                  if v and any(v.values()) and n != "leader_bytes_in"}  # network_in's own values: the same ratios
-        weight = dict.fromkeys(self.replicas, 0.0)  # values are never negative: the largest ratio, or 0
-        for name, mean in means.items():  # every value map has the replicas' keys, in their order
-            ratios = (value / mean for value in self.value[name].values())
-            weight = dict(zip(weight, map(max, weight.values(), ratios), strict=True))
-        return weight
+        if not means:
+            return dict.fromkeys(self.replicas, 0.0)
+        # values are never negative: the largest ratio, or 0; every value map has the replicas' keys, in their order
+        ratios = [map(operator.truediv, self.value[name].values(), itertools.repeat(mean))
+                  for name, mean in means.items()]
+        return dict(zip(self.replicas, map(max, itertools.repeat(0.0), *ratios)))
 
     def _ranks(self, name: str) -> Mapping[TopicPartition, float]:
         """What orders a broker's list for `name`: a count goal's lightest replica overall first (`weight`), else
@@ -167,10 +203,11 @@ class GoalState:
         load["network_in"][b] += sign * self.value["network_in"][tp]
         load["replicas"][b] += sign
         self.topic[tp.topic][b] += sign
-        if sign > 0:
-            self.held[b].add(tp)
-        else:
-            self.held[b].discard(tp)
+        if self._held is not None:
+            if sign > 0:
+                self._held[b].add(tp)
+            else:
+                self._held[b].discard(tp)
         self._listed(REPLICA_LOADS, b, tp, sign > 0)
 
     def _take_lead(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
@@ -179,10 +216,11 @@ class GoalState:
         load["leaders"][b] += sign
         load["leader_bytes_in"][b] += sign * self.value["network_in"][tp]
         load["network_out"][b] += sign * self.value["network_out"][tp]
-        if sign > 0:
-            self.led[b].add(tp)
-        else:
-            self.led[b].discard(tp)
+        if self._led is not None:
+            if sign > 0:
+                self._led[b].add(tp)
+            else:
+                self._led[b].discard(tp)
         self._listed(LEADER_LOADS, b, tp, sign > 0)
 
     def move(self, tp: TopicPartition, source: int, dest: int) -> None:

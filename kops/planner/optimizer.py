@@ -485,7 +485,7 @@ def _still_followed(walk: _Walk, broker: int, by_excess: _Order) -> list[TopicPa
     pull intersected leader after leader, or read the broker's thousands of replicas again."""
     state = walk.state
     cached = walk.followed.get(broker, [])
-    cached[:] = [tp for tp in cached if tp in state.held[broker] and state.replicas[tp][0] != broker]
+    cached[:] = [tp for tp in cached if broker in (replicas := state.replicas[tp]) and replicas[0] != broker]
     if len(cached) < CANDIDATES:
         cached = walk.followed[broker] = _followed_by_scan(state, broker, by_excess, CANDIDATES * 8)
     return cached[:CANDIDATES]
@@ -495,7 +495,7 @@ def _followed_by_scan(state: GoalState, broker: int, by_excess: _Order, n: int =
     """The first `n` partitions `broker` follows in `_followed`'s order (leader's key, then partition), from the
     partitions the broker holds."""
     key, replicas = by_excess.now, state.replicas
-    followed = [(key[leader], tp) for tp in state.held[broker]
+    followed = [(key[leader], tp) for tp in state.holding(broker)
                 if (leader := replicas[tp][0]) != broker and leader in key]
     return [tp for _, tp in heapq.nsmallest(n, followed)]  # (key, partition) pairs: compared in C, no key function
 
