@@ -92,7 +92,7 @@ class Move:
     # the log dir each replica of `to_replicas` is to be born in (None: any dir); None: no placement at all
     to_dirs: tuple[str | None, ...] | None = None
 
-    @property
+    @_computed
     def tp(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
 

@@ -66,7 +66,7 @@ class GoalState:
         self.pinned: frozenset[TopicPartition] = frozenset(self._load_all())
 
     def _load_all(self) -> list[TopicPartition]:
-        """Every replica's and leadership's load, in one pass (what `_gain` and `_take_lead` do one at a time, with
+        """Every replica's and leadership's load, in one pass (what `_shift` and `_take_lead` do one at a time, with
         no sorted list built yet to keep current): a million partitions' state in seconds, not tens of them.
         Returns kops's own partitions, met on the way."""
         disk, rate, out = self.value["disk"], self.value["network_in"], self.value["network_out"]
@@ -196,20 +196,6 @@ class GoalState:
             if name in built:
                 pending.setdefault((name, broker), []).append((add, (self._ranks(name)[tp], tp)))
 
-    def _gain(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
-        load = self.load
-        self.touched.add(b)
-        load["disk"][b] += sign * self.value["disk"][tp]
-        load["network_in"][b] += sign * self.value["network_in"][tp]
-        load["replicas"][b] += sign
-        self.topic[tp.topic][b] += sign
-        if self._held is not None:
-            if sign > 0:
-                self._held[b].add(tp)
-            else:
-                self._held[b].discard(tp)
-        self._listed(REPLICA_LOADS, b, tp, sign > 0)
-
     def _take_lead(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
         load = self.load
         self.touched.add(b)
@@ -229,11 +215,32 @@ class GoalState:
         leading = replicas[0] == source
         if leading:
             self._take_lead(tp, source, -1)
-        self._gain(tp, source, -1)
         self.replicas[tp] = tuple(dest if b == source else b for b in replicas)
-        self._gain(tp, dest)
+        self._shift(tp, source, dest)
         if leading:
             self._take_lead(tp, dest)
+
+    def _shift(self, tp: TopicPartition, source: int, dest: int) -> None:
+        """The replica's loads and counts off `source` and onto `dest`: a walk's most frequent step."""
+        load, value = self.load, self.value
+        size, rate = value["disk"][tp], value["network_in"][tp]
+        self.touched.add(source)
+        self.touched.add(dest)
+        disk, rate_in, count = load["disk"], load["network_in"], load["replicas"]
+        disk[source] -= size
+        rate_in[source] -= rate
+        count[source] -= 1
+        disk[dest] += size
+        rate_in[dest] += rate
+        count[dest] += 1
+        per_topic = self.topic[tp[0]]
+        per_topic[source] -= 1
+        per_topic[dest] += 1
+        if self._held is not None:
+            self._held[source].discard(tp)
+            self._held[dest].add(tp)
+        self._listed(REPLICA_LOADS, source, tp, False)
+        self._listed(REPLICA_LOADS, dest, tp, True)
 
     def lead(self, tp: TopicPartition, broker: int) -> int:
         """`broker` (a replica) leads `tp`: it goes first, the others keep their order. Returns the old leader."""

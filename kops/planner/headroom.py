@@ -168,11 +168,14 @@ def _placed(current: Placed, snapshot: Snapshot, tp: TopicPartition) -> tuple[tu
 def _peak(loads: Loads, batch: Batch) -> PerResource:
     """The loads while `batch` copies: its start, plus every new copy on its destination."""
     peak = loads.snapshot()
+    disk, rate_in, count = peak["disk"], peak["network_in"], peak["replicas"]
     for move in batch.moves:
-        size, rate = loads.sizes.get(move.tp, 0), loads.write.get(move.tp, 0.0)
+        tp = move.tp
+        size, rate = loads.sizes.get(tp, 0), loads.write.get(tp, 0.0)
         for b in move.adding:
-            for resource, amount in (("disk", size), ("network_in", rate), ("replicas", 1)):
-                peak[resource][b] = peak[resource].get(b, 0.0) + amount  # type: ignore[index]  # literals above
+            disk[b] = disk.get(b, 0.0) + size
+            rate_in[b] = rate_in.get(b, 0.0) + rate
+            count[b] = count.get(b, 0.0) + 1
     return peak
 
 
