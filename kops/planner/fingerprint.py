@@ -22,9 +22,8 @@ def topic_digest(snapshot: Snapshot, name: str) -> str:
     topic = snapshot.topics.get(name)
     if topic is None:
         return "absent"
-    return _digest({
-        "partitions": {str(p): [list(x.replicas), list(x.adding), list(x.removing)] for p,
-                       x in sorted(topic.partitions.items())},
+    return _digest({  # tuples are JSON arrays as lists are, and sort_keys orders the partitions: no copy, no sort
+        "partitions": {str(p): [x.replicas, x.adding, x.removing] for p, x in topic.partitions.items()},
         "config": topic.config,
         "pending_deletion": name in snapshot.pending_deletions,
     })

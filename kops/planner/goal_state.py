@@ -120,7 +120,7 @@ class GoalState:
         built (a walk has one), so no set of every broker's partitions is built for it."""
         for name in REPLICA_LOADS:
             if name in self._built:
-                return [tp for _, tp in self.ranked(name, broker)]
+                return map(operator.itemgetter(1), self.ranked(name, broker))
         return self.held[broker]
 
     def measured(self) -> Measured:

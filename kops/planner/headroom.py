@@ -16,6 +16,7 @@ too, and stay constant through the plan.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -84,19 +85,22 @@ class Loads:
         """Every partition of `snapshot`, as `place` would add them one by one (the same sums in the same order),
         inlined: a million partitions, once per plan."""
         sizes, write, fanout = self.sizes, self.write, self.fanout
-        disk, rate_in, count, out = self.of["disk"], self.of["network_in"], self.of["replicas"], self.of["network_out"]
+        # the same sums, in maps that add a broker when it is first met (as `get(b, 0.0)` did), read in C
+        disk, rate_in, count, out = (defaultdict(float, self.of[r]) for r in
+                                     ("disk", "network_in", "replicas", "network_out"))
         for name, topic in snapshot.topics.items():
             fan = fanout.get(name, 1)
             for number, part in topic.partitions.items():
                 tp = TopicPartition(name, number)
                 size, rate, replicas = sizes.get(tp, 0), write.get(tp, 0.0), part.replicas
                 for b in replicas:
-                    disk[b] = disk.get(b, 0.0) + size
-                    rate_in[b] = rate_in.get(b, 0.0) + rate
-                    count[b] = count.get(b, 0.0) + 1
-                leader = _leader(part)
-                if leader is not None and rate:
-                    out[leader] = out.get(leader, 0.0) + rate * (len(replicas) - 1 + fan)
+                    disk[b] += size
+                    rate_in[b] += rate
+                    count[b] += 1
+                if rate and (leader := _leader(part)) is not None:
+                    out[leader] += rate * (len(replicas) - 1 + fan)
+        self.of["disk"], self.of["network_in"] = dict(disk), dict(rate_in)
+        self.of["replicas"], self.of["network_out"] = dict(count), dict(out)
 
     def snapshot(self) -> PerResource:
         return {r: dict(per) for r, per in self.of.items()}

@@ -362,9 +362,12 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order, room:
         # the band's top 109%), and each refusal is read before a trial is built (`_pushed_out`)
         tried = [tp for _, tp in ranked[:LEADERSHIPS_TRIED]] if counts else candidates
         blocked, hi = room.blocked if room is not None else set(), band.hi
-        for tp in tried if room is None or not room.refused_from(broker) else ():
+        replicas = state.replicas
+        # most of the lightest leaderships have every follower blocked: passed over in C, in the same order
+        for tp in (tp for tp in tried if not blocked.issuperset(replicas[tp][1:])) if (
+                room is None or not room.refused_from(broker)) else ():
             # a follower on a broker outside the walk's (one a play drains) never takes the lead
-            others = [b for b in state.replicas[tp][1:] if b in hi and b not in blocked]
+            others = [b for b in replicas[tp][1:] if b in hi and b not in blocked]
             if len(others) > 1:
                 others.sort(key=lambda b: (state.load[band.name][b] - band.hi[b]) * band.scale[b])
             if any(walk.lead(index, tp, b) for b in others):
