@@ -250,13 +250,16 @@ def _fill_balanced(batches: list[_Batch], ranked: list[Move], limits: Limits, ra
     the lower index). Batches are tried in order of makespan: the first that fits and is not raised at all is
     the best, and the rest need not be tried (most moves of a million-partition plan stop at the first)."""
     order = sorted((batch.makespan, index) for index, batch in enumerate(batches))  # kept sorted
+    znode_only = limits == Limits()  # no execution limit: `fits` is the znode's room alone, read here
+    entry_bytes = batches[0].entry_bytes
     for move in ranked:
         best, best_key, entry = None, None, None
         adding, leader, amount = move.adding, move.leader, move.bytes if sized else 1
         into, out = amount / rate, amount * len(adding) / rate  # `_Batch.makespan_with`, inlined: its port times
+        room = ZNODE_LIMIT - entry_bytes[(move.topic, move.partition)]
         for makespan, index in order:
             batch = batches[index]
-            if not batch.fits(move, limits, sized):
+            if batch.znode > room if znode_only else not batch.fits(move, limits, sized):
                 continue
             worst, time_in = makespan, batch.time_in
             for b in adding:
