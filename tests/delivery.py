@@ -30,7 +30,12 @@ class Acks:
 
 
 class SequenceProducer:
-    """A background thread producing `partition:seq` records to every partition in turn, at about `rate`/s."""
+    """A background thread producing `partition:seq` records to every partition in turn, at about `rate`/s.
+
+    Batched for 50 ms (linger.ms), as producers in production are: at 5 ms, each of a few hundred records a second
+    went in a request of its own, and with acks=all every one woke the followers' fetches; the four brokers of
+    test_no_loss spent 1.3 cores serving that (26 CPU s per 20 s), 0.6 at 50 ms. The same records, acknowledged
+    by all in-sync replicas, idempotent, at the same rate."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float = 500.0, size: int = 512) -> None:
         from confluent_kafka import Producer
@@ -40,7 +45,7 @@ class SequenceProducer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                   "linger.ms": 5, "message.timeout.ms": 120000, "client.id": "kops-no-loss",
+                                   "linger.ms": 50, "message.timeout.ms": 120000, "client.id": "kops-no-loss",
                                    "log_level": 0})
         self._thread = threading.Thread(target=self._run, name="sequence-producer", daemon=True)
 
