@@ -48,10 +48,6 @@ class Band:
     def leadership(self) -> bool:
         return self.name in LEADER_LOADS
 
-    def raises_peak(self, now: float, broker: int, before: float) -> bool:
-        """Would an action take `broker` from `before` to `now`, above the starting peak (and above where it was)?"""
-        return now > before + 1e-9 and now * self.scale[broker] > self.peak + 1e-9
-
     def distance(self, state: GoalState, broker: int) -> float:
         x = state.load[self.name][broker]
         return (max(0.0, x - self.hi[broker]) + max(0.0, self.lo[broker] - x)) * self.scale[broker]

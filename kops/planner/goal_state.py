@@ -56,7 +56,8 @@ class GoalState:
         self._ranked: dict[tuple[str, int], Ranked] = {}
         # per built list, the entries added (True) and removed (False) since it was last read, in order (`ranked`)
         self._pending: dict[tuple[str, int], list[tuple[bool, tuple[float, TopicPartition]]]] = {}
-        self._built: set[str] = set()  # the names whose lists are built (every broker's at once, `_rank_all`)
+        # the names whose lists are built (every broker's at once, `_rank_all`), with what orders each (`_ranks`)
+        self._built: dict[str, Mapping[TopicPartition, float]] = {}
         self.touched: set[int] = set()  # brokers whose loads changed since the optimizer last looked (it clears it)
         self._factors: dict[str, Counter[int]] | None = None
         # per utilization goal, its band's fair shares and slack floor: constant through a walk (kops/planner/bands.py)
@@ -167,7 +168,7 @@ class GoalState:
                     lists[b].append(entry)
         for b, found in lists.items():
             self._ranked[(name, b)] = found
-        self._built.add(name)
+        self._built[name] = ranks
 
     def _weights(self) -> dict[TopicPartition, float]:
         """How heavy a replica is for every load at once: its largest value over the mean of that value. A count
@@ -193,8 +194,9 @@ class GoalState:
         many sorted inserts."""
         built, pending = self._built, self._pending
         for name in names:
-            if name in built:
-                pending.setdefault((name, broker), []).append((add, (self._ranks(name)[tp], tp)))
+            ranks = built.get(name)
+            if ranks is not None:
+                pending.setdefault((name, broker), []).append((add, (ranks[tp], tp)))
 
     def _take_lead(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
         load = self.load
@@ -239,8 +241,13 @@ class GoalState:
         if self._held is not None:
             self._held[source].discard(tp)
             self._held[dest].add(tp)
-        self._listed(REPLICA_LOADS, source, tp, False)
-        self._listed(REPLICA_LOADS, dest, tp, True)
+        built, pending = self._built, self._pending
+        for name in REPLICA_LOADS:  # `_listed` for both brokers
+            ranks = built.get(name)
+            if ranks is not None:
+                entry = (ranks[tp], tp)
+                pending.setdefault((name, source), []).append((False, entry))
+                pending.setdefault((name, dest), []).append((True, entry))
 
     def lead(self, tp: TopicPartition, broker: int) -> int:
         """`broker` (a replica) leads `tp`: it goes first, the others keep their order. Returns the old leader."""

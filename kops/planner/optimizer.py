@@ -108,8 +108,12 @@ class _Walk:
                 return False
         load = self.state.load
         for g in self.below[index]:
-            if g.name in changed and any(g.raises_peak(trial.load(g.name, b), b, load[g.name][b]) for b in brokers):
-                return False
+            if g.name in changed:  # raised above where it was and above the goal's starting peak
+                name, per, scale, peak = g.name, load[g.name], g.scale, g.peak + 1e-9
+                for b in brokers:
+                    x = trial.load(name, b)
+                    if x > per[b] + 1e-9 and x * scale[b] > peak:
+                        return False
         if self.topic_index is None:
             return True
         grown = self._topic_excess(brokers, topics, trial) - self._topic_excess(brokers, topics, now)
@@ -149,9 +153,12 @@ class _Walk:
         its band in the acting goal or one above it? `_accept` would refuse the action (and a move's handover) for
         the same floats, read here without laying the action over: most refused actions are these. None: that end
         is not read (a relay's middle broker both gains a leadership and loses one)."""
-        state = self.state
-        return any(_pushes(band, state.load[band.name], state.per(band.name, tp), source, dest)
-                   for band in self.read(index, loads))
+        load, value = self.state.load, self.state.value
+        for band in self.read(index, loads):
+            name = band.name  # `GoalState.per`, inlined: a walk asks this of every action it tries
+            if _pushes(band, load[name], 1.0 if name in COUNTS else value[name][tp], source, dest):
+                return True
+        return False
 
     def read(self, index: int, loads: tuple[str, ...]) -> tuple[Band, ...]:
         """The bands `_pushed_out` reads for goal `index` and `loads`: those up to it that carry one of `loads`."""

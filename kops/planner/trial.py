@@ -11,19 +11,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kops.model.partitions import TopicPartition
-from kops.planner.goal_state import GoalState
+from kops.planner.goal_state import LEADER_LOADS, REPLICA_LOADS, GoalState
 
 Change = tuple[str, int, float]  # a load's name, the broker, the amount added
+# the loads a replica's move (of a leader: with its leadership) and a leadership change name (`_moved`, `_led`)
+_MOVED = frozenset(REPLICA_LOADS)
+_MOVED_LEADING = frozenset(REPLICA_LOADS + LEADER_LOADS)
+_LED = frozenset(LEADER_LOADS)
 
 
 class Trial:
     """What `load` and `count` would read after the action: the state's own where the action changes nothing."""
 
-    __slots__ = ("counts", "loads", "state")
+    __slots__ = ("counts", "loads", "names", "state")
 
     def __init__(self, state: GoalState, changes: Sequence[Change] = (),
-                 counts: Sequence[tuple[str, int, int]] = ()) -> None:
+                 counts: Sequence[tuple[str, int, int]] = (), names: frozenset[str] | None = None) -> None:
         self.state = state
+        self.names = names  # the loads `changes` name, where the caller knows them (`changed`)
         load = state.load
         self.loads: dict[tuple[str, int], float] = {}
         for name, broker, amount in changes:
@@ -35,9 +40,9 @@ class Trial:
             key = (name, broker)
             self.counts[key] = (self.counts[key] if key in self.counts else topic[name].get(broker, 0)) + n
 
-    def changed(self) -> set[str]:
+    def changed(self) -> frozenset[str]:
         """The loads the action changes (a goal on any other reads the same before and after)."""
-        return {name for name, _ in self.loads}
+        return self.names if self.names is not None else frozenset(name for name, _ in self.loads)
 
     def load(self, name: str, broker: int) -> float:
         found = self.loads.get((name, broker))
@@ -77,7 +82,8 @@ def _moved(state: GoalState, tp: TopicPartition, source: int, dest: int, out: li
 def move_trial(state: GoalState, tp: TopicPartition, source: int, dest: int) -> Trial:
     changes: list[Change] = []
     _moved(state, tp, source, dest, changes)
-    return Trial(state, changes, [(tp.topic, source, -1), (tp.topic, dest, 1)])
+    names = _MOVED_LEADING if state.replicas[tp][0] == source else _MOVED
+    return Trial(state, changes, [(tp.topic, source, -1), (tp.topic, dest, 1)], names)
 
 
 def _led(state: GoalState, tp: TopicPartition, old: int, broker: int, out: list[Change]) -> None:
@@ -90,7 +96,7 @@ def _led(state: GoalState, tp: TopicPartition, old: int, broker: int, out: list[
 def lead_trial(state: GoalState, tp: TopicPartition, broker: int) -> Trial:
     changes: list[Change] = []
     _led(state, tp, state.replicas[tp][0], broker, changes)
-    return Trial(state, changes)
+    return Trial(state, changes, (), _LED)
 
 
 def relay_trial(state: GoalState, tp: TopicPartition, via: int, other: TopicPartition, to: int) -> Trial:
