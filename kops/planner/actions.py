@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kops.model.partitions import TopicPartition
 from kops.planner.budget import Limits
@@ -36,8 +37,9 @@ class Spend:
         return self.max_leader_moves is None or self.leader_moves < self.max_leader_moves
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(NamedTuple):
+    """One step of the walk (a million-partition walk takes hundreds of thousands: a tuple, built in C)."""
+
     goal: str
     tp: TopicPartition
     source: int  # the broker losing the replica (a leadership change: the old leader)

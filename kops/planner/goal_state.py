@@ -279,10 +279,14 @@ class GoalState:
 
     def within_limits(self, tp: TopicPartition, source: int, dest: int) -> bool:
         """`fits`'s limits alone: for a destination `open_to` gave, whose replicas, pins and racks it read."""
-        out = self.value["network_out"][tp] if self.replicas[tp][0] == source else 0.0
-        return (self._within("disk", dest, self.value["disk"][tp])
-                and self._within("network_in", dest, self.value["network_in"][tp])
-                and self._within("replicas", dest, 1.0) and self._within("network_out", dest, out))
+        value, load, limits = self.value, self.load, self.limits
+        out = value["network_out"][tp] if self.replicas[tp][0] == source else 0.0
+        for resource, extra in (("disk", value["disk"][tp]), ("network_in", value["network_in"][tp]),
+                                ("replicas", 1.0), ("network_out", out)):  # `_within` of each, inlined
+            limit = limits[resource].get(dest) if resource in limits else None
+            if limit is not None and extra > 0 and load[resource][dest] + extra > limit:
+                return False
+        return True
 
     def open_to(self, tp: TopicPartition, source: int, ranked: Iterable[int], n: int) -> Iterator[int]:
         """The first `n` of `ranked` that the replica on `source` may go to by replicas, pins and racks (`free`),
