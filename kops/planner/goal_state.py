@@ -67,7 +67,7 @@ class GoalState:
         self.pinned: frozenset[TopicPartition] = frozenset(self._load_all())
 
     def _load_all(self) -> list[TopicPartition]:
-        """Every replica's and leadership's load, in one pass (what `_shift` and `_take_lead` do one at a time, with
+        """Every replica's and leadership's load, in one pass (what `_shift` and `_hand` do one at a time, with
         no sorted list built yet to keep current): a million partitions' state in seconds, not tens of them.
         Returns kops's own partitions, met on the way."""
         disk, rate, out = self.value["disk"], self.value["network_in"], self.value["network_out"]
@@ -187,40 +187,44 @@ class GoalState:
         the value itself."""
         return self.weight if name in ("replicas", "leaders") else self.value[name]
 
-    def _listed(self, names: tuple[str, ...], broker: int, tp: TopicPartition, add: bool) -> None:
-        """Notes `tp` joining or leaving the broker's built lists, laid over when a list is next read (`ranked`):
-        most lists a walk changes are not read until many changes later (a disk pass never reads network in's,
-        a destination's list is read once it sheds), and one sort of a list with a few thousand changes beats as
-        many sorted inserts."""
+    def _hand(self, tp: TopicPartition, old: int, new: int) -> None:
+        """The leadership's loads (and lists) off `old` and onto `new`."""
+        load, value = self.load, self.value
+        rate, sent = value["network_in"][tp], value["network_out"][tp]
+        self.touched.add(old)
+        self.touched.add(new)
+        leaders, leader_in, out = load["leaders"], load["leader_bytes_in"], load["network_out"]
+        leaders[old] -= 1
+        leader_in[old] -= rate
+        out[old] -= sent
+        leaders[new] += 1
+        leader_in[new] += rate
+        out[new] += sent
+        if self._led is not None:
+            self._led[old].discard(tp)
+            self._led[new].add(tp)
+        self._note(LEADER_LOADS, tp, old, new)
+
+    def _note(self, names: tuple[str, ...], tp: TopicPartition, source: int, dest: int) -> None:
+        """`tp` leaves `source`'s built lists of `names` and joins `dest`'s, laid over when a list is next read
+        (`ranked`): most lists a walk changes are not read until many changes later (a disk pass never reads
+        network in's, a destination's list is read once it sheds), and one sort of a list with a few thousand
+        changes beats as many sorted inserts."""
         built, pending = self._built, self._pending
         for name in names:
             ranks = built.get(name)
             if ranks is not None:
-                pending.setdefault((name, broker), []).append((add, (ranks[tp], tp)))
-
-    def _take_lead(self, tp: TopicPartition, b: int, sign: int = 1) -> None:
-        load = self.load
-        self.touched.add(b)
-        load["leaders"][b] += sign
-        load["leader_bytes_in"][b] += sign * self.value["network_in"][tp]
-        load["network_out"][b] += sign * self.value["network_out"][tp]
-        if self._led is not None:
-            if sign > 0:
-                self._led[b].add(tp)
-            else:
-                self._led[b].discard(tp)
-        self._listed(LEADER_LOADS, b, tp, sign > 0)
+                entry = (ranks[tp], tp)
+                pending.setdefault((name, source), []).append((False, entry))
+                pending.setdefault((name, dest), []).append((True, entry))
 
     def move(self, tp: TopicPartition, source: int, dest: int) -> None:
         """The replica on `source` goes to `dest`, in its position (a leader's leadership with it)."""
         replicas = self.replicas[tp]
-        leading = replicas[0] == source
-        if leading:
-            self._take_lead(tp, source, -1)
         self.replicas[tp] = tuple(dest if b == source else b for b in replicas)
         self._shift(tp, source, dest)
-        if leading:
-            self._take_lead(tp, dest)
+        if replicas[0] == source:
+            self._hand(tp, source, dest)
 
     def _shift(self, tp: TopicPartition, source: int, dest: int) -> None:
         """The replica's loads and counts off `source` and onto `dest`: a walk's most frequent step."""
@@ -241,21 +245,14 @@ class GoalState:
         if self._held is not None:
             self._held[source].discard(tp)
             self._held[dest].add(tp)
-        built, pending = self._built, self._pending
-        for name in REPLICA_LOADS:  # `_listed` for both brokers
-            ranks = built.get(name)
-            if ranks is not None:
-                entry = (ranks[tp], tp)
-                pending.setdefault((name, source), []).append((False, entry))
-                pending.setdefault((name, dest), []).append((True, entry))
+        self._note(REPLICA_LOADS, tp, source, dest)
 
     def lead(self, tp: TopicPartition, broker: int) -> int:
         """`broker` (a replica) leads `tp`: it goes first, the others keep their order. Returns the old leader."""
         replicas = self.replicas[tp]
         old = replicas[0]
-        self._take_lead(tp, old, -1)
         self.replicas[tp] = (broker, *(b for b in replicas if b != broker))
-        self._take_lead(tp, broker)
+        self._hand(tp, old, broker)
         return old
 
     def rack_ok(self, tp: TopicPartition, source: int, dest: int) -> bool:

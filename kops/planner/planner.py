@@ -346,9 +346,10 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> bool:
     """The single `rebalance.goal`; True when it was walked (capacities known), leaders included."""
     layout, rebalance = work.layout, work.desired.rebalance
     assert rebalance is not None
-    before = dict(layout.replicas)
     goal, tolerance = rebalance.goal, rebalance.tolerance
     walked = layout.headroom is not None and goal in ONE_GOAL  # capacities known: limits first, then the goal
+    # the walk names every partition it changes (its actions); a balancer's changes are found by comparing
+    before = None if walked else dict(layout.replicas)
     if goal == "replicas":
         counts = dict(layout.replica_count)
         limits = _replica_bounds(layout, eligible, tolerance, walked, rack_aware)
@@ -363,7 +364,8 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> bool:
         balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
     elif goal == "bytes":
         balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
-    _note_changes(work, before, f"rebalance {goal}")
+    if before is not None:
+        _note_changes(work, before, f"rebalance {goal}")
     if goal == "replicas" and (short := outside(layout.replica_count, limits)):
         work.warnings.append(_short_of(short, layout.replica_count, limits, tolerance))
     return walked
