@@ -189,21 +189,24 @@ class GoalState:
 
     def _hand(self, tp: TopicPartition, old: int, new: int) -> None:
         """The leadership's loads (and lists) off `old` and onto `new`."""
-        load, value = self.load, self.value
-        rate, sent = value["network_in"][tp], value["network_out"][tp]
-        self.touched.add(old)
-        self.touched.add(new)
-        leaders, leader_in, out = load["leaders"], load["leader_bytes_in"], load["network_out"]
-        leaders[old] -= 1
-        leader_in[old] -= rate
-        out[old] -= sent
-        leaders[new] += 1
-        leader_in[new] += rate
-        out[new] += sent
-        if self._led is not None:
-            self._led[old].discard(tp)
-            self._led[new].add(tp)
-        self._note(LEADER_LOADS, tp, old, new)
+        value = self.value
+        self._carry(LEADER_LOADS, (1.0, value["network_in"][tp], value["network_out"][tp]), tp, old, new, self._led)
+
+    def _carry(self, names: tuple[str, ...], amounts: tuple[float, ...], tp: TopicPartition, source: int, dest: int,
+               sets: dict[int, set[TopicPartition]] | None) -> None:
+        """`amounts` of the loads `names` off `source` and onto `dest`, with `tp` in their sets (where built) and
+        built lists."""
+        load = self.load
+        self.touched.add(source)
+        self.touched.add(dest)
+        for name, amount in zip(names, amounts, strict=True):
+            per = load[name]
+            per[source] -= amount
+            per[dest] += amount
+        if sets is not None:
+            sets[source].discard(tp)
+            sets[dest].add(tp)
+        self._note(names, tp, source, dest)
 
     def _note(self, names: tuple[str, ...], tp: TopicPartition, source: int, dest: int) -> None:
         """`tp` leaves `source`'s built lists of `names` and joins `dest`'s, laid over when a list is next read
@@ -227,25 +230,12 @@ class GoalState:
             self._hand(tp, source, dest)
 
     def _shift(self, tp: TopicPartition, source: int, dest: int) -> None:
-        """The replica's loads and counts off `source` and onto `dest`: a walk's most frequent step."""
-        load, value = self.load, self.value
-        size, rate = value["disk"][tp], value["network_in"][tp]
-        self.touched.add(source)
-        self.touched.add(dest)
-        disk, rate_in, count = load["disk"], load["network_in"], load["replicas"]
-        disk[source] -= size
-        rate_in[source] -= rate
-        count[source] -= 1
-        disk[dest] += size
-        rate_in[dest] += rate
-        count[dest] += 1
+        """The replica's loads, counts and lists off `source` and onto `dest`: a walk's most frequent step."""
+        value = self.value
         per_topic = self.topic[tp[0]]
         per_topic[source] -= 1
         per_topic[dest] += 1
-        if self._held is not None:
-            self._held[source].discard(tp)
-            self._held[dest].add(tp)
-        self._note(REPLICA_LOADS, tp, source, dest)
+        self._carry(REPLICA_LOADS, (value["disk"][tp], value["network_in"][tp], 1.0), tp, source, dest, self._held)
 
     def lead(self, tp: TopicPartition, broker: int) -> int:
         """`broker` (a replica) leads `tp`: it goes first, the others keep their order. Returns the old leader."""
