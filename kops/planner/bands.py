@@ -137,10 +137,16 @@ def _constants(state: GoalState, name: str, caps: Mapping[int, float]) -> tuple[
         by_racks = name in ("disk", "network_in")
         items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
         shares = dict(fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares)
-        values = sorted(v for tp, v in state.value[name].items() if v > 0)
-        floor = statistics.median(values) / statistics.median(caps.values()) if values else 0.0
+        values = sorted(v for v in state.value[name].values() if v > 0)
+        floor = _median_of_sorted(values) / statistics.median(caps.values()) if values else 0.0
         found = state.band_constants[name] = (shares, floor)
     return found
+
+
+def _median_of_sorted(values: list[float]) -> float:
+    """`statistics.median` of a list already sorted (it would sort a million values again)."""
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def _count_band(state: GoalState, name: str, start: Extremes | None = None) -> Band:
