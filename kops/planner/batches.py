@@ -128,16 +128,13 @@ class _Batch:
             self.moves_out[move.leader] = self.moves_out.get(move.leader, 0) + 1
 
     def add(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
+        """`hold`, and the move's bytes on its ports' times (the makespan)."""
+        self.hold(move)
         amount = move.bytes if sized else 1
-        self.moves[(move.topic, move.partition)] = move
-        self.bytes += move.copied_bytes
-        self.znode += self.entry_bytes[(move.topic, move.partition)]
         for b in move.adding:
-            self.moves_in[b] = self.moves_in.get(b, 0) + 1
             self.time_in[b] = self.time_in.get(b, 0.0) + amount / rate_in
             self.makespan = max(self.makespan, self.time_in[b])
         if move.adding:
-            self.moves_out[move.leader] = self.moves_out.get(move.leader, 0) + 1
             self.time_out[move.leader] = self.time_out.get(move.leader, 0.0) + amount * len(move.adding) / rate_out
             self.makespan = max(self.makespan, self.time_out[move.leader])
 

@@ -69,20 +69,18 @@ class GoalState:
     def _load_all(self) -> list[TopicPartition]:
         """Every replica's and leadership's load, in one pass (what `_shift` and `_hand` do one at a time, with
         no sorted list built yet to keep current): a million partitions' state in seconds, not tens of them.
-        Returns kops's own partitions, met on the way."""
+        Returns kops's own partitions."""
         disk, rate, out = self.value["disk"], self.value["network_in"], self.value["network_out"]
         load = self.load
         on_disk, rate_in, count = load["disk"], load["network_in"], load["replicas"]
         leaders, leader_in, sent = load["leaders"], load["leader_bytes_in"], load["network_out"]
         topic = self.topic
-        own: list[TopicPartition] = []
-        name, per_broker = None, topic[""]  # a topic's partitions mostly come together: its counts read once
+        name: str | None = None
+        per_broker: dict[int, int] = {}
         for tp, replicas in self.replicas.items():
-            if tp[0] != name:
+            if tp[0] != name:  # a topic's partitions mostly come together: its counts looked up once
                 name = tp[0]
                 per_broker = topic[name]
-                if name == KOPS_TOPIC:
-                    own += [p for p in self.replicas if p[0] == KOPS_TOPIC]
             size, written = disk[tp], rate[tp]
             for b in replicas:
                 on_disk[b] += size
@@ -92,10 +90,9 @@ class GoalState:
             leaders[first] += 1
             leader_in[first] += written
             sent[first] += out[tp]
-        topic.pop("", None)
         for b, n in Counter(itertools.chain.from_iterable(self.replicas.values())).items():
             count[b] += n  # whole numbers in floats: the same sums in any order
-        return sorted(set(own))
+        return [tp for tp in self.replicas if tp[0] == KOPS_TOPIC] if KOPS_TOPIC in topic else []
 
     @property
     def held(self) -> dict[int, set[TopicPartition]]:

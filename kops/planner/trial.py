@@ -79,10 +79,6 @@ def _moved(state: GoalState, tp: TopicPartition, source: int, dest: int, out: li
         out += [("leaders", dest, 1.0), ("leader_bytes_in", dest, rate), ("network_out", dest, sent)]
 
 
-# what one replica (a leader's: with its leadership) of a partition adds to each load, by the value it reads
-_VALUE_OF = {"disk": "disk", "network_in": "network_in", "leader_bytes_in": "network_in", "network_out": "network_out"}
-
-
 class MoveTrial(Trial):
     """A replica's move (`GoalState.move`) laid over when a load is read: each load it changes changes once, by
     the replica's (or the leadership's) amount, so `load` reads the float `Trial` would have laid over, without
@@ -98,8 +94,7 @@ class MoveTrial(Trial):
         now = self.state.load[name][broker]
         if (broker != self.source and broker != self.dest) or name not in (self.names or ()):
             return now
-        source = _VALUE_OF.get(name)
-        amount = 1.0 if source is None else self.state.value[source][self.tp]
+        amount = self.state.per(name, self.tp)
         return now + (-amount if broker == self.source else amount)
 
     def count(self, topic: str, broker: int) -> int:
