@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,6 +38,29 @@ def wait_until(check: Callable[[], T], timeout: float = 30.0, what: str = "condi
             return last
         time.sleep(min(1.0, max(0.05, 2 * (time.monotonic() - began)), max(0.0, deadline - time.monotonic())))
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+
+
+def wait_while_running(process: subprocess.Popen, check: Callable[[], T], timeout: float = 90.0,
+                       what: str = "condition") -> T:
+    """`wait_until` beside a kops subprocess: fail at once, with its output, if it ends before `check` holds, and
+    on a timeout stop it and show what it printed. A bare wait for an apply's first batch only said it timed out
+    (a CI failure whose cause the apply's own lines would have named)."""
+    ended = object()
+
+    def ready() -> Any:
+        return check() or (ended if process.poll() is not None else None)
+
+    try:
+        found = wait_until(ready, timeout=timeout, what=what)
+    except AssertionError as exc:
+        process.kill()
+        out, err = process.communicate(timeout=30)
+        raise AssertionError(f"{exc}; the process printed:\n{out[-2500:]}\n{err[-2500:]}") from None
+    if found is ended:
+        out, err = process.communicate(timeout=30)
+        raise AssertionError(f"the process ended (exit {process.returncode}) before {what}:\n{out[-2500:]}\n"
+                             f"{err[-2500:]}")
+    return found
 
 
 def settles(read: Callable[[], T], expected: T, timeout: float = 15.0) -> bool:

@@ -26,7 +26,7 @@ from kops.zk_layout import paths, tool_writes
 from kops.zk_layout.client import ZkClient, ZkSettings
 from kops.zk_layout.reader import read_snapshot
 from tests.engines import EngineLab
-from tests.labtools import state, wait_until
+from tests.labtools import state, wait_until, wait_while_running
 
 pytestmark = pytest.mark.lab
 MB = 1024 * 1024
@@ -169,6 +169,12 @@ def apply_in_background(plan_file: Path, zk_connect: str, *extra: str) -> subpro
                 "--session-timeout", "4", *extra)
 
 
+def first_batch_running(process: subprocess.Popen, zk: ZkClient) -> None:
+    """Wait up to 90 s (a kops apply starting under a load average of 20 once took over 30) for the first
+    batch's reassignment znode; an apply that ends first, or never gets there, fails the test with its output."""
+    wait_while_running(process, lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, what="first batch running")
+
+
 def resume(plan_file: Path, zk_connect: str) -> int:
     """The rest of an interrupted execution, at a rate that makes it quick: what a test checks after a resume is
     where the layout and the throttles end up, not how long the rest of the plan takes."""
@@ -200,7 +206,7 @@ def test_sigint_once_stops_at_the_checkpoint_and_resume_finishes(engine: str, re
     cluster, zk, plan_file, plan = request.getfixturevalue("slow_lab")
     zk_connect = cluster.zk_connect
     proc = apply_in_background(plan_file, zk_connect)
-    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+    first_batch_running(proc, zk)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
@@ -216,7 +222,7 @@ def test_sigint_twice_cancels_the_batch_in_flight(slow_lab) -> None:
     cluster, zk, plan_file, plan = slow_lab
     zk_connect = cluster.zk_connect
     proc = apply_in_background(plan_file, zk_connect)
-    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+    first_batch_running(proc, zk)
     proc.send_signal(signal.SIGINT)
     seen = []
     for line in proc.stdout:  # the executor acknowledges the first interrupt at its next poll
@@ -249,7 +255,7 @@ def test_kill_9_then_resume_reaches_the_planned_layout(engine: str, request: pyt
     first = {m.tp: m.to_replicas for m in plan.batches[0].moves}
     proc = apply_in_background(plan_file, zk_connect)
     if when == "mid-batch":
-        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+        first_batch_running(proc, zk)
     elif when == "after-batch-before-checkpoint":
         wait_until(lambda: all(layout(zk)[tp.topic][tp.partition] == r for tp, r in first.items()),
                    timeout=60, what="first batch's partitions at their targets")
@@ -273,7 +279,7 @@ def test_resume_with_a_new_throttle_rethrottles_the_batch_in_flight(engine: str,
         cluster.create_and_fill(zk, ORIGINAL, 4)
         plan_file, plan = make_plan(tmp_path, cluster.zk_connect, throttle="256KiB/s")  # batch 1: 12 MB, ~24 s
         proc = apply_in_background(plan_file, cluster.zk_connect)
-        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+        first_batch_running(proc, zk)
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
         faster = str(plan.throttle_rate * 4)
@@ -310,7 +316,7 @@ def test_throttles_while_a_batch_runs_and_status_shows_them(slow_lab, tmp_path: 
                                 "--capacity", str(capacity))
     assert plan.batches[0].throttle.caps == {4: int(0.8 * rate)}
     proc = apply_in_background(plan_file, zk_connect)
-    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+    first_batch_running(proc, zk)
     mid_batch_checks(throttle_configs(zk), ("topics", "brokers"), plan.batches[0], str(plan_file),
                      ["-z", zk_connect], capsys)
     assert main(["cancel", "-z", zk_connect]) == 0  # stop at the next checkpoint
@@ -350,7 +356,7 @@ def test_a_broker_killed_mid_batch_is_a_health_stop_and_resume_finishes_after_it
     cluster, zk, plan_file, plan = slow_lab
     zk_connect = cluster.zk_connect
     proc = apply_in_background(plan_file, zk_connect)
-    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+    first_batch_running(proc, zk)
     victim = next(b for m in plan.batches[0].moves for b in m.adding)
     cluster.lab.kill_broker(victim)
     _out, err = proc.communicate(timeout=120)
@@ -372,7 +378,7 @@ def test_controller_failover_mid_batch_does_not_disturb_the_execution(slow_lab) 
     cluster, zk, plan_file, plan = slow_lab
     zk_connect = cluster.zk_connect
     proc = apply_in_background(plan_file, zk_connect)
-    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+    first_batch_running(proc, zk)
     epoch = read_snapshot(zk).controller.epoch
     zk.delete(paths.CONTROLLER)  # the controller resigns; the brokers elect a new one, which resumes the moves
     wait_until(lambda: (c := read_snapshot(zk).controller).epoch is not None and c.epoch > epoch, what="new controller")
@@ -409,7 +415,7 @@ def test_an_apply_that_lost_its_lock_stops_writing_and_the_new_holder_finishes(s
     cluster, zk, plan_file, plan = slow_lab
     zk_connect = cluster.zk_connect
     first = apply_in_background(plan_file, zk_connect)  # session timeout 4 s
-    wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+    first_batch_running(first, zk)
     owner = zk.exists(paths.KOPS_LOCK).ephemeral_owner
     assert batch_status(zk, 1) == "running", "the first apply is mid-batch when it is paused"
     os.kill(first.pid, signal.SIGSTOP)  # a long GC pause: its session expires, and the lock with it
@@ -456,7 +462,7 @@ def test_a_batch_without_progress_stops_naming_what_each_partition_waits_for(tmp
         assert stuck_tps
         slow = kops("apply", str(plan_file), "-z", zk_connect, "--yes", "--format", "json", "--poll", "0.2",
                     "--stall-timeout", "16")
-        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+        first_batch_running(slow, zk)
         assert batch_status(zk, 1) == "running"
         lab.pause_broker(victim)
         try:

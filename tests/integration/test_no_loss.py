@@ -32,13 +32,14 @@ from tests.engines import EngineLab, kafka4_cluster, reset_admin_cluster, reset_
 from tests.integration.test_admin_transport import throttles
 from tests.integration.test_executor import (
     apply_in_background,
+    first_batch_running,
     judged,
     kops,
     make_plan,
     resume,
     throttle_configs,
 )
-from tests.labtools import settles, state, wait_until
+from tests.labtools import settles, state, wait_until, wait_while_running
 
 pytestmark = pytest.mark.lab
 LEDGER = {"ledger": {p: ((p % 3) + 1, ((p + 1) % 3) + 1, ((p + 2) % 3) + 1) for p in range(6)}}
@@ -63,7 +64,7 @@ def test_no_acknowledged_record_is_lost_through_a_leader_kill_a_stop_and_a_resum
         wait_until(lambda: producer.acks.count > 200, timeout=60, what="records acknowledged before the apply")
 
         proc = apply_in_background(plan_file, cluster.zk_connect)
-        wait_until(lambda: zk.exists(paths.REASSIGN_PARTITIONS) is not None, timeout=90, what="first batch running")
+        first_batch_running(proc, zk)
         first = plan.batches[0].moves
         victim = state(zk, first[0].topic, first[0].partition).leader  # the leader serving the copy
         assert zk.exists(paths.REASSIGN_PARTITIONS) is not None, "the batch is still in flight when the leader dies"
@@ -140,7 +141,7 @@ def test_on_kafka_4_through_the_admin_api_no_acknowledged_record_is_lost(kafka4:
     # not lose its lock (docs/design/transports.md)
     where = ["-b", bootstrap, "--yes", "--format", "json", "--poll", "0.2", "--session-timeout", "30"]
     applying = kops("apply", str(plan_file), *where)
-    wait_until(lambda: bool(moving(bootstrap)), timeout=90, what="a move in flight")  # a loaded machine: 30 s was short
+    wait_while_running(applying, lambda: bool(moving(bootstrap)), what="a move in flight")
     killed = victim(bootstrap)
     kafka4.lab.kill_broker(killed)
     out, err = applying.communicate(timeout=180)
