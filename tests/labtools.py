@@ -52,10 +52,10 @@ def wait_while_running(process: subprocess.Popen, check: Callable[[], T], timeou
 
     try:
         found = wait_until(ready, timeout=timeout, what=what)
-    except AssertionError as exc:
+    except Exception as exc:  # a timeout, or the check itself failing: the process must not go on beside the next test
         process.kill()
         out, err = process.communicate(timeout=30)
-        raise AssertionError(f"{exc}; the process printed:\n{out[-2500:]}\n{err[-2500:]}") from None
+        raise AssertionError(f"{exc!r}; the process printed:\n{out[-2500:]}\n{err[-2500:]}") from exc
     if found is ended:
         out, err = process.communicate(timeout=30)
         raise AssertionError(f"the process ended (exit {process.returncode}) before {what}:\n{out[-2500:]}\n"
