@@ -360,8 +360,9 @@ def _rebalance(work: _Work, eligible: list[int], rack_aware: bool) -> bool:
         actions = walk_one(layout, eligible, goal, tolerance, _movable(work), leaders=True)
         for a in sorted(actions, key=lambda a: a.leadership):  # a partition that moved: its move's reason
             work.reason.setdefault(a.tp, "leader balance" if a.leadership else f"rebalance {goal}")
-    elif goal == "replicas":
-        balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
+    elif goal == "replicas":  # racks: each broker toward the share they leave it, as the bounds above say
+        balance_replicas(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware,
+                         shares=limits if rack_aware else None)
     elif goal == "bytes":
         balance_bytes(layout, eligible, tolerance, movable=_movable(work), rack_aware=rack_aware)
     if before is not None:

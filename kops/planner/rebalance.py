@@ -192,18 +192,19 @@ def _move(layout: Layout, tp: TopicPartition, source: int, dest: int, rack_aware
 
 
 def _next_open(dests: list[tuple[int, int, int]], count: dict[int, int], load: dict[int, int], taken: list[int],
-               source: int, upper: int) -> int | None:
-    """The next lightest destination below `upper` that is not `source`, popped off its heap only when a step asks
-    for it (most steps use the first); each current entry popped joins `taken`, at most DESTINATIONS_TRIED, for
-    the caller to push back. An entry whose count is current is current in bytes too (a broker gains only after
-    its entry is popped), so entries left unpopped need no refresh."""
+               source: int, limits: Mapping[int, Bounds], offset: Mapping[int, int]) -> int | None:
+    """The next destination below its upper bound that is not `source`, fewest replicas above its aim (`offset`:
+    0 for every broker where one pool's bounds hold, else its own upper bound) then lightest, popped off its heap
+    only when a step asks for it (most steps use the first); each current entry popped joins `taken`, at most
+    DESTINATIONS_TRIED, for the caller to push back. An entry whose count is current is current in bytes too (a
+    broker gains only after its entry is popped), so entries left unpopped need no refresh."""
     while dests and len(taken) < DESTINATIONS_TRIED:
         c, _, d = heapq.heappop(dests)
-        if c != count[d]:
-            heapq.heappush(dests, (count[d], load[d], d))
+        if c != count[d] - offset[d]:
+            heapq.heappush(dests, (count[d] - offset[d], load[d], d))
             continue
         taken.append(d)
-        if c < upper and d != source:
+        if count[d] < limits[d].upper and d != source:
             return d
     return None
 
@@ -217,15 +218,23 @@ def balance_replicas(
     rack_aware: bool = True,
     max_moves: int | None = None,
     budget: Budget | None = None,
+    shares: Mapping[int, Bounds] | None = None,
 ) -> int:
-    """Move replicas until counts are within bounds (or the budget is spent); returns the replica moves made."""
+    """Move replicas until counts are within bounds (or the budget is spent); returns the replica moves made.
+    `shares`: each broker's own bounds (`share_bounds`: with racks of unequal size a rack's brokers hold more than
+    the mean, and aimed at the mean the brokers of a small rack stayed apart, one above its share and one below);
+    without them, one pool's bounds around the mean, shared again by the rest when a broker cannot shed."""
     total = sum(layout.replica_count[b] for b in brokers)
-    limits = _pool_bounds(layout, brokers, tolerance)
     targets = set(destinations if destinations is not None else brokers)
+    every = set(brokers) | targets
+    limits: Mapping[int, Bounds] = (shares if shares is not None
+                                    else dict.fromkeys(every, _pool_bounds(layout, brokers, tolerance)))
+    # heap keys: a count less a broker's offset, constant through the run (0: by count, as one pool's bounds)
+    offset = {b: limits[b].upper for b in every} if shares is not None else dict.fromkeys(every, 0)
     count = layout.replica_count
-    sources = [(-count[b], b) for b in brokers]
+    sources = [(offset[b] - count[b], b) for b in brokers]
     heapq.heapify(sources)
-    dests = [(count[b], layout.bytes[b], b) for b in targets]
+    dests = [(count[b] - offset[b], layout.bytes[b], b) for b in targets]
     heapq.heapify(dests)
     candidates = _Candidates(layout, movable)
     stuck: set[int] = set()
@@ -234,27 +243,27 @@ def balance_replicas(
     pop, push, load = heapq.heappop, heapq.heappush, layout.bytes  # bound once: half a million steps
     while sources and moved < limit and not (budget and budget.exhausted()):
         neg, source = pop(sources)
-        if -neg != count[source]:
-            push(sources, (-count[source], source))
+        if neg != offset[source] - count[source]:
+            push(sources, (offset[source] - count[source], source))
             continue
         taken: list[int] = []
-        more = partial(_next_open, dests, count, load, taken, source, limits.upper)
+        more = partial(_next_open, dests, count, load, taken, source, limits, offset)
         first = more()
-        need_out = count[source] > limits.upper
-        need_in = first is not None and count[first] < limits.lower and count[source] > limits.lower
+        need_out = count[source] > limits[source].upper
+        need_in = first is not None and count[first] < limits[first].lower and count[source] > limits[source].lower
         if not (need_out or need_in):
             break
         if first is not None and _try_move(layout, source, first, more, candidates.stack(source), rack_aware, budget):
             moved += 1
-            push(sources, (-count[source], source))
+            push(sources, (offset[source] - count[source], source))
         else:
             # This broker cannot shed (racks, or nowhere to go): the others balance among themselves.
             stuck.add(source)
             pool = [b for b in brokers if b not in stuck]
-            if pool:
-                limits = _pool_bounds(layout, pool, tolerance)
+            if pool and shares is None:
+                limits = dict.fromkeys(every, _pool_bounds(layout, pool, tolerance))
         for d in taken:
-            push(dests, (count[d], load[d], d))
+            push(dests, (count[d] - offset[d], load[d], d))
     return moved
 
 

@@ -139,6 +139,19 @@ def test_rebalance_replicas_within_tolerance_with_lower_bound_moves() -> None:
     assert result.summary.moves == result.summary.lower_bound_moves
 
 
+def test_a_count_rebalance_brings_a_small_racks_brokers_to_the_share_racks_leave_them() -> None:
+    """Racks of three, three and two brokers, RF 3: the rack of two holds a third of the replicas, 12 on each of
+    its brokers against a mean of 9. Aimed at the mean, broker 3 shed to its rack-mate 6 only until 6 reached the
+    mean, and both stayed apart (15 and 9, the golden `rebalance` said so in a warning)."""
+    snap = snapshot(brokers(8), [topic("t", [(1, 2, 3)] * 18 + [(4, 5, 6)] * 6)])  # racks r0 1,4,7; r1 2,5,8; r2 3,6
+    result = plan(declare(rebalance=Rebalance("replicas", 0.0)), snap)
+    counts = layout_counts(apply_plan(snap, result))
+    assert counts[3] == counts[6] == 12
+    assert {counts[b] for b in (1, 2, 4, 5, 7, 8)} == {8}
+    assert result.summary.moves == result.summary.lower_bound_moves
+    assert not [w for w in result.warnings if "outside their bounds" in w]
+
+
 def test_a_count_rebalance_without_sizes_takes_the_topics_in_turn() -> None:
     """Equal sizes (none known): the replicas moved come from each topic in turn, so no topic piles onto the broker
     that takes them (on Kafka 4.3.1, `kops rebalance` without sizes moved four partitions of one topic to broker 3,
