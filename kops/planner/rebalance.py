@@ -193,8 +193,8 @@ def _move(layout: Layout, tp: TopicPartition, source: int, dest: int, rack_aware
 
 def _next_open(dests: list[tuple[int, int, int]], count: dict[int, int], load: dict[int, int], taken: list[int],
                source: int, limits: Mapping[int, Bounds], offset: Mapping[int, int]) -> int | None:
-    """The next destination below its upper bound that is not `source`, fewest replicas above its aim (`offset`:
-    0 for every broker where one pool's bounds hold, else its own upper bound) then lightest, popped off its heap
+    """The next destination below its upper bound that is not `source`, furthest below its aim first (`offset`:
+    0 for every broker where one pool's bounds hold, else its own lower bound), then lightest, popped off its heap
     only when a step asks for it (most steps use the first); each current entry popped joins `taken`, at most
     DESTINATIONS_TRIED, for the caller to push back. An entry whose count is current is current in bytes too (a
     broker gains only after its entry is popped), so entries left unpopped need no refresh."""
@@ -229,10 +229,12 @@ def balance_replicas(
     every = set(brokers) | targets
     limits: Mapping[int, Bounds] = (shares if shares is not None
                                     else dict.fromkeys(every, _pool_bounds(layout, brokers, tolerance)))
-    # heap keys: a count less a broker's offset, constant through the run (0: by count, as one pool's bounds)
-    offset = {b: limits[b].upper for b in every} if shares is not None else dict.fromkeys(every, 0)
+    # heap keys: a count less the broker's own bound, constant through the run (one pool's bounds: by count alone);
+    # sources furthest above their upper bound first, destinations furthest below their lower bound
+    above = {b: limits[b].upper for b in every} if shares is not None else dict.fromkeys(every, 0)
+    offset = {b: limits[b].lower for b in every} if shares is not None else above
     count = layout.replica_count
-    sources = [(offset[b] - count[b], b) for b in brokers]
+    sources = [(above[b] - count[b], b) for b in brokers]
     heapq.heapify(sources)
     dests = [(count[b] - offset[b], layout.bytes[b], b) for b in targets]
     heapq.heapify(dests)
@@ -243,8 +245,8 @@ def balance_replicas(
     pop, push, load = heapq.heappop, heapq.heappush, layout.bytes  # bound once: half a million steps
     while sources and moved < limit and not (budget and budget.exhausted()):
         neg, source = pop(sources)
-        if neg != offset[source] - count[source]:
-            push(sources, (offset[source] - count[source], source))
+        if neg != above[source] - count[source]:
+            push(sources, (above[source] - count[source], source))
             continue
         taken: list[int] = []
         more = partial(_next_open, dests, count, load, taken, source, limits, offset)
@@ -255,7 +257,7 @@ def balance_replicas(
             break
         if first is not None and _try_move(layout, source, first, more, candidates.stack(source), rack_aware, budget):
             moved += 1
-            push(sources, (offset[source] - count[source], source))
+            push(sources, (above[source] - count[source], source))
         else:
             # This broker cannot shed (racks, or nowhere to go): the others balance among themselves.
             stuck.add(source)
