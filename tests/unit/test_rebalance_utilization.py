@@ -191,3 +191,19 @@ def test_a_follower_on_an_unregistered_broker_never_takes_the_lead() -> None:
     after = apply_plan(snap, planned)
     leaders = [after.partition(TopicPartition("t", p)).replicas[0] for p in range(15)]
     assert 4 not in leaders and leaders.count(1) < 12  # partitions 0-4 can only stay with broker 1
+
+
+def test_a_lone_brokers_rack_pinned_replicas_do_not_keep_it_from_shedding_the_others() -> None:
+    """Racks of two, two and one broker (Kafka 4 lab, capacities reported): broker 3, alone in its rack, holds a
+    replica of every partition spread over three racks, and those, the lightest by position, were all the count
+    goal tried; its replicas of a two-rack topic, free to go to the rack that lacks them, never moved (18 against a
+    share of 12, broker 5 left at 3)."""
+    snap = snapshot(brokers(5), [topic("orders", [(1, 2, 3)] * 12), topic("pay", [(3, 1)] * 6)])  # r2: broker 3
+    planned = plan(declare(rebalance=Rebalance("replicas", 0.0, HERE)), snap, None,
+                   Policy(capacity=declared({"disk": 10**12})))
+    after = apply_plan(snap, planned)
+    counts = {b: sum(b in after.partition(TopicPartition(t, p)).replicas for t, n in (("orders", 12), ("pay", 6))
+                     for p in range(n)) for b in range(1, 6)}
+    assert counts[3] <= 13 and counts[5] >= 8  # shares 9, 9, 12, 9, 9; the walk's band is 9% wide
+    racks = {b.id: b.rack for b in snap.brokers}
+    assert all(len({racks[b] for b in after.partition(TopicPartition("orders", p)).replicas}) == 3 for p in range(12))
