@@ -386,15 +386,11 @@ def _shed(walk: _Walk, index: int, band: Band, broker: int, roomy: _Order, room:
         # cost a million-partition walk more than a quarter of its time.
         return ((not counts or state.load[band.name][broker] * band.scale[broker] > band.peak + EPS)
                 and _relay(walk, index, band, broker, candidates))
-    # every other broker, the most room in this goal's band first (the broker itself holds `tp`: never open)
-    if any(walk.move(index, tp, broker, d, opened=True) for tp in candidates
-           for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS)):
+    if _moved_any(walk, index, broker, candidates, roomy):
         return True
-    if any(state.replicas[tp][0] == broker for tp in candidates):
-        followers = _followers_near(state, band.name, broker, gap, set(candidates))
-        if any(walk.move(index, tp, broker, d, opened=True) for tp in followers
-               for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS)):
-            return True
+    if any(state.replicas[tp][0] == broker for tp in candidates) and _moved_any(
+            walk, index, broker, _followers_near(state, band.name, broker, gap, set(candidates)), roomy):
+        return True
     if counts:
         return _past_pinned(walk, index, band, broker, candidates, roomy)
     return _swap_down(walk, index, band, broker, candidates, roomy, gap)
@@ -411,8 +407,15 @@ def _past_pinned(walk: _Walk, index: int, band: Band, broker: int, candidates: l
     if any(next(state.open_to(tp, broker, roomy.brokers(), 1), None) is not None for tp in candidates):
         return False
     tried = set(candidates)
-    return any(walk.move(index, tp, broker, d, opened=True)
-               for _, tp in state.ranked(band.name, broker)[:FOLLOWERS_SCANNED] if tp not in tried
+    return _moved_any(walk, index, broker, (tp for _, tp in state.ranked(band.name, broker)[:FOLLOWERS_SCANNED]
+                                            if tp not in tried), roomy)
+
+
+def _moved_any(walk: _Walk, index: int, broker: int, partitions: Iterable[TopicPartition], roomy: _Order) -> bool:
+    """The first of `partitions` (in order) that a broker open to it takes from `broker`, the most room in the
+    goal's band first (the broker itself holds the partition: never open)."""
+    state = walk.state
+    return any(walk.move(index, tp, broker, d, opened=True) for tp in partitions
                for d in state.open_to(tp, broker, roomy.brokers(), DESTINATIONS))
 
 
