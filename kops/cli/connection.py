@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kops.cli import console
 from kops.cli.options import (
@@ -28,8 +28,6 @@ from kops.cli.options import (
     Zookeeper,
     zk_settings,
 )
-from kops.cluster.admin.adapter import AdminCluster
-from kops.cluster.admin.connection import AdminSettings, read_properties
 from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.declare.capacity import read_capacity
@@ -47,6 +45,9 @@ from kops.model.servers import parse_servers
 from kops.model.snapshot import ADMIN_API
 from kops.zk_layout.client import ZkClient
 from kops.zk_layout.connect import parse_connect
+
+if TYPE_CHECKING:
+    from kops.cluster.admin.connection import AdminSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -196,6 +197,8 @@ def _from_inventory(inventory: Path, limit: str | None) -> Address:
 
 
 def admin_settings(connection: Connection, servers: str) -> AdminSettings:
+    from kops.cluster.admin.connection import AdminSettings, read_properties  # kafka-python: its transport only
+
     properties = read_properties(connection.command_config) if connection.command_config else {}
     return AdminSettings(servers, properties, connect_timeout_ms=int(max(connection.connect_timeout, 1.0) * 1000))
 
@@ -206,6 +209,8 @@ def open_cluster(connection: Connection, address: Address) -> Iterator[Cluster]:
     if address.transport == "admin":
         if connection.command_config is None and address.command_config is not None:
             connection = replace(connection, command_config=address.command_config)
+        from kops.cluster.admin.adapter import AdminCluster  # kafka-python loads for the Admin API alone
+
         cluster = AdminCluster(admin_settings(connection, address.where), lease=connection.session_timeout)
         try:
             cluster.snapshot(only_topics=set())  # one clear line now if it cannot be reached

@@ -14,8 +14,6 @@ from kops.cli import console
 from kops.cli.options import BootstrapServer, CommandConfig, ConnectTimeout, Format, OutputFormat
 from kops.cli.spark_run import require_spark_extra, sizes_job, spark_session, stage_progress
 from kops.cli.state import write_atomically
-from kops.cluster.admin.connection import AdminSettings, admin_session, read_properties
-from kops.cluster.admin.log_dirs import describe_log_dirs
 from kops.errors import KopsError, UsageError
 from kops.sizes.reader import read_sizes
 from kops.sizes.store import append_report, is_store
@@ -166,6 +164,9 @@ def collect(
         require_spark_extra("kops sizes collect --store", "pyarrow")
     interval = _duration(every, "--every") if every else None
     total = _duration(for_, "--for") if for_ else None
+    from kops.cluster.admin.connection import AdminSettings, admin_session, read_properties  # kafka-python: here only
+    from kops.cluster.admin.log_dirs import describe_log_dirs
+
     properties = read_properties(command_config) if command_config else {}
     settings = AdminSettings(bootstrap_server, properties, connect_timeout_ms=int(connect_timeout * 1000))
     deadline = None if total is None else time.monotonic() + total

@@ -14,7 +14,6 @@ from rich.table import Table
 from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.options import Format, Inventory, Limit, OutputFormat
-from kops.cluster.admin.adapter import AdminCluster
 from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
@@ -83,7 +82,7 @@ def with_log_dirs(cluster: Cluster, snap: Snapshot) -> Snapshot:
     """`snap` with each broker's log dirs (total and usable bytes: reported capacity) and, through the Admin API,
     which dir holds each replica of the brokers with several (no znode says so)."""
     dirs = cluster.log_dirs()
-    if not isinstance(cluster, AdminCluster):
+    if isinstance(cluster, ZkCluster):  # no znode says which dir holds a replica
         return replace(snap, log_dirs=dirs)
     return replace(snap, log_dirs=dirs, replica_dirs=cluster.replica_dirs(dirs), replica_dirs_read=True)
 

@@ -43,8 +43,10 @@ Replicas = Annotated[list[Id], Field(min_length=1), AfterValidator(_unique)]  # 
 class Doc(BaseModel):
     """A JSON object of a kops file: unknown keys are refused (a typo, or a newer kops's file)."""
 
+    # defer_build: a model's validator is built when a file of its format is first read or written, not when kops
+    # starts: every command imported every format's (a tenth of a command's start), most read one or none
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, strict=False,
-                              validate_default=False, serialize_by_alias=True)
+                              validate_default=False, serialize_by_alias=True, defer_build=True)
 
     # How it binds to the domain value it holds (kops/formats/binding.py); every key below is a field's name.
     domain: ClassVar[type | None] = None  # the class it holds; None for a section of its parent's attributes

@@ -34,3 +34,17 @@ def test_a_command_s_own_help_loads_that_command_only() -> None:
     modules = imported("validate", "--help")
     assert "kops.declare.loader" in modules  # validate's own
     assert not [m for m in modules if m.startswith(("kops.executor", "kops.rehearsal", "kops.lab", "kafka"))]
+
+
+@pytest.mark.parametrize(("command", "own"), [
+    ("apply", "kops.executor.executor"), ("rollback", "kops.executor.executor"), ("plan", "kops.planner.planner"),
+    ("rebalance", "kops.planner.planner"), ("status", "kops.cli.connection"), ("state", "kops.cli.connection"),
+    ("sizes", "kops.sizes.reader")])
+def test_kafka_python_loads_only_for_the_admin_api(command: str, own: str) -> None:
+    """A command through ZooKeeper, or offline, never loads kafka-python nor the TLS stores' cryptography (a fifth
+    of a command's start): the Admin-API adapter is imported where `-b` opens it (kops/cli/connection.py)."""
+    modules = imported(command, "--help")
+    assert own in modules  # the command itself was loaded (what it imports is reported)
+    transport = [m for m in modules
+                 if m.split(".")[0] in ("kafka", "cryptography") or m.startswith("kops.cluster.admin")]
+    assert transport == []
