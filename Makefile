@@ -5,9 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kops-installed
 
-.PHONY: setup java maven jars mermaid demo test lint bench clean
+.PHONY: setup java maven jars mermaid bytecode demo test lint bench clean
 
-setup: java $(STAMP) jars mermaid
+setup: java $(STAMP) jars mermaid bytecode
 
 # Java runs ZooKeeper (and Spark). Install a JRE when missing and we may (root + apt).
 java:
@@ -63,6 +63,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	@touch $(STAMP)
+
+# kops's bytecode, written ahead. Where PYTHONDONTWRITEBYTECODE is set (CI images often set it; so does this
+# machine's shell) Python never caches the bytecode of an editable install, and every `kops` process, lab broker and
+# tool compiled kops from source: 0.4 of a command's 1.1 CPU seconds. compileall rewrites only what changed since.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q -j 0 kops spark tests bench > /dev/null
 
 demo: setup
 	$(BIN)/kops lab demo
