@@ -164,6 +164,7 @@ class ZooKeeperServer:
                 java,
                 f"-Xmx{self.heap_mb}m",
                 "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
                 "-Dzookeeper.admin.enableServer=false",
                 f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
                 "-Dzookeeper.jmx.log4j.disable=true",
