@@ -525,7 +525,7 @@ def test_a_batch_run_below_the_plans_rate_is_timed_at_that_rate(tmp_path: Path) 
     """`kops apply --throttle` at a tenth of the plan's rate: each batch takes ten times its estimate, more than the
     default timeout of four times the estimate and ten minutes; the timeout and the estimate each batch starts
     with follow the rate the execution runs at. The same for a rollback at a tenth of the apply's."""
-    b = bed(tmp_path, megabytes=2000, tick=5.0)  # hours of simulated time: steps of 5 s, polls of 20 s
+    b = bed(tmp_path, megabytes=2000, tick=8.0)  # hours of simulated time: steps of 8 s (under the 10 s lease)
     planned = {batch.index: batch.estimate.seconds or 0.0 for batch in b.plan.batches}
     assert max(planned.values()) > 120  # ten times it is past four times it and 600 s
     slow = 4 * MB // 10
