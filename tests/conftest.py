@@ -23,7 +23,7 @@ from kops.zk_layout.client import ZkClient, ZkSettings
 
 # pytest caches each test module with its assertions rewritten, unless bytecode writing is off: where
 # PYTHONDONTWRITEBYTECODE is set (this machine's shell sets it) every run and every worker rewrote and compiled all
-# of them again (collecting tests/unit: 5.8 s, 2.1 s from the cache). The suite's own run writes them (gitignored).
+# of them again (collecting tests/unit: 5.8 s, 1.8 s from the cache). The suite's own run writes them (gitignored).
 sys.dont_write_bytecode = False
 
 # The tests' Spark (local mode, and the CLI's subprocesses, which inherit it) reads tests/spark-conf: JVM options

@@ -14,9 +14,10 @@ from kops.cli.main import COMMANDS
 HEAVY = ("kafka", "pydantic", "yaml", "kazoo", "rich", "jinja2", "kops.executor", "kops.planner", "kops.cluster")
 
 
-def imported(*args: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "kops.cli.main", *args], capture_output=True,
-                          text=True, timeout=120)
+def imported(*args: str, python: tuple[str, ...] = ("-m", "kops.cli.main")) -> set[str]:
+    """The modules a fresh Python loads for `kops ARGS` (or for other `python` arguments, such as `-c CODE`)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *python, *args], capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line.split("|")[-1] for line in done.stderr.splitlines() if line.startswith("import time:")]
     return {line.strip() for line in lines[1:]}  # the first line is the header
@@ -43,10 +44,7 @@ def test_kafka_python_loads_only_for_the_admin_api() -> None:
     of a command's start): the Admin-API adapter is imported where `-b` opens it (kops/cli/connection.py). Every
     toolkit command's module imported in one process (the lab's, `lab` and `rehearse`, start real Kafka's client)."""
     commands = sorted({c.target.split(":")[0] for name, c in COMMANDS.items() if name not in ("lab", "rehearse")})
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import " + ", ".join(commands)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines()[1:] if line.startswith("import time:")}
+    modules = imported(python=("-c", "import " + ", ".join(commands)))
     assert {"kops.cli.apply", "kops.cli.plan", "kops.cli.sizes", "kops.executor.executor"} <= modules
     transport = [m for m in modules
                  if m.split(".")[0] in ("kafka", "cryptography") or m.startswith("kops.cluster.admin")]
