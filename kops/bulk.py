@@ -11,8 +11,11 @@ collected once the collector is back on.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import itertools
+import operator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager
@@ -26,3 +29,9 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
+
+
+def ascending(keys: Iterable[Any]) -> bool:
+    """Is each key less than the next? Compared in C (no Python frame per pair): a million partitions' order is
+    checked in a fraction of what sorting them by name costs."""
+    return all(itertools.starmap(operator.lt, itertools.pairwise(keys)))

@@ -102,8 +102,7 @@ def walk_one(layout: Layout, brokers: Sequence[int], goal: str, tolerance: float
     if movable is not None:
         state.pinned |= frozenset(tp for tp in layout.replicas if tp not in movable)
     outcome = optimize(state, ONE_GOAL[goal] + ("leaders",) * leaders, spend, tolerance)
-    for tp in sorted({a.tp for a in outcome.actions}):  # in order: Layout keeps insertion order
-        layout.set(tp, state.replicas[tp])
+    layout.set_changed({a.tp for a in outcome.actions}, state.replicas)
     return outcome.actions
 
 

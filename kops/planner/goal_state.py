@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
+from kops.bulk import ascending
 from kops.model.capacity import RESOURCES, Capacities
 from kops.model.partitions import KOPS_TOPIC, TopicPartition
 from kops.model.snapshot import Snapshot
@@ -296,7 +297,7 @@ def _by_value(ranks: Mapping[TopicPartition, float]) -> Ranked:
     position, compared as numbers: equal sizes are common, and comparing their partitions (names first) took most
     of a million-partition sort."""
     keys = list(ranks)
-    if all(a < b for a, b in itertools.pairwise(keys)):
+    if ascending(keys):
         return [(value, keys[i]) for value, i in sorted(zip(ranks.values(), range(len(keys))))]
     return sorted(zip(ranks.values(), keys, strict=True))
 

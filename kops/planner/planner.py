@@ -252,8 +252,7 @@ def _by_goals(work: _Work, eligible: list[int], policy: Policy, caps: Capacities
     work.elect = placed.elected
     for action in placed.actions:
         work.reason.setdefault(action.tp, f"rebalance {action.goal}")
-    for tp in sorted({a.tp for a in placed.actions}):  # in order: Layout keeps insertion order
-        layout.set(tp, placed.after[tp])
+    layout.set_changed({a.tp for a in placed.actions}, placed.after)
     work.creations = [replace(c, assignment=_now(layout, c.topic, c.assignment)) for c in work.creations]
     work.additions = [replace(a, assignment=_now(layout, a.topic, a.assignment)) for a in work.additions]
     return placed
