@@ -189,7 +189,7 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
             batches.append(target)
         target.add(move, rate, rate, sized)
     grouped = [sorted(b.moves.values(), key=_by_partition) for b in batches if b.moves]
-    return grouped if room is None else repair_peaks(grouped, room, limits, entry_bytes)
+    return grouped if room is None or room.always_room(moves) else repair_peaks(grouped, room, limits, entry_bytes)
 
 
 def repair_peaks(grouped: list[list[Move]], room: PeakRoom, limits: Limits,

@@ -14,7 +14,8 @@ from kops.model.desired import Execution
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
 from kops.model.throttle_keys import FOLLOWER_RATE, LEADER_RATE
-from kops.planner.headroom import hard_violations
+from kops.planner.batches import Limits, make_batches, repair_peaks, znode_entry_bytes
+from kops.planner.headroom import Changes, hard_violations, peak_room
 from kops.planner.planner import PlanningError, Policy, plan_targets
 from tests.builders import brokers, snapshot, topic
 
@@ -45,6 +46,21 @@ def test_a_move_into_a_broker_waits_for_the_batch_that_frees_its_room() -> None:
     assert hard_violations(kept, snap, sizes, DISK) == []
     report = kept.summary.capacity
     assert report is not None and report.brokers[3]["disk"].peak == 60_000
+
+
+def test_where_every_copy_at_once_fits_the_batches_stand_as_made() -> None:
+    """`PeakRoom.always_room`: with every copy of the plan in flight at once on top of the start, broker 3 would
+    hold 90,000 (over 80,000) and the batches are repaired; with room for that, repairing keeps every batch as it
+    is, so the batching skips it."""
+    snap, sizes, targets = swap_through_a_full_broker()
+    moves = list(plan_targets(snap, targets, "c", sizes=sizes).moves)
+    entry_bytes = {(m.topic, m.partition): znode_entry_bytes(m) for m in moves}
+    roomy = CapacityDeclaration(default={"disk": Figure(113_000, INV)})  # limit 90,400
+    for declared, always in ((DISK, False), (roomy, True)):
+        room = peak_room(Changes(), snap, sizes, declared)
+        assert room is not None and room.always_room(moves) is always
+        grouped = make_batches(moves, Limits(), 1.0, True)
+        assert (repair_peaks(grouped, room, Limits(), entry_bytes) == grouped) is always
 
 
 def test_a_batch_peak_over_the_limit_of_a_plan_made_elsewhere_is_named() -> None:
