@@ -347,6 +347,23 @@ def test_drift_names_what_changed_since_the_plan() -> None:
     assert drift(result.fingerprint, other)[0].startswith("cluster id is another-cluster")
 
 
+def test_a_topic_digest_is_the_one_plans_made_before_hold() -> None:
+    """Digests are sha256 of `json.dumps(sort_keys=True, separators=(",", ":"))`, as every plan written so far
+    holds them: the same for a topic whose config has non-ASCII text (escaped, as the standard library does)."""
+    import hashlib
+    import json
+
+    from kops.planner.fingerprint import topic_digest
+
+    snap = snapshot(B6, [topic("a", [(1, 2), (2, 3)], {"retention.ms": "1"}), topic("b", [(2, 3)], {"x": "é ü"})])
+    for name in ("a", "b"):
+        part = snap.topics[name].partitions
+        value = {"partitions": {str(p): [list(x.replicas), list(x.adding), list(x.removing)] for p, x in part.items()},
+                 "config": snap.topics[name].config, "pending_deletion": False}
+        text = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+        assert topic_digest(snap, name) == hashlib.sha256(text).hexdigest()[:16]
+
+
 def test_the_playbooks_stall_timeout_travels_in_the_plan_file() -> None:
     snap = snapshot(B6, [round_robin("t", 6, 2, [1, 2, 3, 4, 5, 6])])
     result = plan(declare(td("t", 6, 3), execution=Execution(stall_timeout=120.0)), snap)
