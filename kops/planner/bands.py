@@ -12,6 +12,7 @@ no goal ends worse than it started. docs/design/goals.md §5.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Mapping
@@ -135,9 +136,12 @@ def _constants(state: GoalState, name: str, caps: Mapping[int, float]) -> tuple[
     found = state.band_constants.get(name)
     if found is None:
         by_racks = name in ("disk", "network_in")
-        items = [(state.value[name][tp], len(r) if by_racks else 1) for tp, r in state.replicas.items()]
+        # the value maps hold the replicas' keys in their order: read alongside, in C
+        per = state.value[name]
+        factors = map(len, state.replicas.values()) if by_racks else itertools.repeat(1)
+        items = list(zip(per.values(), factors))
         shares = dict(fair_shares(items, state.racks if by_racks else dict.fromkeys(state.brokers), caps).shares)
-        values = sorted(v for v in state.value[name].values() if v > 0)
+        values = sorted(filter((0.0).__lt__, per.values()))
         floor = _median_of_sorted(values) / statistics.median(caps.values()) if values else 0.0
         found = state.band_constants[name] = (shares, floor)
     return found

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -66,12 +67,16 @@ def _split(factor: int, members: Mapping[str, int]) -> dict[str, tuple[int, int]
 def _racks(items: Iterable[tuple[float, int]], pools: Mapping[int, str],
            capacity: Mapping[int, float]) -> tuple[dict[str, _Rack], float, float]:
     """Per rack its capacity, forced load and ceiling; with the total load and the largest single load."""
+    loads, factors = _columns(items)
+    # the same sums in the same order as a loop over the items, in C (sum() adds floats one by one, in order)
+    total = float(sum(map(operator.mul, loads, factors), 0.0))
+    largest = max(loads, default=0.0)
     by_factor: dict[int, float] = defaultdict(float)
-    total = largest = 0.0
-    for load, factor in items:
-        by_factor[factor] += load
-        total += load * factor
-        largest = max(largest, load)
+    if len(set(factors)) == 1:
+        by_factor[factors[0]] = float(sum(loads, 0.0))
+    else:
+        for load, factor in zip(loads, factors):
+            by_factor[factor] += load
     caps: dict[str, float] = defaultdict(float)
     members: dict[str, int] = defaultdict(int)
     for broker, rack in pools.items():
@@ -84,6 +89,12 @@ def _racks(items: Iterable[tuple[float, int]], pools: Mapping[int, str],
             forced[rack] += load * low
             ceiling[rack] += load * high
     return {r: _Rack(caps[r], forced[r], ceiling[r]) for r in sorted(members)}, total, largest
+
+
+def _columns(items: Iterable[tuple[float, int]]) -> tuple[list[float], list[int]]:
+    """The items' loads and replication factors, as two lists."""
+    pairs = list(items)
+    return list(map(operator.itemgetter(0), pairs)), list(map(operator.itemgetter(1), pairs))
 
 
 def _level(racks: Mapping[str, _Rack], total: float) -> float:
