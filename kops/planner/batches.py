@@ -51,6 +51,10 @@ class _Batch:
     def __init__(self, entry_bytes: Mapping[tuple[str, int], int]) -> None:
         self.entry_bytes = entry_bytes  # each move's znode_entry_bytes by partition, counted once per plan
         self.moves: dict[tuple[str, int], Move] = {}  # by partition: O(1) membership and removal
+        # the moves copying into each broker, and those each leader serves (by partition): `critical` reads the
+        # ports at the makespan's, not every move of the batch
+        self.into: dict[int, dict[tuple[str, int], Move]] = {}
+        self.served: dict[int, dict[tuple[str, int], Move]] = {}
         self.bytes = 0
         self.znode = ZNODE_OVERHEAD
         self.moves_in: dict[int, int] = {}
@@ -80,7 +84,12 @@ class _Batch:
         # tries out removing moves that set nothing thousands of times; each rescanned every port.
         at_top = any(self.time_in[b] == self.makespan for b in move.adding) or (
             bool(move.adding) and self.time_out[move.leader] == self.makespan)
-        del self.moves[(move.topic, move.partition)]
+        key = (move.topic, move.partition)
+        del self.moves[key]
+        for b in move.adding:
+            del self.into[b][key]
+        if move.adding:
+            del self.served[move.leader][key]
         self.bytes -= move.copied_bytes
         self.znode -= self.entry_bytes[(move.topic, move.partition)]
         for b in move.adding:
@@ -102,10 +111,14 @@ class _Batch:
         """Its moves that define its makespan (as `defines_makespan` asks of each), with the ports at the makespan
         found once: the local search lists them in every batch at every pass, tens of thousands each."""
         top = self.makespan - 1e-9
-        ports_in = {b for b, t in self.time_in.items() if t >= top}
-        ports_out = {b for b, t in self.time_out.items() if t >= top}
-        return (m for m in self.moves.values()
-                if not ports_in.isdisjoint(m.adding) or (m.adding and m.leader in ports_out))
+        found: dict[tuple[str, int], Move] = {}
+        for b, t in self.time_in.items():
+            if t >= top:
+                found.update(self.into[b])
+        for b, t in self.time_out.items():
+            if t >= top:
+                found.update(self.served[b])
+        return iter(found.values())
 
     def makespan_with(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> float:
         amount = move.bytes if sized else 1
@@ -119,13 +132,16 @@ class _Batch:
     def hold(self, move: Move) -> None:
         """`add` for what `fits` reads only (moves, bytes, znode, moves per broker), without port times: peaks
         repaired batch by batch (`repair_peaks`) after the times were balanced."""
-        self.moves[(move.topic, move.partition)] = move
+        key = (move.topic, move.partition)
+        self.moves[key] = move
         self.bytes += move.copied_bytes
-        self.znode += self.entry_bytes[(move.topic, move.partition)]
+        self.znode += self.entry_bytes[key]
         for b in move.adding:
             self.moves_in[b] = self.moves_in.get(b, 0) + 1
+            self.into.setdefault(b, {})[key] = move
         if move.adding:
             self.moves_out[move.leader] = self.moves_out.get(move.leader, 0) + 1
+            self.served.setdefault(move.leader, {})[key] = move
 
     def add(self, move: Move, rate_in: float, rate_out: float, sized: bool) -> None:
         """`hold`, and the move's bytes on its ports' times (the makespan)."""
