@@ -91,7 +91,7 @@ class _Batch:
         if move.adding:
             del self.served[move.leader][key]
         self.bytes -= move.copied_bytes
-        self.znode -= self.entry_bytes[(move.topic, move.partition)]
+        self.znode -= self.entry_bytes[key]
         for b in move.adding:
             self.moves_in[b] -= 1
             self.time_in[b] -= amount / rate_in

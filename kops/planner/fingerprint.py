@@ -24,7 +24,7 @@ def _canonical(value: object) -> bytes:
     """`json.dumps(value, sort_keys=True, separators=(",", ":"))`, byte for byte, so digests of plans made before
     stay valid: orjson's, where it comes out ASCII (then the same bytes: what a digest holds is integers, strings,
     booleans, lists and maps by string), else the standard library's, which escapes the rest. A million-partition
-    plan's fingerprint: 1.8 -> 0.3 s."""
+    plan's fingerprint: 1.97 -> 0.96 s."""
     fast = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     return fast if fast.isascii() else json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
