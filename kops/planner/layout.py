@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping
 from typing import Protocol
 
-from kops.bulk import ascending
+from kops.bulk import in_key_order
 from kops.model.capacity import Capacities, Resource
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import Snapshot
@@ -146,7 +146,7 @@ class Layout:
         change is large, instead of sorting a quarter of a million partitions by name (a second at a million)."""
         keys = self.replicas
         large = len(changed) * SORT_FRACTION > len(keys)
-        order = [tp for tp in keys if tp in changed] if large and ascending(keys) else sorted(changed)
+        order = in_key_order([tp for tp in keys if tp in changed], keys) if large else sorted(changed)
         for tp in order:
             self.set(tp, replicas[tp])
 

@@ -69,11 +69,11 @@ def _racks(items: Iterable[tuple[float, int]], pools: Mapping[int, str],
     """Per rack its capacity, forced load and ceiling; with the total load and the largest single load."""
     loads, factors = _columns(items)
     # the same sums in the same order as a loop over the items, in C (sum() adds floats one by one, in order)
-    total = float(sum(map(operator.mul, loads, factors), 0.0))
+    total = sum(map(operator.mul, loads, factors), 0.0)
     largest = max(loads, default=0.0)
     by_factor: dict[int, float] = defaultdict(float)
     if len(set(factors)) == 1:
-        by_factor[factors[0]] = float(sum(loads, 0.0))
+        by_factor[factors[0]] = sum(loads, 0.0)
     else:
         for load, factor in zip(loads, factors):
             by_factor[factor] += load

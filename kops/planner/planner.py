@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kops import __version__
-from kops.bulk import ascending, collector_paused
+from kops.bulk import collector_paused, in_key_order
 from kops.model import topic_configs
 from kops.model.capacity import Capacities, CapacityDeclaration, resolve, stray_warnings
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
@@ -723,8 +723,7 @@ def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy:
     in_flight_problems = []
     # A partition whose layout is its original (the snapshot's current or in-flight target replicas) has no move.
     # In partition order: the original's own where that is sorted (a snapshot lists partitions so), no sort by name.
-    changed = [tp for tp, replicas in original.items() if layout.replicas.get(tp) != replicas]
-    for tp in changed if ascending(original) else sorted(changed):
+    for tp in in_key_order([tp for tp, replicas in original.items() if layout.replicas.get(tp) != replicas], original):
         target = layout.replicas.get(tp)
         part = snapshot.partition(tp)
         if target is None or tp in work.created or part is None:
