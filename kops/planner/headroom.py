@@ -15,14 +15,16 @@ too, and stay constant through the plan.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from kops.model.capacity import RESOURCES, Capacities, CapacityDeclaration, Resource, resolve
-from kops.model.partitions import Partition, TopicPartition
+from kops.model.partitions import Partition, TopicPartition, keys_of
 from kops.model.plan import (
     Batch,
     CapacityReport,
@@ -43,6 +45,7 @@ PEAKED: tuple[Resource, ...] = ("disk", "network_in", "replicas")  # what a copy
 PerResource = dict[Resource, dict[int, float]]
 ROUNDING = 1e-9  # of a cap: what sums of a million loads in another order may differ by, and more
 Walked = tuple[PerResource, list[tuple[int, PerResource]], PerResource]  # before, (batch, its peak)..., after
+_replicas = attrgetter("replicas")
 
 
 @dataclass
@@ -89,17 +92,19 @@ class Loads:
         # the same sums, in maps that add a broker when it is first met (as `get(b, 0.0)` did), read in C
         disk, rate_in, count, out = (defaultdict(float, self.of[r]) for r in
                                      ("disk", "network_in", "replicas", "network_out"))
+        counted: Counter[int] = Counter()  # replicas per broker: whole numbers, the same in any order, in C
         for name, topic in snapshot.topics.items():
-            fan = fanout.get(name, 1)
-            for number, part in topic.partitions.items():
-                tp = TopicPartition(name, number)
+            fan, parts = fanout.get(name, 1), topic.partitions
+            counted.update(itertools.chain.from_iterable(map(_replicas, parts.values())))
+            for tp, part in zip(keys_of(name, parts), parts.values()):
                 size, rate, replicas = sizes.get(tp, 0), write.get(tp, 0.0), part.replicas
                 for b in replicas:
                     disk[b] += size
                     rate_in[b] += rate
-                    count[b] += 1
                 if rate and (leader := _leader(part)) is not None:
                     out[leader] += rate * (len(replicas) - 1 + fan)
+        for b, n in counted.items():
+            count[b] += n
         self.of["disk"], self.of["network_in"] = dict(disk), dict(rate_in)
         self.of["replicas"], self.of["network_out"] = dict(count), dict(out)
 
@@ -670,8 +675,7 @@ def _copies(assignments: Iterable[tuple[str, Mapping[int, tuple[int, ...]]]], si
     (a million partitions: seconds saved where the report walks the plan anyway)."""
     disk, nw_in, count = per["disk"], per["network_in"], per["replicas"]
     for name, assignment in assignments:
-        for number, replicas in assignment.items():
-            tp = TopicPartition(name, number)
+        for tp, replicas in zip(keys_of(name, assignment), assignment.values()):
             size, rate = sign * sizes.get(tp, 0), sign * write.get(tp, 0.0)
             for b in replicas:
                 disk[b] = disk.get(b, 0.0) + size

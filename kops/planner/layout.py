@@ -10,13 +10,15 @@ docs/design/capacity.md §4 counts them.
 from __future__ import annotations
 
 import builtins
-from collections import defaultdict
+import itertools
+import operator
+from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping
 from typing import Protocol
 
 from kops.bulk import in_key_order
 from kops.model.capacity import Capacities, Resource
-from kops.model.partitions import TopicPartition
+from kops.model.partitions import TopicPartition, keys_of
 from kops.model.snapshot import Snapshot
 
 SORT_FRACTION = 16  # a change to more than this fraction of the partitions is read off the layout's order
@@ -81,22 +83,22 @@ class Layout:
                 nw_out[assigned[0]] += rate * (len(assigned) - 1 + fanout.get(tp.topic, 1)) if rate else 0.0
 
     def _load(self, snapshot: Snapshot) -> None:
-        """Every partition as `set` would add it to an empty layout, in one pass without its bookkeeping."""
-        replicas, sizes = self.replicas, self.sizes
-        count, bytes_, leaders = self.replica_count, self.bytes, self.leader_count
+        """Every partition as `set` would add it to an empty layout, in one pass without its bookkeeping; the
+        replica and leader counts (whole numbers, the same in any order) counted in C, each broker first met in
+        the same order."""
+        replicas, sizes, bytes_ = self.replicas, self.sizes, self.bytes
         for name, topic in snapshot.topics.items():
-            for number, part in topic.partitions.items():
+            parts = topic.partitions
+            for tp, part in zip(keys_of(name, parts), parts.values()):
                 # In flight: plan from where the running reassignment will land (its target).
-                tp = TopicPartition(name, number)
                 assigned = tuple(part.target_replicas if part.adding or part.removing else part.replicas)
                 replicas[tp] = assigned
                 size = sizes.get(tp, 0)
                 for b in assigned:
-                    count[b] += 1
                     bytes_[b] += size
-                if assigned:
-                    leaders[assigned[0]] += 1
-        self.gained.update(count)  # each replica counts as gained once, as `set` counts it
+        self.replica_count.update(Counter(itertools.chain.from_iterable(replicas.values())))
+        self.leader_count.update(Counter(map(operator.itemgetter(0), filter(None, replicas.values()))))
+        self.gained.update(self.replica_count)  # each replica counts as gained once, as `set` counts it
 
     @property
     def by_broker(self) -> dict[int, dict[TopicPartition, int]]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
+from kops.bulk import in_key_order
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move
 
@@ -61,7 +62,8 @@ def completed(batches: Sequence[tuple[int, Sequence[Move]]], reason: str) -> lis
     out: list[tuple[int, list[Move]]] = []
     for index, moves in sorted(batches, key=lambda b: -b[0]):
         inverse = [Move(m.topic, m.partition, m.to_replicas, m.from_replicas, m.bytes, m.to_replicas[0], reason,
-                        m.remote_bytes) for m in sorted(moves, key=_by_partition) if m.to_replicas != m.from_replicas]
+                        m.remote_bytes) for m in in_key_order(list(moves), map(_by_partition, moves))
+                   if m.to_replicas != m.from_replicas]
         if inverse:
             out.append((index, inverse))
     return out
