@@ -304,12 +304,16 @@ def _by_value(ranks: Mapping[TopicPartition, float],
     return entries, map(replicas.__getitem__, map(operator.itemgetter(1), entries))
 
 
-SORTED_INSERTS = 8  # changes to a list laid over one by one; more: the list filtered and sorted again
+SORTED_INSERTS = 8  # changes to a list laid over one by one, at least; more: the list filtered and sorted again
+INSERTS_PER_ENTRY = 1 / 8  # and up to this many per entry of the list
 
 
 def _caught_up(ranked: Ranked, changes: list[tuple[bool, tuple[float, TopicPartition]]]) -> Ranked:
-    """`ranked` with `changes` laid over in order (an entry is in a list at most once), still sorted."""
-    if len(changes) <= SORTED_INSERTS:
+    """`ranked` with `changes` laid over in order (an entry is in a list at most once), still sorted. One change
+    costs a bisection and a move of the entries after it (in C); filtering and sorting costs every entry's hash and
+    comparison, in a list of 3,000 as much as 400 changes (measured: 550 us against 1.5 us a change), and held the
+    million-partition walks' lists at 8 changes for 7 s."""
+    if len(changes) <= max(SORTED_INSERTS, len(ranked) * INSERTS_PER_ENTRY):
         for add, entry in changes:
             if add:
                 bisect.insort(ranked, entry)
