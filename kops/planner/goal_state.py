@@ -38,12 +38,14 @@ class GoalState:
         self.brokers: tuple[int, ...] = tuple(sorted(inputs.racks))
         self.racks = inputs.racks
         self.limits = limits or {}
-        self.replicas: dict[TopicPartition, tuple[int, ...]] = {tp: tuple(r) for tp, r in assignment.items() if r}
+        self.replicas: dict[TopicPartition, tuple[int, ...]] = dict(filter(  # the placed ones, in C
+            operator.itemgetter(1), zip(assignment, map(tuple, assignment.values()))))
         self.value: dict[str, dict[TopicPartition, float]] = {  # read in C: a million partitions each
             "disk": dict(zip(self.replicas, map(float, map(inputs.sizes.get, self.replicas, itertools.repeat(0))))),
             "network_in": dict(zip(self.replicas, map(float, map(inputs.write.get, self.replicas,
                                                                  itertools.repeat(0.0))))),
-            "network_out": _out_loads(self.replicas, inputs)}
+        }
+        self.value["network_out"] = _out_loads(self.replicas, self.value["network_in"].values(), inputs)
         self.value["leader_bytes_in"] = self.value["network_in"]
         self.weight = self._weights()
         # loads of brokers outside `brokers` too (a replica on an absent broker): counted, never a destination
@@ -335,10 +337,11 @@ def _rack_open(rack: str | None, own: str | None, others: set[str | None]) -> bo
     return rack is None or rack == own or rack not in others
 
 
-def _out_loads(replicas: Mapping[TopicPartition, tuple[int, ...]], inputs: GoalInputs) -> dict[TopicPartition, float]:
+def _out_loads(replicas: Mapping[TopicPartition, tuple[int, ...]], rates: Iterable[float],
+               inputs: GoalInputs) -> dict[TopicPartition, float]:
     """Each partition's network out on its leader, write rate × (followers + fan-out) as `GoalInputs.out_load`
-    has it, computed in C over a million partitions (the same products)."""
-    rates = map(inputs.write.get, replicas, itertools.repeat(0.0))
+    has it, computed in C over a million partitions (the same products); `rates`: the partitions' write rates, in
+    their order (network in's values, read alongside instead of looked up again)."""
     fans = map(inputs.fanout.get, map(operator.itemgetter(0), replicas), itertools.repeat(1))
     factors = map(operator.add, map(operator.sub, map(len, replicas.values()), itertools.repeat(1)), fans)
     return dict(zip(replicas, map(operator.mul, rates, factors)))
