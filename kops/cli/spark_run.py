@@ -2,7 +2,8 @@
 a progress bar of the job's stages (quiet when stderr is not a terminal).
 
 The JVM's own stderr (the incubator-module warning, log4j's start-up lines, any later error log) goes to a log
-file named on failure; Spark's logging is errors only (kops/sizes/log4j2.properties).
+file named on failure, and removed, with the job's archive for other machines, after a run that does not fail;
+Spark's logging is errors only (kops/sizes/log4j2.properties).
 """
 
 from __future__ import annotations
@@ -116,18 +117,25 @@ def spark_session(master: str, driver_memory: str | None = None) -> Iterator[Any
                  .config("spark.sql.session.timeZone", "UTC")
                  .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 1)))).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    if not master.startswith("local"):
-        spark.sparkContext.addPyFile(_job_archive())
+    archive = None if master.startswith("local") else _job_archive()
+    if archive is not None:
+        spark.sparkContext.addPyFile(archive)
+    failed = False  # the log stays only where the failure's message names it
     try:
         yield spark
     except KopsError:
         raise
     except Exception as exc:  # noqa: BLE001 - a Spark failure is one line, with --debug for the trace
+        failed = True
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise KopsError(f"the Spark job failed: {first}", hint=f"Spark's log is {log}; --debug shows the "
                                                                f"trace") from exc
     finally:
         spark.stop()
+        if archive is not None:
+            Path(archive).unlink(missing_ok=True)
+        if not failed:
+            log.unlink(missing_ok=True)
 
 
 @contextmanager

@@ -67,7 +67,12 @@ class Loads:
         """`tp` as `old` (replicas and leader) taken away, then as `new` placed: every partition a plan moves or
         elects, half a million at a million partitions, each with one call. Only the brokers that lose or gain a
         replica, and the leaders where the leadership or the follower count changes, are touched."""
-        size, rate = self.sizes.get(tp, 0), self.write.get(tp, 0.0)
+        self.weighed(tp, self.sizes.get(tp, 0), self.write.get(tp, 0.0), old, new)
+
+    def weighed(self, tp: TopicPartition, size: int, rate: float, old: tuple[tuple[int, ...], int | None],
+                new: tuple[tuple[int, ...], int | None]) -> None:
+        """`replace`, with the partition's size and write rate already read (a plan's walk reads them once for a
+        batch's peak and its moves)."""
         disk, rate_in, count, out = self.of["disk"], self.of["network_in"], self.of["replicas"], self.of["network_out"]
         (was, old_leader), (now, new_leader) = old, new
         if was != now:
@@ -175,13 +180,17 @@ def _placed(current: Placed, snapshot: Snapshot, tp: TopicPartition) -> tuple[tu
     return None if part is None else (part.replicas, _leader(part))
 
 
-def _peak(loads: Loads, batch: Batch) -> PerResource:
-    """The loads while `batch` copies: its start, plus every new copy on its destination."""
+def _weighed(loads: Loads, batch: Batch) -> list[tuple[Move, int, float]]:
+    """The batch's moves with their partitions' sizes and write rates, read once for its peak and its moves."""
+    sizes, write = loads.sizes, loads.write
+    return [(move, sizes.get(move.tp, 0), write.get(move.tp, 0.0)) for move in batch.moves]
+
+
+def _peak(loads: Loads, weighed: list[tuple[Move, int, float]]) -> PerResource:
+    """The loads while a batch copies (`_weighed`): its start, plus every new copy on its destination."""
     peak = loads.snapshot()
     disk, rate_in, count = peak["disk"], peak["network_in"], peak["replicas"]
-    for move in batch.moves:
-        tp = move.tp
-        size, rate = loads.sizes.get(tp, 0), loads.write.get(tp, 0.0)
+    for move, size, rate in weighed:
         for b in move.adding:
             disk[b] = disk.get(b, 0.0) + size
             rate_in[b] = rate_in.get(b, 0.0) + rate
@@ -195,12 +204,13 @@ def _walk(plan: Plan, snapshot: Snapshot, loads: Loads, current_at: PerResource 
     before, current = _changes_first(plan, snapshot, loads, current_at)
     peaks: list[tuple[int, PerResource]] = []
     for batch in plan.batches:
-        peaks.append((batch.index, _peak(loads, batch)))
-        for move in batch.moves:
+        weighed = _weighed(loads, batch)
+        peaks.append((batch.index, _peak(loads, weighed)))
+        for move, size, rate in weighed:
             tp = move.tp
             old = _placed(current, snapshot, tp) or (move.to_replicas, None)
             current[tp] = (move.to_replicas, move.to_replicas[0])
-            loads.replace(tp, old, current[tp])
+            loads.weighed(tp, size, rate, old, current[tp])
     for tp in plan.election:
         old = _placed(current, snapshot, tp) or ((), None)
         if old[0]:
@@ -299,9 +309,10 @@ def rollback_caps(plan: Plan, caps: Capacities, walked: Walked, sizes: Mapping[T
              for b in before["network_in"].keys() | after["network_in"].keys()}
     out: list[dict[int, int]] = []
     for batch in plan.rollback.batches:
-        out.append(_batch_caps(batch, _peak(loads, batch)["network_in"], start, caps, write))
-        for move in batch.moves:  # leaders left out: network out does not bound a follower's fetches
-            loads.replace(move.tp, (move.from_replicas, None), (move.to_replicas, None))
+        weighed = _weighed(loads, batch)
+        out.append(_batch_caps(batch, _peak(loads, weighed)["network_in"], start, caps, write))
+        for move, size, rate in weighed:  # leaders left out: network out does not bound a follower's fetches
+            loads.weighed(move.tp, size, rate, (move.from_replicas, None), (move.to_replicas, None))
     return out
 
 

@@ -25,6 +25,8 @@ with 1 × size bytes, leader list `0:1,0:2`, follower list `0:3`, rollback [1,2,
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -734,7 +736,7 @@ def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy:
     in_flight_problems = []
     # A partition whose layout is its original (the snapshot's current or in-flight target replicas) has no move.
     # In partition order: the original's own where that is sorted (a snapshot lists partitions so), no sort by name.
-    for tp in in_key_order([tp for tp, replicas in original.items() if layout.replicas.get(tp) != replicas], original):
+    for tp in in_key_order(_changed(original, layout.replicas), original):
         target = layout.replicas.get(tp)
         part = snapshot.partition(tp)
         if target is None or tp in work.created or part is None:
@@ -774,6 +776,18 @@ def _groups(work: _Work, moves: list[Move], policy: Policy, port_rate: float, si
         work.peaks_refused = refused
         return batching.make_batches(moves, limits, port_rate, sized, desired.execution.order,
                                      tuple(desired.topics))
+
+
+def _changed(original: Mapping[TopicPartition, tuple[int, ...]],
+             now: Mapping[TopicPartition, tuple[int, ...]]) -> list[TopicPartition]:
+    """The partitions of `original` whose replicas differ `now` (or are gone), in `original`'s order. Where `now`
+    has the same partitions in the same order (a plan that creates and deletes none), read alongside instead of
+    looked up, and only the replicas that are not the very same tuple compared: a million lookups were a second."""
+    if len(now) == len(original) and all(map(operator.is_, original, now)):
+        differ = itertools.compress(zip(original, original.values(), now.values()),
+                                    map(operator.is_not, original.values(), now.values()))
+        return [tp for tp, was, planned in differ if planned != was]
+    return [tp for tp, replicas in original.items() if now.get(tp) != replicas]
 
 
 def _batches(work: _Work, grouped: list[list[Move]], policy: Policy, rate: int | None, port_rate: float,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -271,6 +272,7 @@ def test_kops_sizes_summarize_and_show(tmp_path: Path, capsys) -> None:
                            for i in range(5) for t in ("a", "b") for p in range(3)) + "garbage\n")
     out = tmp_path / "sizes"
     assert main(["sizes", "summarize", str(csv), "--out", str(out), "--master", "local[1]"]) == 0
+    assert not (Path(tempfile.gettempdir()) / f"kops-spark-{os.getpid()}.log").exists()  # kept only on failure
     err = capsys.readouterr().err
     assert "1 malformed" in err and "stage" not in err  # the progress bar is for terminals: quiet when piped
     assert "Setting default log level" not in err and "incubator" not in err  # Spark's start-up noise stays out
