@@ -159,14 +159,26 @@ def test_a_replica_on_an_absent_broker_is_counted_there_and_no_replica_goes_ther
 
 @settings(max_examples=examples(100), deadline=None)
 @given(st.randoms(use_true_random=False))
-def test_followed_reads_the_same_candidates_leader_by_leader_or_from_the_broker(rnd: random.Random) -> None:
-    # _followed's two ways to find what a broker follows (optimizer.LEADERS_SCANNED picks one) give one answer
+def test_followed_reads_what_the_replicas_say_after_moves_and_leadership_changes(rnd: random.Random) -> None:
+    # GoalState.follows, built before the changes and kept through them, gives _followed's candidates: the first by
+    # (leader's key, partition) of the partitions the broker holds and another broker of the walk leads
     assignment, inputs, limits = _cluster(rnd)
     state = GoalState(assignment, inputs, limits)
     order = _Order(state.brokers, lambda b: float(rnd.randint(0, 3)))  # ties: leaders grouped by key
+    assert state.follows
+    for _ in range(rnd.randint(0, 40)):
+        tp = rnd.choice(sorted(state.replicas))
+        replicas = state.replicas[tp]
+        others = [b for b in state.brokers if b not in replicas]
+        if len(replicas) > 1 and (rnd.random() < 0.5 or not others):
+            state.lead(tp, rnd.choice(replicas[1:]))
+        elif others:
+            state.move(tp, rnd.choice(replicas), rnd.choice(others))
     walk = optimizer._Walk(state, (), Spend())
     for broker in state.brokers:
-        assert optimizer._followed(walk, broker, order) == optimizer._followed_by_scan(state, broker, order)
+        expected = sorted((order.now[r[0]], tp) for tp, r in state.replicas.items()
+                          if broker in r[1:] and r[0] in order.now)
+        assert optimizer._followed(walk, broker, order) == [tp for _, tp in expected[:optimizer.CANDIDATES]]
 
 
 def test_relief_that_moves_a_leader_leaves_no_goal_above_where_the_run_started() -> None:
