@@ -69,7 +69,7 @@ class Layout:
         """What leading `tp` sends: its write rate to each follower and to each consumer group (capacity.md §4);
         the same whichever replica leads, so a leadership change moves it whole."""
         rate = self.write.get(tp, 0.0)
-        return rate * (replicas - 1 + self.fanout.get(tp.topic, 1)) if rate else 0.0
+        return _sent(rate, replicas, self.fanout.get(tp.topic, 1)) if rate else 0.0
 
     def _load_rates(self) -> None:
         """Every partition's network in on its replicas and network out on its preferred leader (`out_term`,
@@ -131,19 +131,19 @@ class Layout:
         old = self.replicas.get(tp)
         replicas = tuple(replicas)
         size, rate = self.sizes.get(tp, 0), self.write.get(tp, 0.0)
-        fan = self.fanout.get(tp.topic, 1) if rate else 0
+        fan = self.fanout.get(tp.topic, 1) if rate else 1
         if old is not None:
             self._held(tp, [b for b in old if b not in replicas], -1, size, rate)
             if old:
                 self.leader_count[old[0]] -= 1
                 if self.write:
-                    self.nw_out[old[0]] -= rate * (len(old) - 1 + fan) if rate else 0.0
+                    self.nw_out[old[0]] -= _sent(rate, len(old), fan)
         self.replicas[tp] = replicas
         self._held(tp, [b for b in replicas if old is None or b not in old], 1, size, rate)
         if replicas:
             self.leader_count[replicas[0]] += 1
             if self.write:
-                self.nw_out[replicas[0]] += rate * (len(replicas) - 1 + fan) if rate else 0.0
+                self.nw_out[replicas[0]] += _sent(rate, len(replicas), fan)
 
     def set_changed(self, changed: Collection[TopicPartition],
                     replicas: Mapping[TopicPartition, tuple[int, ...]]) -> None:
@@ -222,3 +222,8 @@ class Layout:
 
     def partitions_of_topic(self, topic: str) -> list[TopicPartition]:
         return sorted(tp for tp in self.replicas if tp.topic == topic)
+
+
+def _sent(rate: float, replicas: int, fanout: int) -> float:
+    """What a leader sends for a partition written at `rate`: to each follower and each consumer group."""
+    return rate * (replicas - 1 + fanout) if rate else 0.0
