@@ -18,7 +18,8 @@ from kops.cluster.port import Cluster
 from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
 from kops.model import snapshot_format
-from kops.model.capacity import unreported, volumes
+from kops.model.capacity import disk_warnings, volumes
+from kops.model.capacity import resolve as resolve_capacity
 from kops.model.partitions import TopicPartition
 from kops.model.snapshot import ADMIN_API, InFlight, Snapshot
 from kops.model.throttle_keys import ALL_KEYS as THROTTLE_KEYS
@@ -158,9 +159,8 @@ def report_problems(snapshot: Snapshot) -> None:
         console.warning("a ZooKeeper-to-KRaft migration is in progress: kops will not write to this cluster")
     if snapshot.fenced:
         console.warning(f"fenced broker(s) {_ids(snapshot.fenced)}: registered but not serving (not live)")
-    for broker in unreported(snapshot.log_dirs):
-        console.warning(f"broker {broker}: capacity not reported (Kafka before 3.3, or log dir offline): "
-                        "declare capacity.disk")
+    for line in disk_warnings(resolve_capacity(None, snapshot), snapshot.log_dirs):
+        console.warning(line)
     for problem in snapshot.problems:
         console.warning(f"{problem.path}: {problem.message}")
     if snapshot.problems:

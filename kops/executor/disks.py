@@ -9,8 +9,9 @@ starts only if `usable − incoming ≥ margin`, where `incoming` is the plan's 
 gets and `margin = (1 − limits.disk) × total`: the plan's own limit held against live figures. Otherwise the
 run stops at the checkpoint (exit 3), nothing of the batch written, and a resume checks again.
 
-A broker whose usable bytes are unknown (ZooKeeper without KIP-179, Kafka before 3.3, an offline dir, or a
-DescribeLogDirs that failed) is checked against nothing; one `CapacityUnknown` event names it, once per run.
+A broker with a dir offline is checked on its other dirs, where Kafka still writes. A broker whose usable bytes
+are unknown (ZooKeeper without KIP-179, Kafka before 3.3, every dir offline, or a DescribeLogDirs that failed) is
+checked against nothing; one `CapacityUnknown` event names it, once per run.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import CapacityReport, Move, Plan
 from kops.units import format_size
 
-NOT_REPORTED = "usable bytes not reported (ZooKeeper without KIP-179, Kafka before 3.3, or a log dir offline)"
+NOT_REPORTED = "usable bytes not reported (ZooKeeper without KIP-179, Kafka before 3.3, or every log dir offline)"
 
 
 def disk_limit(plan: Plan | None) -> float:

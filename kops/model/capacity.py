@@ -143,14 +143,15 @@ class Reported(Protocol):
 
 
 def reported_disks(dirs: Iterable[LogDirUsage]) -> dict[int, tuple[int, int] | None]:
-    """Per broker that reported dirs: (total, in use) over its volumes, or None when any of its dirs did not say
-    (Kafka before 3.3 or an offline dir: the broker's disk capacity is then unknown unless declared)."""
+    """Per broker that reported dirs: (total, in use) over the volumes it reported, or None when it reported none
+    (Kafka before 3.3, or every dir offline: its disk capacity is then unknown unless declared). A broker with one
+    dir offline keeps the capacity of the others, where Kafka still writes: a JBOD broker that lost a disk is the
+    one most at risk of filling the rest, and an unknown capacity would have lifted its limit altogether. The
+    offline dir's replicas still count in its load, so the broker looks fuller than it is, never emptier."""
     out: dict[int, tuple[int, int] | None] = {}
     for v in volumes(dirs):
-        if v.broker in out and out[v.broker] is None:
-            continue
         if v.total_bytes is None or v.usable_bytes is None:
-            out[v.broker] = None
+            out.setdefault(v.broker, None)
             continue
         total, used = out.get(v.broker) or (0, 0)
         out[v.broker] = (total + v.total_bytes, used + v.total_bytes - v.usable_bytes)
@@ -158,8 +159,20 @@ def reported_disks(dirs: Iterable[LogDirUsage]) -> dict[int, tuple[int, int] | N
 
 
 def unreported(dirs: Iterable[LogDirUsage]) -> list[int]:
-    """Brokers that answered DescribeLogDirs without their disk's size."""
+    """Brokers that answered DescribeLogDirs without any disk's size."""
     return sorted(b for b, disk in reported_disks(dirs).items() if disk is None)
+
+
+def partly_reported(dirs: Iterable[LogDirUsage]) -> dict[int, tuple[str, ...]]:
+    """Per broker that reported some of its dirs: those it did not (offline, or erring), which its capacity leaves
+    out (`reported_disks`)."""
+    dirs = tuple(dirs)
+    known = {b for b, disk in reported_disks(dirs).items() if disk is not None}
+    out: dict[int, list[str]] = {}
+    for d in sorted(dirs):
+        if d.broker in known and not d.reported:
+            out.setdefault(d.broker, []).append(d.path)
+    return {b: tuple(paths) for b, paths in out.items()}
 
 
 def resolve(declared: CapacityDeclaration | None, snapshot: Reported) -> Capacities:
@@ -197,3 +210,18 @@ def stray_warnings(declared: CapacityDeclaration | None, cluster: Collection[int
         return ()
     return (f"{STRAY_WARNING} {', '.join(map(str, stray))} ({declared.origin}), which the cluster "
             "does not have: ignored (a typo, or a broker since removed)",)
+
+
+def disk_warnings(caps: Capacities, dirs: Iterable[LogDirUsage]) -> tuple[str, ...]:
+    """What a reader must know of the disks the cluster reported: brokers whose disk size is known neither way
+    (nothing checks their disk), and brokers with a dir offline whose reported capacity leaves it out."""
+    dirs = tuple(dirs)
+    unknown = [b for b in unreported(dirs) if caps.figure(b, "disk").value is None]
+    said = [f"broker(s) {', '.join(map(str, unknown))}: disk size not reported (Kafka before 3.3, or every log "
+            "dir offline) and not declared: their disk is not checked (declare capacity.disk)"] if unknown else []
+    for b, paths in sorted(partly_reported(dirs).items()):
+        if caps.figure(b, "disk").source == REPORTED:
+            said.append(f"broker {b}: log dir(s) {', '.join(paths)} offline or not reported: its disk capacity "
+                        "counts its other dirs only")
+    return tuple(said)
+

@@ -45,3 +45,4 @@ class Action(NamedTuple):
     source: int  # the broker losing the replica (a leadership change: the old leader)
     dest: int
     leadership: bool = False
+    joined: bool = False  # the second half of a two-action step (a swap, a relay, a move handing on leadership)

@@ -4,8 +4,9 @@ The optimizer walks the list over the cluster as it is (kops/planner/optimizer.p
 move and byte budgets; the plan is then the difference, assembled as any plan of given targets is (batches,
 throttles, rollback, capacity checks at every batch peak). Where the plan's estimate exceeds `--max-duration`, the
 longest prefix of the walk's actions whose plan fits is kept, found by bisection: every prefix is a state the walk
-passed through, within every band and limit it had reached. The report per goal is its figure before and after,
-its lower bound and what was spent on it (`GoalOutcome`), which the plan carries as `summary.goals`.
+passed through, within every band and limit it had reached (a step of two actions is kept whole). The report per
+goal is its figure before and after, its lower bound and what was spent on it (`GoalOutcome`), which the plan
+carries as `summary.goals`.
 """
 
 from __future__ import annotations
@@ -122,17 +123,20 @@ class PlanOf:
 
 
 def _fitted(actions: tuple[Action, ...], plan_of: PlanOf, limits: Limits) -> tuple[Plan, int]:
-    """The plan of the longest prefix of `actions` within `limits.max_seconds`, and how many actions it keeps."""
+    """The plan of the longest prefix of `actions` within `limits.max_seconds`, and how many actions it keeps. A
+    prefix ends only where a step of the walk ends: half a swap can leave its destination over a limit the walk
+    checked for the whole swap, and half a relay a broker a leader above where it started."""
     whole = plan_of(len(actions))
     if _within(whole, limits):
         return whole, len(actions)
-    low, high, best = 0, len(actions) - 1, plan_of(0)
+    cuts = [k for k in range(len(actions)) if not actions[k].joined]  # before action k: a step's end (0 included)
+    low, high, best = 1, len(cuts) - 1, plan_of(0)
     kept = 0
     while low <= high:
         middle = (low + high + 1) // 2
-        candidate = plan_of(middle)
+        candidate = plan_of(cuts[middle])
         if _within(candidate, limits):
-            best, kept, low = candidate, middle, middle + 1
+            best, kept, low = candidate, cuts[middle], middle + 1
         else:
             high = middle - 1
     return best, kept

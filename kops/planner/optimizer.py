@@ -188,7 +188,7 @@ class _Walk:
         state.lead(tp, follower)
         self.spend.leader_moves += 1
         name = self.goals[index].name
-        self.log += [Action(name, tp, source, dest), Action(name, tp, dest, follower, leadership=True)]
+        self.log += [Action(name, tp, source, dest), Action(name, tp, dest, follower, True, True)]
         return True
 
     def lead(self, index: int, tp: TopicPartition, broker: int) -> bool:
@@ -221,7 +221,7 @@ class _Walk:
         state.lead(other, to)
         spend.leader_moves += 2
         name = self.goals[index].name
-        self.log += [Action(name, tp, old, via, leadership=True), Action(name, other, via, to, leadership=True)]
+        self.log += [Action(name, tp, old, via, True), Action(name, other, via, to, True, True)]
         return True
 
     def swap(self, index: int, tp: TopicPartition, source: int, other: TopicPartition, dest: int) -> bool:
@@ -241,7 +241,7 @@ class _Walk:
         self.spend.moves += 2
         self.spend.bytes += sizes
         name = self.goals[index].name
-        self.log += [Action(name, tp, source, dest), Action(name, other, dest, source)]
+        self.log += [Action(name, tp, source, dest), Action(name, other, dest, source, joined=True)]
         return True
 
 

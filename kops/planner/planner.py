@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from kops import __version__
 from kops.bulk import ascending, collector_paused, in_key_order
 from kops.model import topic_configs
-from kops.model.capacity import Capacities, CapacityDeclaration, resolve, stray_warnings
+from kops.model.capacity import Capacities, CapacityDeclaration, disk_warnings, resolve, stray_warnings
 from kops.model.desired import DesiredState, Execution, SourceLocation, TopicDeclaration
 from kops.model.features import KIP253_PARTITION_DELETION
 from kops.model.goals import DISK_WITHIN_BROKER
@@ -675,6 +675,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
                              "(set execution.throttle in the playbook, or pass --throttle to kops plan or kops apply)")
     work.warnings += unknown_loads(work.layout.headroom, work.layout.sizes, policy.write)
     work.warnings += stray_warnings(policy.capacity, {b.id for b in snapshot.brokers} | set(work.layout.replica_count))
+    work.warnings += disk_warnings(resolve(policy.capacity, snapshot), snapshot.log_dirs)
     planned = Plan(
         cluster=desired.cluster,
         cluster_id=snapshot.cluster_id,

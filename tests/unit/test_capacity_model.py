@@ -17,6 +17,8 @@ from kops.model.capacity import (
     Figure,
     LogDirUsage,
     Volume,
+    disk_warnings,
+    partly_reported,
     resolve,
     stray_brokers,
     stray_warnings,
@@ -60,6 +62,24 @@ def test_reported_disks_sum_volumes_and_count_what_is_in_use() -> None:
     assert caps.figure(2, "disk").value is None and caps.limit(2, "disk") is None  # -1: unknown
     assert caps.limit(1, "disk") == pytest.approx(120.0)  # 0.8 of it by default
     assert caps.figure(1, "network_in").source == "unknown"
+
+
+def test_a_broker_with_a_dir_offline_keeps_the_capacity_of_the_others_and_is_said() -> None:
+    """A JBOD broker that lost a disk is the one most at risk of filling the rest: its limit stays, on the dirs
+    Kafka still writes to (an unknown capacity would have lifted it)."""
+    snap = snapshot_with([LogDirUsage(1, "/a", 100, 30), LogDirUsage(1, "/b", None, None, "KAFKA_STORAGE_ERROR"),
+                          LogDirUsage(1, "/c", 50, 10), LogDirUsage(2, "/a", None, None),
+                          LogDirUsage(3, "/a", 100, 50)])
+    caps = resolve(None, snap)
+    assert caps.figure(1, "disk") == Figure(150.0, REPORTED) and caps.in_use[1] == 110
+    assert caps.limit(1, "disk") == pytest.approx(120.0)
+    assert unreported(snap.log_dirs) == [2] and partly_reported(snap.log_dirs) == {1: ("/b",)}
+    assert disk_warnings(caps, snap.log_dirs) == (
+        "broker(s) 2: disk size not reported (Kafka before 3.3, or every log dir offline) and not declared: their "
+        "disk is not checked (declare capacity.disk)",
+        "broker 1: log dir(s) /b offline or not reported: its disk capacity counts its other dirs only")
+    declared = CapacityDeclaration(default={"disk": Figure(1000.0, "declared inv.yml:3")})
+    assert disk_warnings(resolve(declared, snap), snap.log_dirs) == ()  # declared figures: nothing left unchecked
 
 
 def test_declared_figures_win_broker_override_first() -> None:

@@ -418,7 +418,7 @@ def test_a_broker_whose_disk_is_not_reported_is_said_once_and_not_checked(tmp_pa
     assert b.apply().exit_code == ExitCode.OK
     said = [e for e in b.events if isinstance(e, CapacityUnknown)]
     assert said == [CapacityUnknown((4,), "usable bytes not reported (ZooKeeper without KIP-179, Kafka before "
-                                          "3.3, or a log dir offline)")]
+                                          "3.3, or every log dir offline)")]
     b.finished_as_planned()
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from kops.model.partitions import TopicPartition
 from kops.planner.budget import Limits
-from kops.planner.goal_rebalance import GoalRequest, rebalance_goals, replay
+from kops.planner.goal_rebalance import GoalRequest, PlanOf, _fitted, rebalance_goals, replay
+from kops.planner.goal_state import assignment_of
 from kops.planner.optimizer import Action
+from kops.planner.planner import Policy
 from tests.builders import crowded, sizes_of
 from tests.simulate import apply_plan
 
@@ -39,6 +41,23 @@ def test_a_time_budget_keeps_the_longest_prefix_that_fits() -> None:
     assert (bounded.plan.summary.estimated_seconds or 0.0) <= estimate / 3
     assert 0 < len(bounded.plan.moves) < len(whole.plan.moves)
     assert not bounded.converged
+
+
+def test_a_time_budget_never_keeps_half_a_step() -> None:
+    """A swap (two moves judged as one step) whose first half alone fits the time budget: the prefix ends before
+    the swap, not inside it (half a swap can leave its destination over a limit only the whole swap stays within)."""
+    snap, sizes = _skewed()
+    start = assignment_of(snap)
+    a, b, c = TopicPartition("orders", 0), TopicPartition("orders", 1), TopicPartition("orders", 2)
+    held = {tp: start[tp] for tp in (a, b, c)}
+    assert all(4 not in r for r in held.values())
+    actions = (Action("disk", a, held[a][0], 4), Action("disk", b, held[b][0], 4),
+               Action("disk", c, held[c][0], 4, joined=True))
+    plan_of = PlanOf(snap, start, actions, (Policy(), "cluster", None), sizes)
+    seconds = [plan_of(k).summary.estimated_seconds or 0.0 for k in range(4)]
+    assert seconds[0] < seconds[1] < seconds[2] < seconds[3]  # each prefix copies more onto broker 4
+    plan, kept = _fitted(actions, plan_of, Limits(max_seconds=(seconds[2] + seconds[3]) / 2))
+    assert kept == 1 and len(plan.moves) == 1  # not 2: the second move is the swap's first half
 
 
 def test_move_budgets_bound_the_walk() -> None:
