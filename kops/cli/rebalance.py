@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -87,6 +86,7 @@ from kops.model.goals import goal_list
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
 from kops.model.snapshot import Snapshot
+from kops.planner.bounded import GOALS as BALANCERS
 from kops.planner.bounded import Rebalance, Request
 from kops.planner.bounded import rebalance as plan_rebalance
 from kops.planner.budget import Limits
@@ -103,12 +103,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 _REPORT: ContextVar[dict[str, Any] | None] = ContextVar("rebalance_report", default=None)  # the run's, so far
 
 
-class Goal(str, Enum):
-    replicas = "replicas"
-    leaders = "leaders"
-    bytes = "bytes"
-
-
 def _summarized_errors(command: F) -> F:
     """With --format json, a run that fails still ends stdout with one object (`_failed`): a cron job appending
     stdout to a JSON-lines file keeps a line for every run. The one line on stderr and the exit code stay
@@ -122,7 +116,7 @@ def _summarized_errors(command: F) -> F:
         except KopsError as exc:
             run: Run = kwargs["run"]
             if kwargs.get("output_format") is OutputFormat.json and run.outcome is None:
-                goal = kwargs.get("goals") or getattr(kwargs.get("goal"), "value", None)
+                goal = kwargs.get("goals") or kwargs.get("goal")
                 console.print_json(_failed(_REPORT.get() or {"goal": goal}, exc, run), one_line=True)
             raise
         finally:
@@ -166,9 +160,11 @@ def rebalance(
     run: Run,
     inventory: Inventory = None,
     limit: Limit = None,
-    goal: Annotated[Goal, typer.Option("--goal", help="What to even out across live brokers: replica counts, preferred "
-                                                      "leaders (no data moves) or bytes (needs "
-                                                      "--sizes).", case_sensitive=False)] = Goal.replicas,
+    goal: Annotated[str | None, typer.Option("--goal", help="One goal: replicas (the default), leaders or bytes "
+                                                            "(needs --sizes) run the cron balancers (the most "
+                                                            "balance per byte, then the imbalance threshold); any "
+                                                            "other goal of --goals runs as a list of one.",
+                                             metavar="<goal>")] = None,
     goals: Annotated[str | None, typer.Option("--goals", help="A prioritized goal list, e.g. disk,network_in,replicas,"
                                                               "leaders: one plan for all, no move worsening a goal "
                                                               "before it. Goals: disk (bytes), network_in, "
@@ -268,8 +264,8 @@ def rebalance(
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
-    planning = _Planning(Request(goal.value, limits, min_improvement), known, rate, batch_size,
-                         max_leader_moves, inherit=not listed and goal is Goal.replicas)
+    planning = _Planning(Request(goal if goal in BALANCERS else "replicas", limits, min_improvement), known, rate,
+                         batch_size, max_leader_moves, inherit=goal is None and not listed)
     if listed:
         planning = planning.with_goals(listed)
     pacing = _Pacing(poll, batch_timeout, stall_timeout, rolling, max_moves_per_broker, max_in_flight)
@@ -399,12 +395,12 @@ def _rebalance_fleet(connection: Connection, inventory: Path | None, limit: str 
     return failed(found)
 
 
-def _limits(goal: Goal, sizes: Path | None, max_moves: int | None, max_bytes: str | None,
+def _limits(goal: str | None, sizes: Path | None, max_moves: int | None, max_bytes: str | None,
             max_duration: str | None) -> Limits:
     """The run's budget; bytes and time can only be counted with partition sizes."""
     byte_limit = None if max_bytes is None else parse_option(parse_size, max_bytes, "--max-bytes")
     seconds_limit = None if max_duration is None else parse_option(parse_duration, max_duration, "--max-duration")
-    if goal is Goal.bytes and sizes is None:
+    if goal == "bytes" and sizes is None:
         raise UsageError("--goal bytes needs partition sizes", hint="pass --sizes PATH, the output of kops sizes "
                                                                     "summarize")
     for option, value in (("--max-bytes", byte_limit), ("--max-duration", seconds_limit)):
@@ -421,16 +417,20 @@ def _one_cluster(out_dir: Path | None, healing: Heal | None, markdown: Path | No
         raise UsageError("--markdown writes the plan of one cluster", hint="drop --out-dir, or --markdown")
 
 
-def _goal_list(goals: str | None, goal: Goal) -> tuple[str, ...]:
-    """--goals read through the one goal-list parser (empty: the single --goal), and what it cannot go with."""
-    if goals is None:
-        return ()
-    if goal is not Goal.replicas:
+def _goal_list(goals: str | None, goal: str | None) -> tuple[str, ...]:
+    """--goals read through the one goal-list parser, or a --goal other than the balancers' as a list of one
+    (empty: a balancer runs), and what they cannot go with."""
+    if goals is not None and goal is not None:
         raise UsageError("--goal and --goals together", hint="name the goal in the --goals list")
+    if goals is None and (goal is None or goal in BALANCERS):
+        return ()
+    option, value = ("--goals", goals) if goals is not None else ("--goal", goal)
+    assert value is not None
     try:
-        return goal_list(goals, "--goals")
+        return goal_list(value, option)
     except ValueError as exc:
-        raise UsageError(str(exc), hint="e.g. --goals disk,network_in,replicas,leaders") from exc
+        raise UsageError(str(exc), hint="e.g. --goals disk,network_in,replicas,leaders; --goal replicas, leaders "
+                                        "or bytes for the balancers") from exc
 
 
 def _loads_known(goals: tuple[str, ...], known: Sizes) -> None:

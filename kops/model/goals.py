@@ -17,6 +17,7 @@ ALIASES: dict[str, str] = {"bytes": "disk"}  # `--goal bytes` from before goal l
 # goals (a move is paid in disk bytes), data goals before leadership goals (those spend no replica moves), and
 # preferred leaders last (an election only where it costs no higher goal anything): goals.md §4.
 DEFAULT_GOALS: tuple[str, ...] = GOAL_NAMES
+DEFAULT = "default"  # a goal list of this one word is DEFAULT_GOALS: `--goals default`, `rebalance_goals: default`
 PREFERRED = "preferred_leaders"  # elections, not walk actions (kops/planner/preferred.py)
 LEADERSHIP_GOALS = frozenset({"leaders", "leader_bytes_in", PREFERRED})  # moved by leadership alone
 # Goals inside a broker (JBOD): its log dirs evened by disk moves, a step after the walk over the brokers
@@ -36,9 +37,11 @@ def broker_goals(goals: tuple[str, ...]) -> tuple[str, ...]:
 def goal_list(value: str | Sequence[str], where: str) -> tuple[str, ...]:
     """The goals named by `value` (a list, or one comma-separated string), aliases resolved, in order.
 
-    Raises ValueError naming `where`, the bad entry and the valid names: an unknown name, one given twice (also
-    through an alias), or an empty list."""
+    `default` alone is the default list. Raises ValueError naming `where`, the bad entry and the valid names: an
+    unknown name, one given twice (also through an alias), or an empty list."""
     raw = [part.strip() for part in value.split(",")] if isinstance(value, str) else list(value)
+    if raw == [DEFAULT]:
+        return DEFAULT_GOALS
     if not raw or any(not isinstance(name, str) for name in raw):
         raise ValueError(f"{where}: a goal list is one or more of {', '.join(NAMES)} (got {value!r})")
     goals: list[str] = []

@@ -34,3 +34,9 @@ def test_the_default_list_names_every_goal_once_resources_first() -> None:
     assert sorted(DEFAULT_GOALS) == sorted(GOAL_NAMES) and len(set(DEFAULT_GOALS)) == len(DEFAULT_GOALS)
     assert DEFAULT_GOALS[:3] == ("disk", "network_in", "network_out")
     assert DEFAULT_GOALS[-1] == "preferred_leaders"
+
+
+def test_default_alone_is_the_default_list_and_is_no_goal_inside_a_list() -> None:
+    assert goal_list("default", "--goals") == goal_list(["default"], "rebalance_goals") == DEFAULT_GOALS
+    with pytest.raises(ValueError, match="unknown goal 'default'"):
+        goal_list("disk,default", "--goals")

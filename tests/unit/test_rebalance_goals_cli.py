@@ -80,6 +80,9 @@ def test_bad_lists_and_missing_loads_are_one_line_each(tmp_path: Path, capsys) -
              (["--goals", "disk"], "goal disk needs partition sizes"),
              (["--goals", "network_in", "--sizes", str(sizes)], "goal network_in needs write rates"),
              (["--goals", "disk", "--goal", "leaders", "--sizes", str(sizes)], "--goal and --goals together"),
+             (["--goals", "disk", "--goal", "replicas", "--sizes", str(sizes)], "--goal and --goals together"),
+             (["--goal", "cpu"], "--goal: unknown goal 'cpu'"),
+             (["--goal", "network_out", "--sizes", str(sizes)], "goal network_out needs write rates"),
              (["--max-leader-moves", "3"], "--max-leader-moves goes with a goal list")]
     for args, message in cases:
         assert main(["rebalance", "--snapshot", str(snap), *args]) == 1, args
@@ -105,6 +108,21 @@ def test_the_clusters_inventory_list_applies_without_goal_or_goals(tmp_path: Pat
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["goal"] == "leaders"
     assert main([*base, "--goal", "bytes"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["goal"] == "bytes"
+    assert main([*base, "--goal", "replicas"]) == 0  # named, even as the default's name: not the inventory's list
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["goal"] == "replicas"
+
+
+def test_a_goal_other_than_the_balancers_is_a_list_of_one(tmp_path: Path, capsys) -> None:
+    snap, sizes = _files(tmp_path)
+    plans = {}
+    for option in ("--goal", "--goals"):
+        out = tmp_path / f"plan{option}.json"
+        assert main(["rebalance", "--snapshot", str(snap), "--sizes", str(sizes), option, "network_in", "-o",
+                     str(out), "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert doc["goal"] == "network_in" and [g["name"] for g in doc["goals"]] == ["network_in"]
+        plans[option] = plan_format.loads(out.read_bytes(), str(out))
+    assert plans["--goal"].moves and plans["--goal"].moves == plans["--goals"].moves
 
 
 def test_a_bad_inventory_list_is_one_line_naming_the_host(tmp_path: Path, capsys) -> None:
