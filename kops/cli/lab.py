@@ -54,19 +54,23 @@ def _engine_help() -> str:
 
 @app.command("install")
 def install(
-    engine: Annotated[str | None, typer.Option(help="One real engine (kafka-3.9 or kafka-4); default both.")] = None,
+    engine: Annotated[str | None, typer.Option(help="One engine: kops (ZooKeeper alone: what the kops engine and "
+                                                    "kops rehearse need), kafka-3.9 or kafka-4; default "
+                                                    "all.")] = None,
 ) -> None:
     """Fetch Apache ZooKeeper's and Apache Kafka's jars (broker and tools) with Maven, at the versions pinned in
     kops/lab/zookeeper.pom.xml and kops/lab/kafka_dist/, and train each Kafka's class archive (a one-broker lab
     started and stopped once, so later brokers start on about a third less CPU).
 
     Into ~/.cache/kops/zookeeper and ~/.cache/kops/kafka (or $KOPS_KAFKA_CACHE); a second run downloads nothing.
-    Example: kops lab install
+    Examples: kops lab install; kops lab install --engine kops (a CI runner that rehearses on the kops engine)
     """
+    if engine is not None and engine not in (KOPS, *REAL_ENGINES):
+        raise UsageError(f"--engine {engine}: not an engine", hint=f"one of {', '.join((KOPS, *REAL_ENGINES))}")
     with console.err.status("fetching ZooKeeper with Maven"):
         folder, fetched = install_zookeeper()
     console.out.print(f"ZooKeeper {folder.name} {'fetched into' if fetched else 'already in'} {folder}")
-    for name in [engine] if engine else list(REAL_ENGINES):
+    for name in list(REAL_ENGINES) if engine is None else [e for e in [engine] if e != KOPS]:
         with console.err.status(f"fetching {name} with Maven"):
             dist, fetched = kafka_dist.install(name)
         console.out.print(f"{name}: Apache Kafka {dist.version} {'fetched into' if fetched else 'already in'} "

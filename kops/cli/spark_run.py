@@ -38,7 +38,8 @@ def require_spark_extra(command: str, *modules: str) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise EnvironmentProblem(f"{command} needs {' and '.join(missing)} (not installed)",
-                                 hint="install kops's Spark extra: pip install 'kops[spark]'")
+                                 hint="install kops's Spark extra: pip install 'kops[spark] @ git+URL@REF' "
+                                      "(README, Installing kops as a tool)")
 
 
 def sizes_job(command: str = "the Spark job") -> ModuleType:
@@ -48,7 +49,7 @@ def sizes_job(command: str = "the Spark job") -> ModuleType:
         if importlib.util.find_spec(name.rpartition(".")[0]) and importlib.util.find_spec(name):
             return importlib.import_module(name)
     raise EnvironmentProblem("the Spark job (spark/sizes_job.py) is not installed with kops",
-                             hint="reinstall kops: pip install 'kops[spark]'")
+                             hint="reinstall kops with its Spark extra: pip install 'kops[spark] @ git+URL@REF'")
 
 
 @contextmanager

@@ -52,6 +52,18 @@ def test_workflow_steps_read_only_environment_variables() -> None:
         assert "${{" not in script  # expressions live in env:, so the scripts run anywhere
 
 
+def test_the_rehearsal_fetches_its_zookeeper_first_and_the_install_names_no_made_up_tag() -> None:
+    """A fresh runner has no ZooKeeper (it comes with Maven, `kops lab install`), and a pinned tag that does not
+    exist would fail the install: the example says REF, for the reader to replace."""
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    runs = [s.get("run", "") for s in doc["jobs"]["review"]["steps"]]
+    fetch = next(i for i, run in enumerate(runs) if run.startswith("kops lab install --engine kops"))
+    rehearse = next(i for i, run in enumerate(runs) if "kops rehearse" in run)
+    assert fetch < rehearse
+    install = next(s for s in doc["jobs"]["review"]["steps"] if s.get("name") == "Install kops")
+    assert install["env"]["KOPS_REF"] == "REF" and "git+https://" in install["run"]
+
+
 def test_a_destructive_plan_fails_the_review_unless_approved(tmp_path: Path) -> None:
     repo = repository(tmp_path, "destructive-guard")
     assert run_step("validate", repo, False).returncode == 0
