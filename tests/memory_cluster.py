@@ -66,7 +66,8 @@ LEASE = 10.0  # the Admin-API lock's default lease (AdminCluster's `lease`)
 START = 1_767_225_600.0  # the driven clock's wall time at zero (2026-01-01T00:00:00Z)
 LOCK_TOPIC = "__kops"
 LOG_DIR = "/var/lib/kafka/data"  # every broker's one log dir
-KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455", dir_moves=True)
+KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455", dir_moves=True,
+                      replica_dirs=True)
 Replica = tuple[TopicPartition, int]
 NOT_HOSTED, NOT_FOUND, OFFLINE = "ReplicaNotAvailableError", "LogDirNotFoundError", "KafkaStorageError"
 
@@ -569,7 +570,8 @@ class MemoryCluster(ConfigsOneAtATime):
     # -- the port: reading -------------------------------------------------------------------------------------
 
     def snapshot(self, only_topics: set[str] | None = None,
-                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
+                 only_partitions: Collection[TopicPartition] | None = None,
+                 progress: Callable[[str], None] | None = None) -> Snapshot:
         self.alive()
         topics = only_topics
         if only_partitions is not None:  # whole topics read, then narrowed (as DescribeTopics answers)

@@ -15,7 +15,6 @@ from kops.cli import console
 from kops.cli.connection import Address, Connection, connection_options, open_cluster, resolve
 from kops.cli.options import Format, Inventory, Limit, OutputFormat
 from kops.cluster.port import Cluster
-from kops.cluster.zookeeper import ZkCluster
 from kops.errors import UsageError
 from kops.model import snapshot_format
 from kops.model.capacity import disk_warnings, volumes
@@ -24,7 +23,6 @@ from kops.model.partitions import TopicPartition
 from kops.model.snapshot import ADMIN_API, InFlight, Snapshot
 from kops.model.throttle_keys import ALL_KEYS as THROTTLE_KEYS
 from kops.units import format_size
-from kops.zk_layout.reader import read_snapshot
 
 ADMIN_API_MOVE = "Admin API (KIP-455)"  # a reassignment ListPartitionReassignments lists
 
@@ -71,10 +69,7 @@ def take_snapshot(connection: Connection, address: Address, offers: dict[str, st
             offers.update(cluster.offers())
         if sizes is not None:
             sizes.update(cluster.sizes())
-        if isinstance(cluster, ZkCluster):
-            snap = read_snapshot(cluster.client, progress=lambda msg: status.update(msg))
-        else:
-            snap = cluster.snapshot()
+        snap = cluster.snapshot(progress=status.update)
         status.update("reading the brokers' log dirs")
         return with_log_dirs(cluster, snap)
 
@@ -83,7 +78,7 @@ def with_log_dirs(cluster: Cluster, snap: Snapshot) -> Snapshot:
     """`snap` with each broker's log dirs (total and usable bytes: reported capacity) and, through the Admin API,
     which dir holds each replica of the brokers with several (no znode says so)."""
     dirs = cluster.log_dirs()
-    if isinstance(cluster, ZkCluster):  # no znode says which dir holds a replica
+    if not cluster.capabilities(snap).replica_dirs:  # ZooKeeper: no znode says which dir holds a replica
         return replace(snap, log_dirs=dirs)
     return replace(snap, log_dirs=dirs, replica_dirs=cluster.replica_dirs(dirs), replica_dirs_read=True)
 

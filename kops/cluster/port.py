@@ -50,6 +50,7 @@ class Capabilities:
     cancel_by: str  # how it cancels ("KIP-455", "KIP-236"), where it can
     no_cancel: str = ""  # where it cannot: why, then what would ("...; reach it through the Admin API")
     dir_moves: bool = False  # replicas moved between a broker's log dirs (KIP-113 AlterReplicaLogDirs)
+    replica_dirs: bool = False  # which log dir holds each replica can be read (`replica_dirs`; no znode says)
     no_dir_moves: str = ""  # where they cannot be: why, and what would ("...: pass -b BOOTSTRAP")
 
 
@@ -91,7 +92,9 @@ class Cluster(Protocol):
     where: str  # the connect string or bootstrap servers, for messages
 
     def snapshot(self, only_topics: set[str] | None = None,
-                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot: ...
+                 only_partitions: Collection[TopicPartition] | None = None,
+                 progress: Callable[[str], None] | None = None) -> Snapshot:
+        """The cluster as it is (`only_*`: a poll's narrower view); `progress` hears what the read waits for."""
     def offers(self) -> dict[str, str]: ...
     def sizes(self) -> dict[TopicPartition, int]: ...
     def log_dirs(self) -> tuple[LogDirUsage, ...]: ...  # each live broker's dirs, total and usable bytes; () unread

@@ -44,8 +44,9 @@ class ZkCluster(ConfigsOneAtATime):
         self._api: Kip179Client | None = None
 
     def snapshot(self, only_topics: set[str] | None = None,
-                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
-        return read_snapshot(self.client, only_topics=only_topics, only_partitions=only_partitions)
+                 only_partitions: Collection[TopicPartition] | None = None,
+                 progress: Callable[[str], None] | None = None) -> Snapshot:
+        return read_snapshot(self.client, progress, only_topics=only_topics, only_partitions=only_partitions)
 
     def offers(self) -> dict[str, str]:
         """What this transport can do here: KIP-236 cancel and KIP-179 lag where the cluster advertises them."""

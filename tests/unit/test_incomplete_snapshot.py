@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,8 +44,9 @@ class Propagating(MemoryCluster):
     """The memory cluster read while its brokers' views still disagree (what the Admin-API reader reports)."""
 
     def snapshot(self, only_topics: set[str] | None = None,
-                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
-        found = super().snapshot(only_topics, only_partitions)
+                 only_partitions: Collection[TopicPartition] | None = None,
+                 progress: Callable[[str], None] | None = None) -> Snapshot:
+        found = super().snapshot(only_topics, only_partitions, progress)
         return replace(found, problems=(Problem("metadata/pay", "the brokers disagree"),))
 
 

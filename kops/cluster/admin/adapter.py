@@ -60,7 +60,8 @@ SOURCES = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFIG"}
 READ_BACK_SECONDS = 15.0
 STALE_READ_SECONDS = 5.0  # how long a read that does not show kops's own last write is taken for a lagging broker
 LAG_EVERY = 1.0  # seconds between two DescribeLogDirs for progress
-KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455", dir_moves=True)
+KIP455 = Capabilities(cancel_in_flight=True, moves_in_flight=True, cancel_by="KIP-455", dir_moves=True,
+                      replica_dirs=True)
 
 
 class AdminCluster:
@@ -133,7 +134,8 @@ class AdminCluster:
     # -- reading -------------------------------------------------------------------------------------------
 
     def snapshot(self, only_topics: set[str] | None = None,
-                 only_partitions: Collection[TopicPartition] | None = None) -> Snapshot:
+                 only_partitions: Collection[TopicPartition] | None = None,
+                 progress: Callable[[str], None] | None = None) -> Snapshot:
         topics = only_topics
         if only_partitions is not None:  # DescribeTopics answers whole topics: narrowed after
             topics = (only_topics or set()) | {tp.topic for tp in only_partitions}
