@@ -280,6 +280,12 @@ class Usage:
     peak_batch: int | None = None
 
     @property
+    def cap(self) -> int:
+        """The most the broker may hold at any point of the plan: its limit, or where it already was when it
+        starts over it (a plan may only lower what is over)."""
+        return self.limit if self.before <= self.limit else self.before
+
+    @property
     def headroom(self) -> int:
         """What is left under the limit at the peak (negative: over)."""
         return self.limit - self.peak

@@ -518,21 +518,15 @@ def _gain(layout: Layout, resource: Resource, tp: TopicPartition) -> float:
     return layout.write.get(tp, 0.0) if resource == "network_in" else 1.0
 
 
-def _cap(u: Usage) -> int:
-    """The most a broker may hold of a resource at any point of the plan: its limit, or where it already was
-    when it starts over it (a plan may only lower what is over)."""
-    return u.limit if u.before <= u.limit else u.before
-
-
 def violations(report: CapacityReport, peaks: bool = True) -> list[str]:
     """Brokers the plan leaves over a limit they were within, or above their start when already over (§6.5), after
     the plan or (`peaks`) at the peak of a batch (§6.6: the new copy written while the old one is still there)."""
     out = []
     for broker, usages in sorted(report.brokers.items()):
         for resource, u in usages.items():
-            if u.after > _cap(u):
+            if u.after > u.cap:
                 when, held = "after the plan", u.after
-            elif peaks and u.peak > _cap(u):
+            elif peaks and u.peak > u.cap:
                 when, held = f"at the peak of batch {u.peak_batch}", u.peak
             else:
                 continue
@@ -540,37 +534,6 @@ def violations(report: CapacityReport, peaks: bool = True) -> list[str]:
                        f"{_amount(resource, u.limit)} ({_amount(resource, u.capacity)} {u.source}; before: "
                        f"{_amount(resource, u.before)})")
     return out
-
-
-@dataclass(frozen=True)
-class Overfill:
-    """One broker and resource over its cap at some point of a plan: the most it holds, where (`batch`: the peak
-    of that batch; None: after the plan) and the cap."""
-
-    broker: int
-    resource: str
-    held: int
-    batch: int | None
-    cap: int
-
-
-def hard_violations(plan: Plan, snapshot: Snapshot, sizes: Mapping[TopicPartition, int],
-                    declared: CapacityDeclaration | None, write: Mapping[TopicPartition, float] | None = None,
-                    fanout: Mapping[str, int] | None = None) -> list[Overfill]:
-    """Every broker × resource that `plan` takes over its cap (its limit, or its start where it starts over) at
-    any batch boundary or batch peak, held to `declared` whatever the plan was made with: bench/capacity.py counts
-    a plan made without capacities with it, and the property test every plan kops writes."""
-    return overfills(capacity_report(plan, snapshot, sizes, declared, write, fanout))
-
-
-def overfills(report: CapacityReport | None) -> list[Overfill]:
-    """What `hard_violations` counts, read off a report already made (one walk of the plan serves every figure)."""
-    if report is None:
-        return []
-    return [Overfill(broker, resource, u.peak, u.peak_batch if u.peak > u.after else None, _cap(u))
-            for broker, usages in sorted(report.brokers.items()) for resource, u in usages.items()
-            if u.peak > _cap(u)]
-
 
 
 class PeaksRefused(Exception):

@@ -15,9 +15,10 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import Plan
 from kops.model.throttle_keys import FOLLOWER_RATE, LEADER_RATE
 from kops.planner.batches import Limits, make_batches, repair_peaks, znode_entry_bytes
-from kops.planner.headroom import Changes, hard_violations, peak_room
+from kops.planner.headroom import Changes, peak_room
 from kops.planner.planner import PlanningError, Policy, plan_targets
 from tests.builders import brokers, snapshot, topic
+from tests.overfills import hard_violations
 
 INV = "declared inv.yml:3"
 DISK = CapacityDeclaration(default={"disk": Figure(100_000, INV)})  # limit 80,000 on every broker
