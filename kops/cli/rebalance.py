@@ -256,11 +256,7 @@ def rebalance(
     healing_options = heal_of(heal_after, heal_max_brokers)
     listed = _goal_list(goals, goal)
     out_dir = out_dir or (None if snapshot_file else default_folder(connection, inventory, limit, out, _state_dir()))
-    if snapshot_file is not None and (apply_now or out_dir is not None):
-        raise UsageError("--snapshot plans one cluster offline", hint="drop --apply and --out-dir; apply the plan it "
-                                                                      "writes with kops apply PLAN")
-    _one_cluster(out_dir, healing_options, markdown)
-    check_fleet_options(out_dir, apply_now, serial, max_fail_percentage)
+    _check_options(snapshot_file, apply_now, out_dir, healing_options, markdown, (serial, max_fail_percentage))
     if apply_now:
         confirm("apply the rebalance it plans?", yes, output_format)
     known = read_sizes(sizes) if sizes is not None else Sizes()
@@ -275,11 +271,7 @@ def rebalance(
         raise typer.Exit(_rebalance_fleet(connection, inventory, limit, (out_dir, output_format), planning,
                                           capacity, run, (fleet, pacing)))
     declared = declared_capacity(capacity, inventory_capacity(inventory, limit))
-    planning = planning.inherited(inventory, limit)
-    if max_leader_moves is not None and not isinstance(planning.request, GoalRequest):
-        raise UsageError("--max-leader-moves goes with a goal list", hint="--goals, or the inventory's "
-                                                                          "rebalance_goals; --max-moves bounds --goal "
-                                                                          "leaders")
+    planning = _bounded_leaders(planning.inherited(inventory, limit), max_leader_moves)
     report = _begun({"goal": planning.goal_name, "applied": False, "plan": None, "execution": None})
     live: dict[TopicPartition, int] | None = {} if sizes is None else None
     snapshot, healing, address, seen = _read(connection, (inventory, limit, snapshot_file), report, run,
@@ -291,14 +283,8 @@ def rebalance(
     if not result.worthwhile:
         _finish(report | {"status": "noop", "reason": _below(result)}, result, run, output_format, said)
         return
-    plan_file = out or _default_out(snapshot.cluster_id, where)
-    write_atomically(plan_file, plan_format.dumps(result.plan))
+    plan_file = _written(result.plan, out or _default_out(snapshot.cluster_id, where), markdown, output_format)
     report["plan"] = str(plan_file)
-    if markdown is not None:
-        write_atomically(markdown, render_markdown(result.plan).encode() + b"\n")
-    if output_format is OutputFormat.text:
-        render_text(result.plan, details=False, dirs=True)
-        console.info(f"wrote plan to {plan_file}" + (f", its pull-request comment to {markdown}" if markdown else ""))
     if not apply_now or address is None:
         _finish(report | {"status": "planned", "reason": f"apply with: kops apply {plan_file}"}, result, run,
                 output_format, said)
@@ -310,6 +296,36 @@ def rebalance(
     _finish(report, result, run, output_format, said)
     if not done:
         raise typer.Exit(outcome.exit_code)
+
+
+def _check_options(snapshot_file: Path | None, apply_now: bool, out_dir: Path | None, healing: Heal | None,
+                   markdown: Path | None, fleet: tuple[str | None, float]) -> None:
+    """The options that cannot go together, refused before anything is read."""
+    if snapshot_file is not None and (apply_now or out_dir is not None):
+        raise UsageError("--snapshot plans one cluster offline", hint="drop --apply and --out-dir; apply the plan it "
+                                                                      "writes with kops apply PLAN")
+    _one_cluster(out_dir, healing, markdown)
+    check_fleet_options(out_dir, apply_now, *fleet)
+
+
+def _bounded_leaders(planning: _Planning, max_leader_moves: int | None) -> _Planning:
+    """--max-leader-moves bounds a goal list's leadership changes; the balancers have --max-moves."""
+    if max_leader_moves is not None and not isinstance(planning.request, GoalRequest):
+        raise UsageError("--max-leader-moves goes with a goal list", hint="--goals, or the inventory's "
+                                                                          "rebalance_goals; --max-moves bounds --goal "
+                                                                          "leaders")
+    return planning
+
+
+def _written(plan: Plan, plan_file: Path, markdown: Path | None, output_format: OutputFormat) -> Path:
+    """The plan written (and its pull-request comment, with --markdown), then shown as text."""
+    write_atomically(plan_file, plan_format.dumps(plan))
+    if markdown is not None:
+        write_atomically(markdown, render_markdown(plan).encode() + b"\n")
+    if output_format is OutputFormat.text:
+        render_text(plan, details=False, dirs=True)
+        console.info(f"wrote plan to {plan_file}" + (f", its pull-request comment to {markdown}" if markdown else ""))
+    return plan_file
 
 
 @dataclass(frozen=True)
