@@ -1,6 +1,6 @@
 """A plan: what will change on one cluster, in which batches, with which throttles, and how to undo it.
 
-Pure data, produced by `kops.planner.plan` and serialised by `kops.model.plan_format` as `kops-plan/2` (declared
+Pure data, produced by `kops.planner.planner.plan` and serialised by `kops.model.plan_format` as `kops-plan/2` (declared
 in kops/formats/plan.py, which names the class each JSON object holds).
 A plan carries its preconditions (each move's `from_replicas`, and a fingerprint of every part of the
 snapshot it depends on) so `kops apply` can refuse to act on a cluster that has drifted.

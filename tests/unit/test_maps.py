@@ -1,6 +1,6 @@
-"""The maps stay true: every module a package docstring, README.md's layout section, docs/development.md or
-docs/design/*.md names exists, and every package of kops/ is on README.md's layout. A rename that leaves a map
-behind fails here, not in a newcomer's first hour."""
+"""The maps stay true: every module, test and benchmark a docstring of kops/, README.md or a page of docs/ names
+exists, and every package of kops/ is on README.md's layout. A rename that leaves a map behind fails here, not in a
+newcomer's first hour."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # `kops/x/y.py`, `kops/x/`, `kops/x`; not a znode (`/kops/lock`), a dot folder (`.kops/lab`) or a cache path
-PATH = re.compile(r"(?<![\w/.~-])kops/[\w/.]*[\w/]")
+PATH = re.compile(r"(?<![\w/.~-])kops/[\w/.-]*[\w/]")
+# `tests/unit/test_x.py`, `bench/x.py`: a test module or a benchmark a page names as where something is checked
+SUPPORT = re.compile(r"(?<![\w/.~-])(?:tests|bench)/[\w/]*\w\.py")
 # `kops.x.y` (a module, then perhaps one of its names); not `kops-review.yml` nor a file such as `kops.yml`
 DOTTED = re.compile(r"(?<![\w./-])kops(?:\.[A-Za-z_]\w*)+(?!\w|/)")
 FILE_SUFFIXES = {"md", "yml", "yaml", "json", "toml", "txt", "cfg", "properties"}
@@ -32,10 +34,17 @@ def _layout() -> str:
     return found.group(1) if found else ""
 
 
+def _module_docstrings() -> Iterator[tuple[str, str]]:
+    for module in sorted(ROOT.glob("kops/**/*.py")):
+        if module.name != "__init__.py":
+            yield str(module.relative_to(ROOT)), ast.get_docstring(ast.parse(module.read_text())) or ""
+
+
 def _maps() -> Iterator[tuple[str, str]]:
     yield from _package_docstrings()
-    yield "README.md (Layout)", _layout()
-    for page in [ROOT / "docs/development.md", *sorted(ROOT.glob("docs/design/*.md"))]:
+    yield from _module_docstrings()
+    yield "README.md", (ROOT / "README.md").read_text()
+    for page in sorted(ROOT.glob("docs/**/*.md")):
         yield str(page.relative_to(ROOT)), page.read_text()
 
 
@@ -64,7 +73,7 @@ def _dotted_exists(named: str) -> bool:
     parts = named.split(".")
     for end in range(len(parts), 1, -1):
         base = ROOT.joinpath(*parts[:end])
-        module = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        module = base / "__init__.py" if (base / "__init__.py").exists() else base.with_suffix(".py")
         if module.exists():
             rest = parts[end:]
             return not rest or (len(rest) == 1 and _defines(module, rest[0]))
@@ -73,6 +82,7 @@ def _dotted_exists(named: str) -> bool:
 
 def _stale(source: str, text: str) -> list[str]:
     stale = [f"{source}: {m}" for m in PATH.findall(text) if not _path_exists(m)]
+    stale += [f"{source}: {m}" for m in SUPPORT.findall(text) if not (ROOT / m).exists()]
     stale += [f"{source}: {m}" for m in DOTTED.findall(text)
               if m.rsplit(".", 1)[-1] not in FILE_SUFFIXES and not _dotted_exists(m)]
     return stale
@@ -107,6 +117,7 @@ def test_every_package_is_on_the_readme_layout() -> None:
 def test_the_checks_see_stale_names() -> None:
     """The patterns catch each form, and leave znodes, dot folders and other files alone."""
     text = ("`kops/gone.py`, kops/gone/, kops.gone.module, kops/planner/, kops.planner.rolling, kops.units.format_rate,"
-            " /kops/lock, .kops/lab, ~/.cache/kops/kafka, kops.yml, kops.units.no_such_name")
-    assert _stale("x", text) == ["x: kops/gone.py", "x: kops/gone/", "x: kops.gone.module",
-                                 "x: kops.units.no_such_name"]
+            " /kops/lock, .kops/lab, ~/.cache/kops/kafka, kops.yml, kops.units.no_such_name, tests/unit/test_maps.py,"
+            " tests/unit/test_gone.py, bench/capacity.py, bench/gone.py, /tmp/tests/x.py")
+    assert _stale("x", text) == ["x: kops/gone.py", "x: kops/gone/", "x: tests/unit/test_gone.py", "x: bench/gone.py",
+                                 "x: kops.gone.module", "x: kops.units.no_such_name"]
