@@ -105,7 +105,7 @@ def heal(snapshot: Snapshot, brokers: Collection[int], request: Request = Reques
     fit); it never moves a partition healing changed or one still on an absent broker. Raises PlanningError
     naming the partition when no live broker can take a replica. Without `balancing` (kops plan: a playbook
     balances within its own tolerance), the healing alone."""
-    layout = Layout(snapshot, dict(sizes or {}), policy.write)
+    layout = Layout(snapshot, dict(sizes or {}), policy.write, policy.fanout)
     caps = resolve(policy.capacity, snapshot)
     if caps.known:
         layout.headroom = Headroom(caps, layout)
