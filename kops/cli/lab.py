@@ -63,7 +63,11 @@ def install(
     started and stopped once, so later brokers start on about a third less CPU).
 
     Into ~/.cache/kops/zookeeper and ~/.cache/kops/kafka (or $KOPS_KAFKA_CACHE); a second run downloads nothing.
-    Examples: kops lab install; kops lab install --engine kops (a CI runner that rehearses on the kops engine)
+    Examples:
+
+    \b
+      kops lab install
+      kops lab install --engine kops   # ZooKeeper alone: a CI rehearsal
     """
     if engine is not None and engine not in (KOPS, *REAL_ENGINES):
         raise UsageError(f"--engine {engine}: not an engine", hint=f"one of {', '.join((KOPS, *REAL_ENGINES))}")
