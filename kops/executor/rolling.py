@@ -40,7 +40,7 @@ from kops.holder import LockLost
 from kops.model.partitions import TopicPartition
 from kops.model.plan import Move, Rolling
 from kops.model.snapshot import Snapshot
-from kops.planner.rolling import Room, Source, admissible, leader_of, planned_room
+from kops.planner.rolling import Rooms, Source, admissible, leader_of, planned_room, short_of
 from kops.units import format_size
 
 FULL_READ_SECONDS = 10.0
@@ -260,25 +260,34 @@ def _within_disks(ex: Executor, record: ExecutionRecord, ready: list[Move], in_f
 
 
 def _within_plan(ex: Executor, record: ExecutionRecord, ready: list[Move], in_flight: list[Move], state: _State,
-                 leaders: Source) -> tuple[list[Move], Room | None]:
-    """The caps' choice among the ready moves whose destinations have room under the plan's own disk limits
-    (kops.planner.rolling.planned_room: what the plan knew, less the moves done and in flight), and that room. A
-    move without it waits for the moves in flight; with none in flight the run stops, as a `kops cancel` does."""
+                 leaders: Source) -> tuple[list[Move], Rooms | None]:
+    """The caps' choice among the ready moves whose destinations have room under the plan's own limits, disk and
+    replica cap (kops.planner.rolling.planned_room: what the plan knew, less the moves done and in flight), and
+    that room. A move without it waits for the moves in flight; with none in flight the run stops, as a `kops
+    cancel` does."""
     done = [m for b in record.batches if b.status == DONE for m in b.moves]
     room = planned_room(ex.gate.planned, done, in_flight)
     chosen = admissible(ready, in_flight, state.limits, leaders, room)
     if chosen or room is None or in_flight or not admissible(ready, in_flight, state.limits, leaders):
         return chosen, room
     for m in ready:
-        short = [(b, free) for b in m.adding if (free := room(b)) is not None and m.bytes > free]
-        if short:
-            broker, free = short[0]
-            state.stopping = True
-            state.stop_reason = (f"{m.tp}: broker {broker} has {format_size(max(0.0, free))} of room left under "
-                                 f"the plan's disk limit, needs {format_size(m.bytes)} for its new replica, and no "
-                                 f"move in flight to free space; {what_to_do(record.kind)}")
+        short = short_of(m, room)
+        if short is not None:
+            state.stopping, state.stop_reason = True, _no_room(m, *short, record.kind)
             break
     return chosen, room
+
+
+def _no_room(m: Move, resource: str, broker: int, free: float, kind: str) -> str:
+    """Why a rolling run stops: the move's destination has no room under the plan's limit of `resource`."""
+    if resource == "disk":
+        return (f"{m.tp}: broker {broker} has {format_size(max(0.0, free))} of room left under the plan's disk "
+                f"limit, needs {format_size(m.bytes)} for its new replica, and no move in flight to free space; "
+                f"{what_to_do(kind)}")
+    again = "`kops rollback --resume`" if kind == "rollback" else ("`kops apply --resume`; or `kops rollback` and "
+                                                                   "plan again with a higher capacity.max_replicas")
+    return (f"{m.tp}: broker {broker} holds as many replicas as the plan's replica cap allows, and no move in "
+            f"flight frees one; move a replica off it, then {again}")
 
 
 def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecord], state: _State) -> Snapshot:

@@ -410,6 +410,32 @@ def test_rolling_keeps_to_the_plans_own_room_where_the_disk_is_not_reported(tmp_
     b.finished_as_planned()
 
 
+def test_rolling_keeps_to_the_plans_replica_cap(tmp_path: Path) -> None:
+    """Broker 4 may hold 3 replicas (`capacity.max_replicas`) and holds none before the plan. The caps let five
+    moves to it start, the cap three: a rolling wave mixes batches, whose peaks the plan checked one by one. What
+    is done stays on it, so after three nothing is in flight and the next does not fit: stop, exit 3."""
+    b = bed(tmp_path, rolling=Rolling(5))
+    b.kafka.disks = {1: ROOMY, 2: ROOMY, 3: ROOMY, 4: ROOMY}
+    full = b.plan
+    report = CapacityReport({"disk": 0.8}, {4: {"replicas": Usage(3, 3, "declared inv.yml:2", 0, 0, 0)}})
+    b.plan = replace(full, summary=replace(full.summary, capacity=report))
+    most: Counter[str] = Counter()
+
+    def check(_seconds: float) -> None:
+        most["to 4"] = max(most["to 4"], sum(4 in b.kafka.topics[tp.topic][tp.partition].adding for tp in b.moving()))
+
+    b.kafka.clock.listeners.append(check)
+    outcome = b.apply()
+    assert outcome.exit_code == ExitCode.STOPPED
+    assert "broker 4 holds as many replicas as the plan's replica cap allows, and no move in flight frees one; " \
+           "move a replica off it, then `kops apply --resume`" in (outcome.reason or "")
+    assert sum(isinstance(e, MoveDone) for e in b.events) == 3 and most["to 4"] == 3
+    assert not b.moving() and b.throttles() == OPERATOR
+    b.plan = full
+    assert b.apply(resume=True).exit_code == ExitCode.OK
+    b.finished_as_planned()
+
+
 @pytest.mark.parametrize("rolling", [None, Rolling(2)], ids=["batches", "rolling"])
 def test_a_broker_whose_disk_is_not_reported_is_said_once_and_not_checked(tmp_path: Path,
                                                                            rolling: Rolling | None) -> None:

@@ -15,7 +15,7 @@ from kops.executor import steps
 from kops.executor.record import ExecutionRecord
 from kops.model import plan_format, snapshot_format
 from kops.model.plan import CapacityReport, Move, Rolling, Usage
-from kops.planner.rolling import admissible, planned_room, rolling_order, touched
+from kops.planner.rolling import admissible, planned_room, rolling_order, short_of, touched
 from tests.examples import examples
 from tests.unit.test_declare_playbooks import load, messages
 
@@ -89,7 +89,7 @@ def test_a_move_starts_only_where_its_destination_has_room_now() -> None:
     """Broker 3 has 250 bytes of room: two 100-byte moves to it start, the third waits, a move elsewhere goes."""
     to_3 = [Move("t", p, (1,), (3,), 100) for p in range(3)]
     elsewhere = Move("u", 0, (1,), (4,), 500)
-    room = {3: 250.0}.get
+    room = {"disk": {3: 250.0}.get}
     assert admissible([*to_3, elsewhere], [], Rolling(5), source, room) == [to_3[0], to_3[1], elsewhere]
     assert admissible([*to_3, elsewhere], [], Rolling(5), source) == [*to_3, elsewhere]
 
@@ -101,10 +101,25 @@ def test_the_planned_room_is_the_limit_less_what_is_held_done_and_in_flight() ->
         3: {"disk": Usage(1_250, 1_000, "declared inv.yml:1", 600, 700, 700)},
         2: {"disk": Usage(1_250, 1_000, "declared inv.yml:1", 1_200, 900, 1_200)}})
     done = [Move("t", 0, (1,), (3,), 200), Move("t", 1, (3,), (2,), 100)]
-    room = planned_room(report, done, [Move("t", 2, (1,), (3,), 150)])
-    assert room is not None and (room(3), room(2), room(4)) == (150.0, -100.0, None)
+    rooms = planned_room(report, done, [Move("t", 2, (1,), (3,), 150)])
+    assert rooms is not None and set(rooms) == {"disk"}
+    room = rooms["disk"]
+    assert (room(3), room(2), room(4)) == (150.0, -100.0, None)
     assert planned_room(None, done, []) is None
     assert planned_room(CapacityReport({"disk": 0.8}, {}), done, []) is None
+
+
+def test_a_replica_cap_holds_at_every_wave_as_the_disk_does() -> None:
+    """Broker 3 may hold 5 replicas and holds 3: one move done brought it one, one in flight another; of three
+    ready moves to it none fits, broker 4 (no cap) takes its move. A rolling wave holds moves of several batches,
+    whose peaks the plan checked batch by batch only."""
+    report = CapacityReport({"disk": 0.8}, {3: {"replicas": Usage(5, 5, "declared inv.yml:2", 3, 5, 5)}})
+    done = [Move("t", 0, (1,), (3,), 10)]
+    rooms = planned_room(report, done, [Move("t", 1, (1,), (3,), 10)])
+    assert rooms is not None and set(rooms) == {"replicas"} and rooms["replicas"](3) == 0.0
+    ready = [Move("u", p, (1,), (3,), 10) for p in range(3)] + [Move("v", 0, (1,), (4,), 10)]
+    assert admissible(ready, [], Rolling(5), source, rooms) == [ready[3]]
+    assert short_of(ready[0], rooms) == ("replicas", 3, 0.0)
 
 
 def test_playbook_mode_rolling(tmp_path: Path) -> None:
