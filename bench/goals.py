@@ -24,7 +24,9 @@ the higher goals leave no room); `MISS: held by goals below` (the list up to the
 it, whose starting peaks the optimizer keeps, hold it); `MISS` (even alone it stays beyond both).
 Per scenario: `moves`, `bytes_moved`, `leader_moves`, `hard_violations` (rack and capacity, counted from the
 assignment by bench/cc_figures.py, not by the planner), `worse_goals` (target empty), `idempotent` (a second run
-with the same goals on the result plans no move and no leadership change), `plan_seconds` and `plan_cpu_seconds`
+with the same goals on the result plans no move and no leadership change; `after_plan_moves` and
+`after_plan_leader_moves`, the decommission's: its drain planned by a play whose `rebalance:` names the same list
+with tolerance 0, applied, then the same rebalance: target 0), `plan_seconds` and `plan_cpu_seconds`
 (the planning's CPU time, steadier on a shared machine), and in the same run the baseline, `kops rebalance --goal
 bytes` (the single-goal rebalance by disk utilization) on the same cluster: its goals' `after`, moves, bytes and
 hard violations.
@@ -55,7 +57,7 @@ from bench.cc_cluster import KIB, MIB, Assignment, Cluster, generate, snapshot_o
 from bench.cc_figures import figures, invalid  # noqa: E402 - after the sys.path line above
 from bench.vs_cruise_control import SCALES, measured  # noqa: E402 - after the sys.path line above
 from kops.model.capacity import CapacityDeclaration, Figure, Resource, resolve  # noqa: E402 - after the sys.path line above
-from kops.model.desired import BrokerChanges, DesiredState, SourceLocation  # noqa: E402 - after the sys.path line above
+from kops.model.desired import BrokerChanges, DesiredState, Rebalance, SourceLocation  # noqa: E402 - after the sys.path line above
 from kops.model.goals import DEFAULT_GOALS  # noqa: E402 - after the sys.path line above
 from kops.model.partitions import TopicPartition  # noqa: E402 - after the sys.path line above
 from kops.model.snapshot import Snapshot  # noqa: E402 - after the sys.path line above
@@ -138,11 +140,14 @@ def measure(assignment: Assignment, inputs: GoalInputs, goals: tuple[str, ...] =
     return {f.name: (f.value, f.lower_bound) for f in goal_figures(tps, inputs, goals) if f.skipped is None}
 
 
-def drained(snapshot: Snapshot, victim: int, sizes: dict[TopicPartition, int], policy: Policy) -> tuple[Snapshot, int]:
-    """`kops plan`'s decommission of `victim` applied on paper, the broker then stopped; and its moves."""
+def drained(snapshot: Snapshot, victim: int, sizes: dict[TopicPartition, int], policy: Policy,
+            goals: tuple[str, ...] = ()) -> tuple[Snapshot, int]:
+    """`kops plan`'s decommission of `victim` applied on paper, the broker then stopped; and its moves. With
+    `goals`: the play's `rebalance: {goals: ..., tolerance: 0}`, which places every replica by the list."""
     loc = SourceLocation("bench/goals.py", 1, 1)
-    drain = plan(DesiredState("bench", None, {}, BrokerChanges(decommission=(victim,), location=loc)), snapshot,
-                 sizes, policy)
+    listed = Rebalance(tolerance=0.0, location=loc, goals=goals) if goals else None
+    drain = plan(DesiredState("bench", None, {}, BrokerChanges(decommission=(victim,), location=loc), listed),
+                 snapshot, sizes, policy)
     after = apply_plan(snapshot, drain)
     return replace(after, brokers=tuple(b for b in after.brokers if b.id != victim)), drain.summary.moves
 
@@ -240,6 +245,7 @@ def run(scenario: str, brokers: int, partitions: int, checks: bool = True, basel
     request = GoalRequest(GOALS, Limits(), 0.0)
     started, cpu = time.perf_counter(), time.process_time()
     drain_moves = 0
+    start = snapshot
     if victim is not None:
         snapshot, drain_moves = drained(snapshot, victim, sizes, policy)
     result = rebalance_goals(snapshot, request, sizes, policy, cluster="bench")
@@ -258,6 +264,10 @@ def run(scenario: str, brokers: int, partitions: int, checks: bool = True, basel
         for goal, (value, _) in measure(cluster.assignment, inputs).items():
             rows[goal]["start"] = value
     kops = judged(cluster, layout_of(done), victim)
+    after_plan = None  # the drain placed by the same list (a play's goals), then the cron's rebalance: moves nothing
+    if victim is not None:
+        placed = drained(start, victim, sizes, policy, GOALS)[0]
+        after_plan = rebalance_goals(placed, request, sizes, policy, cluster="bench").plan.summary
     other = dict.fromkeys(kops) if base is None else judged(cluster, layout_of(base), victim)
     return {"scenario": scenario, "cluster": cluster.name, "brokers": len(cluster.brokers),
             "partitions": len(cluster.assignment), "drained": victim, "goal_list": ",".join(GOALS),
@@ -270,6 +280,8 @@ def run(scenario: str, brokers: int, partitions: int, checks: bool = True, basel
             "worse_goals": [g for g, r in rows.items() if r["after"] > r["before"]],
             "idempotent": second.moves == 0 and second.leader_moves == 0,
             "second_run_moves": second.moves, "second_run_leader_moves": second.leader_moves,
+            "after_plan_moves": None if after_plan is None else after_plan.moves,
+            "after_plan_leader_moves": None if after_plan is None else after_plan.leader_moves,
             "misses": sorted(g for g, r in rows.items() if r["room"].startswith("MISS")),
             "plan_seconds": round(seconds, 2), "plan_cpu_seconds": round(cpu, 2), "peak_rss_mb": round(peak, 1),
             "room_checks": checks, "baseline": "none" if base is None else "kops rebalance --goal bytes",

@@ -58,6 +58,7 @@ def test_a_tiny_decommission_line_drains_the_broker_and_judges_from_the_assignme
     assert row["drained"] == fullest(generate(12, 240))
     assert row["violations"]["left_on_drained"] == 0 and row["violations"]["invalid"] == []
     assert row["drain_moves"] > 0 and row["moves"] >= row["drain_moves"]
+    assert row["after_plan_moves"] == row["after_plan_leader_moves"] == 0  # a plan by the list, then the rebalance
     assert set(row["goals"]) == {"disk", "network_in", "network_out", "replicas", "topic_replicas", "leaders",
                                  "leader_bytes_in", "preferred_leaders"}
     for figures in row["goals"].values():
