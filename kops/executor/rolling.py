@@ -41,7 +41,7 @@ from kops.model.partitions import TopicPartition
 from kops.model.plan import Move, Rolling
 from kops.model.snapshot import Snapshot
 from kops.planner.rolling import Rooms, Source, admissible, leader_of, planned_room, short_of
-from kops.units import format_size
+from kops.units import format_rate, format_size
 
 FULL_READ_SECONDS = 10.0
 
@@ -284,10 +284,15 @@ def _no_room(m: Move, resource: str, broker: int, free: float, kind: str) -> str
         return (f"{m.tp}: broker {broker} has {format_size(max(0.0, free))} of room left under the plan's disk "
                 f"limit, needs {format_size(m.bytes)} for its new replica, and no move in flight to free space; "
                 f"{what_to_do(kind)}")
+    setting = "capacity.max_replicas" if resource == "replicas" else "capacity.limits.network_in"
     again = "`kops rollback --resume`" if kind == "rollback" else ("`kops apply --resume`; or `kops rollback` and "
-                                                                   "plan again with a higher capacity.max_replicas")
-    return (f"{m.tp}: broker {broker} holds as many replicas as the plan's replica cap allows, and no move in "
-            f"flight frees one; move a replica off it, then {again}")
+                                                                   f"plan again with a higher {setting}")
+    if resource == "replicas":
+        return (f"{m.tp}: broker {broker} holds as many replicas as the plan's replica cap allows, and no move in "
+                f"flight frees one; move a replica off it, then {again}")
+    return (f"{m.tp}: broker {broker} has {format_rate(max(0.0, free))} of network in left under the plan's limit, "
+            f"needs {format_rate(m.write_rate or 0.0)} for its new replica, and no move in flight to free any; "
+            f"move load off it, then {again}")
 
 
 def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecord], state: _State) -> Snapshot:

@@ -22,6 +22,7 @@ Long = Annotated[int, Strict(), Field(ge=INT64[0], le=INT64[1])]
 Id = Annotated[int, Strict(), Field(ge=0, le=INT32[1])]  # broker ids and partition numbers
 Size = Annotated[int, Strict(), Field(ge=0, le=INT64[1])]  # byte counts and counters
 Rate = Annotated[int, Strict(), Field(gt=0, le=INT64[1])]  # bytes per second
+Measured = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]  # a measured rate: 0 or fractional too
 Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]  # a duration
 Positive = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]

@@ -21,6 +21,7 @@ from kops.formats.base import (
     Id,
     IdKey,
     Int,
+    Measured,
     Number,
     Positive,
     Rate,
@@ -61,6 +62,10 @@ class MoveDoc(Doc):
     to_dirs: list[Text | None] | None = Field(default=None, exclude_if=lambda v: v is None, description=(
         "the log dir (absolute path) each replica of `to` is to be born in, null for any dir; only replicas the "
         "move adds are placed (one that stays and changes dir is a disk move); absent: no placement"))
+    write_rate: Measured | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "bytes/s written to the partition (the sizes summary's write rate), where the plan knew write rates: the "
+        "network in each new replica takes, which `kops apply --rolling` holds to the destinations' limits at "
+        "every wave; absent: not known"))
 
     @model_validator(mode="after")
     def _consistent(self) -> MoveDoc:

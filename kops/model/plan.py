@@ -91,6 +91,9 @@ class Move:
     remote_bytes: int | None = None  # tiered storage (KIP-405): the partition's bytes in remote storage, not copied
     # the log dir each replica of `to_replicas` is to be born in (None: any dir); None: no placement at all
     to_dirs: tuple[str | None, ...] | None = None
+    # bytes/s written to the partition, where the plan knew write rates: what each new replica takes in (network in),
+    # so a rolling wave, which mixes batches, holds the destinations' network-in limits as each batch's peak did
+    write_rate: float | None = None
 
     @_computed
     def tp(self) -> TopicPartition:

@@ -733,6 +733,7 @@ def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy:
     """A move for every existing partition whose planned replicas differ from its current (or in-flight target)
     ones; partitions being reassigned refuse the plan unless --allow-in-flight."""
     snapshot, layout, desired = work.snapshot, work.layout, work.desired
+    write = policy.write  # a move carries its write rate where known: rolling holds network in per wave
     moves: list[Move] = []
     in_flight_problems = []
     # A partition whose layout is its original (the snapshot's current or in-flight target replicas) has no move.
@@ -754,8 +755,9 @@ def _moves(work: _Work, original: dict[TopicPartition, tuple[int, ...]], policy:
                 "wait for the reassignment to finish (kops status), or plan with --allow-in-flight"))
             continue
         leader = part.leader if part.leader in current else current[0]
+        rate = write.get(tp)
         moves.append(Move(tp.topic, tp.partition, current, target, layout.size(tp), leader,
-                          work.reason.get(tp, "leader balance")))
+                          work.reason.get(tp, "leader balance"), write_rate=None if rate is None else float(rate)))
     if in_flight_problems:
         raise PlanningError(in_flight_problems)
     return moves

@@ -41,7 +41,7 @@ def invert(batches: Sequence[tuple[int, Sequence[Move]]], now: Callable[[TopicPa
             replicas = now(m.tp)
             if replicas == tuple(m.to_replicas) and m.to_replicas != m.from_replicas:
                 inverse.append(Move(m.topic, m.partition, m.to_replicas, m.from_replicas, m.bytes, m.to_replicas[0],
-                                    reason, m.remote_bytes))
+                                    reason, m.remote_bytes, write_rate=m.write_rate))
                 election.add(m.tp)
             elif replicas is not None and replicas != tuple(m.from_replicas) and set(replicas) == set(m.from_replicas):
                 inverse.append(Move(m.topic, m.partition, replicas, m.from_replicas, 0, replicas[0],
@@ -62,7 +62,8 @@ def completed(batches: Sequence[tuple[int, Sequence[Move]]], reason: str) -> lis
     out: list[tuple[int, list[Move]]] = []
     for index, moves in sorted(batches, key=lambda b: -b[0]):
         inverse = [Move(m.topic, m.partition, m.to_replicas, m.from_replicas, m.bytes, m.to_replicas[0], reason,
-                        m.remote_bytes) for m in in_key_order(list(moves), map(_by_partition, moves))
+                        m.remote_bytes, write_rate=m.write_rate)
+                   for m in in_key_order(list(moves), map(_by_partition, moves))
                    if m.to_replicas != m.from_replicas]
         if inverse:
             out.append((index, inverse))

@@ -6,9 +6,9 @@ at most `max_moves` be in flight in all. The order is largest and most constrain
 busiest port (the broker with the most bytes to send or receive) come first, largest first among them, so the
 port that bounds the makespan never idles while smaller work waits elsewhere (longest-processing-time first on
 the critical port, as Cruise Control's and Redpanda's per-broker concurrency caps do it). Given each broker's
-room (`planned_room`: the plan's limits less what is on the broker and on its way, for its disk and its replica
-cap), a move starts only where its destinations have room for it then, beside the moves in flight. Network in is
-not held here: a move carries its bytes, not its partition's write rate.
+room (`planned_room`: the plan's limits less what is on the broker and on its way, for its disk, its network in
+(a move carries its partition's write rate where the plan knew it) and its replica cap), a move starts only where
+its destinations have room for it then, beside the moves in flight.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ Source = Callable[[Move], int | None]  # a move's current leader (None: unknown,
 Room = Callable[[int], float | None]  # how much more a broker may take now (None: unknown, not checked)
 Rooms = Mapping[str, Room]  # per resource the plan knows a limit of ("disk": bytes, "replicas": a count)
 # what one new replica of a move brings its destination, per resource rolling holds to the plan's limits
-BROUGHT: Mapping[str, Callable[[Move], float]] = {"disk": lambda m: float(m.bytes), "replicas": lambda m: 1.0}
+BROUGHT: Mapping[str, Callable[[Move], float]] = {"disk": lambda m: float(m.bytes), "replicas": lambda m: 1.0,
+                                                  "network_in": lambda m: m.write_rate or 0.0}
 
 
 def leader_of(snapshot: Snapshot) -> Source:

@@ -122,6 +122,18 @@ def test_a_replica_cap_holds_at_every_wave_as_the_disk_does() -> None:
     assert short_of(ready[0], rooms) == ("replicas", 3, 0.0)
 
 
+def test_network_in_holds_at_every_wave_with_the_moves_write_rates() -> None:
+    """Broker 3 takes in 800 B/s of a 1,000 B/s limit: of two ready moves writing 150 B/s each, one fits; a move
+    without a known rate (a plan made without write rates) brings none."""
+    report = CapacityReport({"network_in": 0.8}, {3: {"network_in": Usage(1_250, 1_000, "declared inv.yml:3", 800,
+                                                                          800, 800)}})
+    rooms = planned_room(report, [], [])
+    assert rooms is not None and set(rooms) == {"network_in"} and rooms["network_in"](3) == 200.0
+    ready = [Move("t", p, (1,), (3,), 10, write_rate=150.0) for p in range(2)] + [Move("u", 0, (1,), (3,), 10)]
+    assert admissible(ready, [], Rolling(5), source, rooms) == [ready[0], ready[2]]
+    assert short_of(ready[1], rooms, {"network_in": Counter({3: 150.0})}) == ("network_in", 3, 200.0)
+
+
 def test_playbook_mode_rolling(tmp_path: Path) -> None:
     decl = load(tmp_path, """
         - hosts: prod
