@@ -9,7 +9,7 @@ from kops.planner.goal_rebalance import GoalRequest, PlanOf, _fitted, rebalance_
 from kops.planner.goal_state import assignment_of
 from kops.planner.optimizer import Action
 from kops.planner.planner import Policy
-from tests.builders import crowded, sizes_of
+from tests.builders import brokers, crowded, sizes_of, snapshot, topic
 from tests.simulate import apply_plan
 
 GOALS = ("disk", "replicas", "leaders")
@@ -64,6 +64,21 @@ def test_move_budgets_bound_the_walk() -> None:
     snap, sizes = _skewed()
     result = rebalance_goals(snap, GoalRequest(GOALS, Limits(max_moves=2), max_leader_moves=0), sizes)
     assert sum(len(set(m.to_replicas) - set(m.from_replicas)) for m in result.plan.moves) <= 2
+
+
+def test_byte_and_leadership_budgets_bound_the_list() -> None:
+    """--max-bytes and --max-leader-moves bound a goal list's plan as --max-moves does: every byte the plan copies
+    and every leadership change it makes (its moves' new leaders and its elections) counted against them."""
+    snap, sizes = _skewed()
+    whole = rebalance_goals(snap, GoalRequest(GOALS), sizes).plan.summary
+    budget = whole.bytes // 3
+    bounded = rebalance_goals(snap, GoalRequest(GOALS, Limits(max_bytes=budget)), sizes).plan.summary
+    assert 0 < bounded.bytes <= budget
+    led_by_1 = snapshot(brokers(6), [topic("t", [(1, 2, 3)] * 6 + [(2, 3, 1)] * 2)])  # broker 1 leads 6 of 8
+    free, capped = (rebalance_goals(led_by_1, GoalRequest(("leaders",), max_leader_moves=n), sizes_of(led_by_1)).plan
+                    for n in (None, 1))
+    assert free.summary.leader_moves == 2 and capped.summary.leader_moves == 1
+    assert all(m.kind == "leader" for m in (*free.moves, *capped.moves))
 
 
 def test_replay_takes_moves_and_leadership_changes_in_order() -> None:
