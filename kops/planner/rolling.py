@@ -21,7 +21,7 @@ from kops.model.snapshot import Snapshot
 
 Source = Callable[[Move], int | None]  # a move's current leader (None: unknown, the first original replica)
 Room = Callable[[int], float | None]  # how much more a broker may take now (None: unknown, not checked)
-Rooms = Mapping[str, Room]  # per resource the plan knows a limit of ("disk": bytes, "replicas": a count)
+Rooms = Mapping[str, Room]  # per resource the plan knows a limit of (disk, network in: bytes, bytes/s; replicas)
 # what one new replica of a move brings its destination, per resource rolling holds to the plan's limits
 BROUGHT: Mapping[str, Callable[[Move], float]] = {"disk": lambda m: float(m.bytes), "replicas": lambda m: 1.0,
                                                   "network_in": lambda m: m.write_rate or 0.0}
