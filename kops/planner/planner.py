@@ -669,6 +669,7 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
     batch_list = _batches(work, grouped, policy, rate, port_rate, sized)
     moves = [m for b in batch_list for m in b.moves]
     work.warnings += _reviewer_warnings(snapshot, desired, moves, work.layout)
+    work.warnings += _cron_list_unused(desired, moves)
     copying = sum(1 for m in moves if m.adding)
     if rate is None and copying:  # Kafka's own tool does the same, but a reviewer should see it
         work.warnings.append(f"no throttle: {copying} move(s) copy at full speed, beside producers and consumers "
@@ -883,6 +884,19 @@ def _all_at_once(batch_list: list[Batch], port_rate: float) -> float:
         for broker, amount in batch.estimate.bytes_out.items():
             bytes_out[broker] = bytes_out.get(broker, 0) + amount
     return max([v / fastest[b] for b, v in bytes_in.items()] + [v / port_rate for v in bytes_out.values()] + [0.0])
+
+
+def _cron_list_unused(desired: DesiredState, moves: list[Move]) -> list[str]:
+    """A play that places replicas by the balancers on a cluster whose inventory gives `kops rebalance` a goal list
+    (`rebalance_goals`): the next rebalance may move what this plan places, so the reviewer is told how to place
+    by the same list (issue 36: plan and rebalance never pull apart where the play names the list)."""
+    listed = desired.host_vars.get("rebalance_goals")
+    if not listed or (desired.rebalance is not None and desired.rebalance.goals) or not any(m.adding for m in moves):
+        return []
+    shown = listed if isinstance(listed, str) else ", ".join(map(str, listed)) if isinstance(listed, list) else listed
+    return [f"the inventory gives this cluster rebalance_goals ({shown}) for kops rebalance, and this play names no "
+            "goal list: its replicas are placed by the balancers, and the next rebalance may move some of them "
+            "(add `rebalance: {goals: [...], tolerance: 0}` to the play to place them by the same list)"]
 
 
 def _reviewer_warnings(snapshot: Snapshot, desired: DesiredState, moves: list[Move], layout: Layout) -> list[str]:

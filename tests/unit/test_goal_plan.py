@@ -142,3 +142,16 @@ def test_kops_plan_prints_the_goal_table(capsys) -> None:
     rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["disk"], ["replicas"])]
     figures = re.findall(r"\d+\.\d+", " ".join(rows[0]))  # before, after, bound (the unit may wrap on a narrow console)
     assert "Goals" in out and [r[0] for r in rows] == ["disk", "replicas"] and figures[:2] == ["61.77", "41.26"]
+
+
+def test_a_play_without_the_clusters_cron_list_is_told_the_rebalance_may_undo_it() -> None:
+    """The inventory gives `kops rebalance` a goal list for the cluster (`rebalance_goals`); a play that names none
+    places by the balancers, which that rebalance may move again: the plan says so and how to place by the list."""
+    snap, sizes = crowded(), sizes_of(crowded(), 10_000_000)
+    cron = {"rebalance_goals": ["disk", "replicas"]}
+    said = "the inventory gives this cluster rebalance_goals (disk, replicas) for kops rebalance"
+    drained = replace(declare(decommission=[3]), host_vars=cron)
+    assert any(w.startswith(said) for w in plan(drained, snap, sizes).warnings)
+    listed = replace(drained, rebalance=Rebalance(tolerance=0.0, location=HERE, goals=("disk", "replicas")))
+    assert not any(w.startswith(said) for w in plan(listed, snap, sizes).warnings)
+    assert not any(w.startswith(said) for w in plan(declare(decommission=[3]), snap, sizes).warnings)
