@@ -74,7 +74,7 @@ def install(
     with console.err.status("fetching ZooKeeper with Maven"):
         folder, fetched = install_zookeeper()
     console.out.print(f"ZooKeeper {folder.name} {'fetched into' if fetched else 'already in'} {folder}")
-    for name in list(REAL_ENGINES) if engine is None else [e for e in [engine] if e != KOPS]:
+    for name in REAL_ENGINES if engine is None else () if engine == KOPS else (engine,):
         with console.err.status(f"fetching {name} with Maven"):
             dist, fetched = kafka_dist.install(name)
         console.out.print(f"{name}: Apache Kafka {dist.version} {'fetched into' if fetched else 'already in'} "

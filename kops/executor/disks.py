@@ -149,9 +149,8 @@ class DiskGate:
         return chosen, held
 
 
-def what_to_do(kind: str) -> str:
-    """The hint after a shortfall: the limit is the plan's, so raising it means a new plan."""
+def what_to_do(kind: str, remedy: str = "free space on it", setting: str = "capacity.limits.disk") -> str:
+    """The hint after a shortfall: the limit (`setting`) is the plan's, so raising it means a new plan."""
     if kind == "rollback":
-        return "free space on it, then `kops rollback --resume`"
-    return ("free space on it, then `kops apply --resume`; or `kops rollback` and plan again with a higher "
-            "capacity.limits.disk")
+        return f"{remedy}, then `kops rollback --resume`"
+    return f"{remedy}, then `kops apply --resume`; or `kops rollback` and plan again with a higher {setting}"

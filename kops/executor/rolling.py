@@ -261,10 +261,10 @@ def _within_disks(ex: Executor, record: ExecutionRecord, ready: list[Move], in_f
 
 def _within_plan(ex: Executor, record: ExecutionRecord, ready: list[Move], in_flight: list[Move], state: _State,
                  leaders: Source) -> tuple[list[Move], Rooms | None]:
-    """The caps' choice among the ready moves whose destinations have room under the plan's own limits, disk and
-    replica cap (kops.planner.rolling.planned_room: what the plan knew, less the moves done and in flight), and
-    that room. A move without it waits for the moves in flight; with none in flight the run stops, as a `kops
-    cancel` does."""
+    """The caps' choice among the ready moves whose destinations have room under the plan's own limits, disk,
+    network in and replica cap (kops.planner.rolling.planned_room: what the plan knew, less the moves done and in
+    flight), and that room. A move without it waits for the moves in flight; with none in flight the run stops,
+    as a `kops cancel` does."""
     done = [m for b in record.batches if b.status == DONE for m in b.moves]
     room = planned_room(ex.gate.planned, done, in_flight)
     chosen = admissible(ready, in_flight, state.limits, leaders, room)
@@ -284,15 +284,12 @@ def _no_room(m: Move, resource: str, broker: int, free: float, kind: str) -> str
         return (f"{m.tp}: broker {broker} has {format_size(max(0.0, free))} of room left under the plan's disk "
                 f"limit, needs {format_size(m.bytes)} for its new replica, and no move in flight to free space; "
                 f"{what_to_do(kind)}")
-    setting = "capacity.max_replicas" if resource == "replicas" else "capacity.limits.network_in"
-    again = "`kops rollback --resume`" if kind == "rollback" else ("`kops apply --resume`; or `kops rollback` and "
-                                                                   f"plan again with a higher {setting}")
     if resource == "replicas":
         return (f"{m.tp}: broker {broker} holds as many replicas as the plan's replica cap allows, and no move in "
-                f"flight frees one; move a replica off it, then {again}")
+                f"flight frees one; {what_to_do(kind, 'move a replica off it', 'capacity.max_replicas')}")
     return (f"{m.tp}: broker {broker} has {format_rate(max(0.0, free))} of network in left under the plan's limit, "
             f"needs {format_rate(m.write_rate or 0.0)} for its new replica, and no move in flight to free any; "
-            f"move load off it, then {again}")
+            f"{what_to_do(kind, 'move load off it', 'capacity.limits.network_in')}")
 
 
 def _submit_next(ex: Executor, record: ExecutionRecord, pending: list[BatchRecord], state: _State) -> Snapshot:

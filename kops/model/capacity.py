@@ -167,10 +167,10 @@ def partly_reported(dirs: Iterable[LogDirUsage]) -> dict[int, tuple[str, ...]]:
     """Per broker that reported some of its dirs: those it did not (offline, or erring), which its capacity leaves
     out (`reported_disks`)."""
     dirs = tuple(dirs)
-    known = {b for b, disk in reported_disks(dirs).items() if disk is not None}
+    unknown = set(unreported(dirs))
     out: dict[int, list[str]] = {}
     for d in sorted(dirs):
-        if d.broker in known and not d.reported:
+        if d.broker not in unknown and not d.reported:
             out.setdefault(d.broker, []).append(d.path)
     return {b: tuple(paths) for b, paths in out.items()}
 
