@@ -676,7 +676,8 @@ def _assemble(work: _Work, original: dict[TopicPartition, tuple[int, ...]], poli
                              "(set execution.throttle in the playbook, or pass --throttle to kops plan or kops apply)")
     work.warnings += unknown_loads(work.layout.headroom, work.layout.sizes, policy.write)
     work.warnings += stray_warnings(policy.capacity, {b.id for b in snapshot.brokers} | set(work.layout.replica_count))
-    work.warnings += disk_warnings(resolve(policy.capacity, snapshot), snapshot.log_dirs)
+    work.warnings += disk_warnings(work.layout.headroom.caps if work.layout.headroom is not None
+                                   else resolve(policy.capacity, snapshot), snapshot.log_dirs)
     planned = Plan(
         cluster=desired.cluster,
         cluster_id=snapshot.cluster_id,
@@ -893,7 +894,7 @@ def _cron_list_unused(desired: DesiredState, moves: list[Move]) -> list[str]:
     listed = desired.host_vars.get("rebalance_goals")
     if not listed or (desired.rebalance is not None and desired.rebalance.goals) or not any(m.adding for m in moves):
         return []
-    shown = listed if isinstance(listed, str) else ", ".join(map(str, listed)) if isinstance(listed, list) else listed
+    shown = ", ".join(map(str, listed)) if isinstance(listed, list) else str(listed)
     return [f"the inventory gives this cluster rebalance_goals ({shown}) for kops rebalance, and this play names no "
             "goal list: its replicas are placed by the balancers, and the next rebalance may move some of them "
             "(add `rebalance: {goals: [...], tolerance: 0}` to the play to place them by the same list)"]
